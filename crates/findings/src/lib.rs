@@ -1,0 +1,1 @@
+//! Rules that turn a stored run into findings with evidence.

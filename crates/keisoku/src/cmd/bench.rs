@@ -1,0 +1,9 @@
+//! `keisoku bench`: not built yet; its issue replaces this module.
+
+/// Flags of `keisoku bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`keisoku bench` is not available in this build yet")
+}

@@ -1,0 +1,9 @@
+//! `keisoku compare`: not built yet; its issue replaces this module.
+
+/// Flags of `keisoku compare`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`keisoku compare` is not available in this build yet")
+}

@@ -1,0 +1,9 @@
+//! `keisoku record`: not built yet; its issue replaces this module.
+
+/// Flags of `keisoku record`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`keisoku record` is not available in this build yet")
+}

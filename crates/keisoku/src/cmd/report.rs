@@ -1,0 +1,9 @@
+//! `keisoku report`: not built yet; its issue replaces this module.
+
+/// Flags of `keisoku report`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`keisoku report` is not available in this build yet")
+}

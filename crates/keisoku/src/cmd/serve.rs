@@ -1,0 +1,9 @@
+//! `keisoku serve`: not built yet; its issue replaces this module.
+
+/// Flags of `keisoku serve`.
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<u8> {
+    anyhow::bail!("`keisoku serve` is not available in this build yet")
+}

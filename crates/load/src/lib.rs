@@ -1,0 +1,1 @@
+//! HTTP load engine: connections, schedules, latency histograms, sweeps, knee and SLO judgement.

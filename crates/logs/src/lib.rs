@@ -1,0 +1,1 @@
+//! Access-log parsing, route grouping and per-route statistics (alp-compatible).

@@ -1,0 +1,1 @@
+//! Host and process samplers from /proc, the perf driver and JIT symbol maps.

@@ -1,0 +1,69 @@
+//! The bundled UI (see `build.rs`) and helpers to inline it into pages.
+
+include!(concat!(env!("OUT_DIR"), "/assets.rs"));
+
+/// The contents of a bundled file such as `flame.js`, if the bundle has it.
+pub fn asset(name: &str) -> Option<&'static str> {
+    ASSETS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, body)| *body)
+}
+
+/// Makes text safe to place inside an inline `<script>` element: a literal
+/// `</script` (or `<!--`) in embedded data would otherwise end it early.
+pub fn escape_inline_script(text: &str) -> String {
+    text.replace("</", "<\\/").replace("<!--", "<\\!--")
+}
+
+/// A self-contained HTML page: the page's bundled script and stylesheet
+/// inlined, plus `data` (JSON) available to the script as
+/// `document.getElementById("keisoku-data").textContent`.
+pub fn page(title: &str, entry: &str, data_json: &str) -> Option<String> {
+    let js = asset(&format!("{entry}.js"))?;
+    let css = asset(&format!("{entry}.css")).unwrap_or("");
+    Some(format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<meta name=\"color-scheme\" content=\"light dark\">\
+<title>{title}</title><style>{css}</style></head>\n<body><div id=\"app\"></div>\n\
+<script type=\"application/json\" id=\"keisoku-data\">{data}</script>\n\
+<script>{js}</script>\n</body></html>\n",
+        title = html_escape(title),
+        css = css.replace("</style", "<\\/style"),
+        data = escape_inline_script(data_json),
+        js = escape_inline_script(js),
+    ))
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bundle_contains_pages() {
+        assert!(asset("hello.js").is_some_and(|js| js.contains("keisoku")));
+    }
+
+    #[test]
+    fn inline_data_cannot_close_the_script() {
+        let html = page("t", "hello", r#"{"x":"</script><b>"}"#).unwrap();
+        assert_eq!(html.matches("</script>").count(), 2);
+    }
+}

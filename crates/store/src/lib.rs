@@ -1,0 +1,1 @@
+//! The run model and its SQLite persistence.

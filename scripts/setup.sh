@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything keisoku's build and test suite need, idempotently:
+# Debian packages (nginx, wrk, perf, chromium) and web/node_modules.
+# Safe to run again and again; it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
+command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+command -v perf >/dev/null 2>&1 || need_apt+=(linux-perf)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v sqlite3 >/dev/null 2>&1 || need_apt+=(sqlite3)
+command -v gzip >/dev/null 2>&1 || need_apt+=(gzip)
+
+if ((${#need_apt[@]})); then
+  echo "setup: installing Debian packages: ${need_apt[*]}" >&2
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  # Packages like nginx try to start a service on install; there is no init here and we start our own.
+  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+for tool in cargo node npm; do
+  command -v "$tool" >/dev/null 2>&1 || { echo "setup: $tool is required but not installed" >&2; exit 1; }
+done
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+if [[ ! -d web/node_modules/esbuild || web/package-lock.json -nt web/node_modules/.package-lock.json ]]; then
+  echo "setup: installing web/ dependencies (npm ci)" >&2
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
+fi
