@@ -19,7 +19,13 @@ if ((${#need_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   # Packages like nginx try to start a service on install; there is no init here and we start our own.
-  $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  # A postinst that fails once (a service that cannot start, a concurrent dpkg) is retried after
+  # letting dpkg finish configuring; the second failure is real and stops the script.
+  if ! $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/tmp/keisoku-apt.log 2>&1; then
+    $SUDO dpkg --configure -a >/dev/null 2>&1 || true
+    $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/tmp/keisoku-apt.log 2>&1 ||
+      { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install failed" >&2; exit 1; }
+  fi
 fi
 
 for tool in cargo node npm; do
