@@ -3,3 +3,10 @@
 //! at build time and inlined so every page works offline from `file://`.
 
 pub mod assets;
+pub mod compare;
+pub mod compare_page;
+mod error;
+pub mod run_page;
+pub mod serve;
+
+pub use error::ReportError;

@@ -1,0 +1,612 @@
+//! Comparing two runs: headline numbers, per-route deltas, both sweeps, and
+//! the regression gate (`--fail-on-regression 'p99>+10%,rps<-5%'`).
+//!
+//! Everything here reads Run JSON (docs/run-json.md) leniently: a run
+//! recorded without load (`keisoku record`) simply has fewer metrics, and a
+//! gate clause naming a metric one of the runs lacks is an input error
+//! rather than a silent pass.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::ReportError;
+
+/// Headline metrics in display order, with their unit and whether a larger
+/// value is better (drives the colour of a delta).
+pub const METRICS: &[(&str, &str, bool)] = &[
+    ("rps", "req/s", true),
+    ("requests", "requests", true),
+    ("errors", "errors", false),
+    ("error_rate", "%", false),
+    ("mean", "ms", false),
+    ("p50", "ms", false),
+    ("p80", "ms", false),
+    ("p90", "ms", false),
+    ("p99", "ms", false),
+    ("p99.9", "ms", false),
+    ("max", "ms", false),
+];
+
+/// What one run contributes to a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The run's id (`run.id`).
+    pub id: String,
+    /// The run's name, or its id when unnamed.
+    pub name: String,
+    /// What was loaded.
+    pub target: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: f64,
+    /// Length of the run in milliseconds.
+    pub duration_ms: f64,
+    /// Whether the run was cut short.
+    pub interrupted: bool,
+    /// Headline metrics by name (see [`METRICS`]); absent when not measured.
+    pub metrics: BTreeMap<String, f64>,
+    /// One point per sweep phase.
+    pub sweep: Vec<SweepPoint>,
+    /// Per-route rows (client side, or the access log when the client has none).
+    pub routes: Vec<RouteRow>,
+}
+
+/// One sweep phase: what was varied and what it bought.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    /// Phase label, e.g. `c=10`.
+    pub label: String,
+    /// Connections of a closed-model phase.
+    pub connections: Option<f64>,
+    /// Offered rate (req/s) of an open-model phase.
+    pub rate: Option<f64>,
+    /// Achieved throughput, req/s.
+    pub rps: Option<f64>,
+    /// Median latency, ms.
+    pub p50: Option<f64>,
+    /// 80th percentile latency, ms.
+    pub p80: Option<f64>,
+    /// 99th percentile latency, ms.
+    pub p99: Option<f64>,
+}
+
+/// One route's numbers (alp columns that matter for a comparison).
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteRow {
+    /// HTTP method.
+    pub method: String,
+    /// Normalised path.
+    pub uri: String,
+    /// Requests.
+    pub count: f64,
+    /// Mean latency, ms.
+    pub avg: Option<f64>,
+    /// 99th percentile latency, ms.
+    pub p99: Option<f64>,
+    /// Requests answered 5xx.
+    pub status_5xx: f64,
+}
+
+/// How one headline metric moved from A to B.
+#[derive(Debug, Clone, Serialize)]
+pub struct Delta {
+    /// Metric name (see [`METRICS`]).
+    pub metric: String,
+    /// Unit of `a`, `b` and `abs`.
+    pub unit: String,
+    /// Value in run A (the baseline).
+    pub a: f64,
+    /// Value in run B.
+    pub b: f64,
+    /// `b - a`.
+    pub abs: f64,
+    /// Relative change in percent; `None` when A is zero and B is not.
+    pub pct: Option<f64>,
+    /// Whether the move is an improvement (`None` when nothing moved).
+    pub better: Option<bool>,
+}
+
+/// How one route moved from A to B; routes present on one side only keep
+/// `None` for the other.
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteDelta {
+    /// HTTP method.
+    pub method: String,
+    /// Normalised path.
+    pub uri: String,
+    /// Requests in A.
+    pub count_a: Option<f64>,
+    /// Requests in B.
+    pub count_b: Option<f64>,
+    /// Mean latency in A, ms.
+    pub avg_a: Option<f64>,
+    /// Mean latency in B, ms.
+    pub avg_b: Option<f64>,
+    /// p99 in A, ms.
+    pub p99_a: Option<f64>,
+    /// p99 in B, ms.
+    pub p99_b: Option<f64>,
+    /// Relative change of p99, percent.
+    pub p99_pct: Option<f64>,
+}
+
+/// Reads the summary of one run from its Run JSON.
+pub fn summarize(run: &Value) -> Result<RunSummary, ReportError> {
+    let meta = run
+        .get("run")
+        .filter(|m| m.is_object())
+        .ok_or_else(|| ReportError::Invalid("no \"run\" object".into()))?;
+    let id = str_of(meta.get("id")).unwrap_or_default();
+    let name = str_of(meta.get("name"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| id.clone());
+    let results = run.get("results").unwrap_or(&Value::Null);
+    let mut metrics = BTreeMap::new();
+    headline(results, &mut metrics);
+    let sweep = results
+        .get("phases")
+        .or_else(|| run.get("phases"))
+        .and_then(Value::as_array)
+        .map(|phases| phases.iter().map(sweep_point).collect())
+        .unwrap_or_default();
+    let routes_obj = run.get("routes").unwrap_or(&Value::Null);
+    let mut routes = route_rows(routes_obj.get("client"));
+    if routes.is_empty() {
+        routes = route_rows(routes_obj.get("access_log"));
+    }
+    Ok(RunSummary {
+        id,
+        name,
+        target: str_of(meta.get("target")).unwrap_or_default(),
+        started_unix_ms: num(meta.get("started_unix_ms")).unwrap_or(0.0),
+        duration_ms: num(meta.get("duration_ms")).unwrap_or(0.0),
+        interrupted: meta
+            .get("interrupted")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        metrics,
+        sweep,
+        routes,
+    })
+}
+
+/// The headline numbers of a bench results object (docs/bench-json.md).
+fn headline(results: &Value, out: &mut BTreeMap<String, f64>) {
+    if let Some(rps) = num(results.get("rps")) {
+        out.insert("rps".into(), rps);
+    }
+    let requests = num(results.get("requests"));
+    if let Some(r) = requests {
+        out.insert("requests".into(), r);
+    }
+    if let Some(e) = error_count(results.get("errors")) {
+        out.insert("errors".into(), e);
+        if let Some(r) = requests.filter(|r| *r > 0.0) {
+            out.insert("error_rate".into(), 100.0 * e / r);
+        }
+    }
+    if let Some(lat) = results.get("latency_ms") {
+        for key in ["min", "mean", "p50", "p80", "p90", "p99", "p99.9", "max"] {
+            if let Some(v) = num(lat.get(key)) {
+                out.insert(key.into(), v);
+            }
+        }
+    }
+}
+
+/// Errors are a count, or an object of counts by kind (with or without a
+/// `total`).
+pub(crate) fn error_count(v: Option<&Value>) -> Option<f64> {
+    match v? {
+        Value::Number(n) => n.as_f64(),
+        Value::Object(m) => num(m.get("total")).or_else(|| {
+            let counts: Vec<f64> = m.values().filter_map(Value::as_f64).collect();
+            (!counts.is_empty()).then(|| counts.iter().sum())
+        }),
+        _ => None,
+    }
+}
+
+fn sweep_point(p: &Value) -> SweepPoint {
+    let lat = p.get("latency_ms").unwrap_or(&Value::Null);
+    SweepPoint {
+        label: str_of(p.get("label")).unwrap_or_default(),
+        connections: num(p.get("connections")),
+        rate: num(p.get("rate")),
+        rps: num(p.get("rps")),
+        p50: num(lat.get("p50")),
+        p80: num(lat.get("p80")),
+        p99: num(lat.get("p99")),
+    }
+}
+
+fn route_rows(v: Option<&Value>) -> Vec<RouteRow> {
+    let Some(rows) = v.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    rows.iter()
+        .map(|r| RouteRow {
+            method: str_of(r.get("method")).unwrap_or_default(),
+            uri: str_of(r.get("uri")).unwrap_or_default(),
+            count: num(r.get("count")).unwrap_or(0.0),
+            avg: num(r.get("avg")),
+            p99: num(r.get("p99")),
+            status_5xx: num(r.get("5xx")).unwrap_or(0.0),
+        })
+        .collect()
+}
+
+/// Headline deltas for every metric both runs have, in [`METRICS`] order.
+pub fn deltas(a: &RunSummary, b: &RunSummary) -> Vec<Delta> {
+    METRICS
+        .iter()
+        .filter_map(|&(metric, unit, higher_is_better)| {
+            let (va, vb) = (*a.metrics.get(metric)?, *b.metrics.get(metric)?);
+            let abs = vb - va;
+            Some(Delta {
+                metric: metric.into(),
+                unit: unit.into(),
+                a: va,
+                b: vb,
+                abs,
+                pct: relative(va, vb),
+                better: (abs != 0.0).then_some((abs > 0.0) == higher_is_better),
+            })
+        })
+        .collect()
+}
+
+/// Per-route deltas, joined on method and path; busiest routes first.
+pub fn route_deltas(a: &RunSummary, b: &RunSummary) -> Vec<RouteDelta> {
+    let mut joined: BTreeMap<(String, String), (Option<&RouteRow>, Option<&RouteRow>)> =
+        BTreeMap::new();
+    for r in &a.routes {
+        joined.entry((r.method.clone(), r.uri.clone())).or_default().0 = Some(r);
+    }
+    for r in &b.routes {
+        joined.entry((r.method.clone(), r.uri.clone())).or_default().1 = Some(r);
+    }
+    let mut out: Vec<RouteDelta> = joined
+        .into_iter()
+        .map(|((method, uri), (ra, rb))| {
+            let p99_a = ra.and_then(|r| r.p99);
+            let p99_b = rb.and_then(|r| r.p99);
+            RouteDelta {
+                method,
+                uri,
+                count_a: ra.map(|r| r.count),
+                count_b: rb.map(|r| r.count),
+                avg_a: ra.and_then(|r| r.avg),
+                avg_b: rb.and_then(|r| r.avg),
+                p99_a,
+                p99_b,
+                p99_pct: p99_a.zip(p99_b).and_then(|(x, y)| relative(x, y)),
+            }
+        })
+        .collect();
+    out.sort_by(|x, y| {
+        let cx = x.count_a.unwrap_or(0.0) + x.count_b.unwrap_or(0.0);
+        let cy = y.count_a.unwrap_or(0.0) + y.count_b.unwrap_or(0.0);
+        cy.total_cmp(&cx)
+    });
+    out
+}
+
+/// Percent change from `a` to `b`; `None` when `a` is zero and `b` is not.
+fn relative(a: f64, b: f64) -> Option<f64> {
+    if a == b {
+        Some(0.0)
+    } else if a == 0.0 {
+        None
+    } else {
+        Some(100.0 * (b - a) / a.abs())
+    }
+}
+
+/// Which way a gate clause fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Direction {
+    /// Fails when the change is above the limit (`p99>+10%`).
+    #[serde(rename = ">")]
+    Above,
+    /// Fails when the change is below the limit (`rps<-5%`).
+    #[serde(rename = "<")]
+    Below,
+}
+
+/// One clause of a regression gate: fail when `metric` changed by more than
+/// `limit` in `direction`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateClause {
+    /// The clause as written.
+    pub text: String,
+    /// Metric name (see [`METRICS`]).
+    pub metric: String,
+    /// Which side of the limit fails.
+    pub direction: Direction,
+    /// The limit: percent when `relative`, else in the metric's unit.
+    pub limit: f64,
+    /// Whether `limit` is a relative change in percent.
+    pub relative: bool,
+}
+
+/// Why a gate expression could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad regression gate clause {clause:?}: {reason}")]
+pub struct GateParseError {
+    /// The offending clause.
+    pub clause: String,
+    /// What was wrong with it.
+    pub reason: String,
+}
+
+/// Parses `'p99>+10%,rps<-5%,p50>+2ms'`: comma-separated clauses
+/// `METRIC (>|<) [+|-]NUMBER[%|ms|s]`. `%` is a relative change; `ms`/`s`
+/// (latency metrics) or a bare number is an absolute change.
+pub fn parse_gate(text: &str) -> Result<Vec<GateClause>, GateParseError> {
+    let mut clauses = Vec::new();
+    for raw in text.split(',') {
+        let clause = raw.trim();
+        if clause.is_empty() {
+            continue;
+        }
+        let err = |reason: &str| GateParseError {
+            clause: clause.to_string(),
+            reason: reason.to_string(),
+        };
+        let (pos, direction) = match (clause.find('>'), clause.find('<')) {
+            (Some(i), None) => (i, Direction::Above),
+            (None, Some(i)) => (i, Direction::Below),
+            _ => return Err(err("expected exactly one of '>' or '<'")),
+        };
+        let metric = clause[..pos].trim().to_ascii_lowercase();
+        let metric = match metric.as_str() {
+            "throughput" => "rps".to_string(),
+            "p999" => "p99.9".to_string(),
+            "avg" => "mean".to_string(),
+            _ => metric,
+        };
+        let Some(&(_, unit, _)) = METRICS.iter().find(|(m, _, _)| *m == metric) else {
+            let known: Vec<&str> = METRICS.iter().map(|(m, _, _)| *m).collect();
+            return Err(err(&format!(
+                "unknown metric {metric:?} (known: {})",
+                known.join(", ")
+            )));
+        };
+        let rest = clause[pos + 1..].trim_start_matches('=').trim();
+        let (number, relative, scale) = if let Some(n) = rest.strip_suffix('%') {
+            (n, true, 1.0)
+        } else if let Some(n) = rest.strip_suffix("ms") {
+            if unit != "ms" {
+                return Err(err("a time limit (ms, s) only applies to latency metrics"));
+            }
+            (n, false, 1.0)
+        } else if let Some(n) = rest.strip_suffix('s') {
+            if unit != "ms" {
+                return Err(err("a time limit (ms, s) only applies to latency metrics"));
+            }
+            (n, false, 1000.0)
+        } else {
+            (rest, false, 1.0)
+        };
+        let limit: f64 = number
+            .trim()
+            .parse()
+            .map_err(|_| err("expected a number such as +10% or -5%"))?;
+        if !limit.is_finite() {
+            return Err(err("the limit must be a finite number"));
+        }
+        clauses.push(GateClause {
+            text: clause.to_string(),
+            metric,
+            direction,
+            limit: limit * scale,
+            relative,
+        });
+    }
+    if clauses.is_empty() {
+        return Err(GateParseError {
+            clause: text.to_string(),
+            reason: "no clauses".into(),
+        });
+    }
+    Ok(clauses)
+}
+
+/// The verdict on one gate clause.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClauseVerdict {
+    /// The clause.
+    pub clause: GateClause,
+    /// The observed change, in the clause's terms (percent or absolute);
+    /// `None` for a relative clause whose baseline is zero.
+    pub change: Option<f64>,
+    /// Whether the clause held (no regression).
+    pub pass: bool,
+}
+
+/// The regression gate's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateVerdict {
+    /// One verdict per clause, in the order written.
+    pub clauses: Vec<ClauseVerdict>,
+    /// True when every clause passed.
+    pub pass: bool,
+}
+
+impl fmt::Display for GateVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in &self.clauses {
+            let change = match (c.change, c.clause.relative) {
+                (Some(v), true) => format!("{v:+.2}%"),
+                (Some(v), false) => format!("{v:+.3}"),
+                (None, _) => "from zero".to_string(),
+            };
+            writeln!(
+                f,
+                "{}  {:<16} change {change}",
+                if c.pass { "PASS" } else { "FAIL" },
+                c.clause.text
+            )?;
+        }
+        write!(
+            f,
+            "regression gate: {}",
+            if self.pass { "PASS" } else { "FAIL" }
+        )
+    }
+}
+
+/// Judges the gate on A (baseline) to B. A clause naming a metric either run
+/// lacks is an error: a gate must not pass for want of data.
+pub fn judge_gate(
+    clauses: &[GateClause],
+    a: &RunSummary,
+    b: &RunSummary,
+) -> Result<GateVerdict, ReportError> {
+    let mut out = Vec::with_capacity(clauses.len());
+    for clause in clauses {
+        let value = |run: &RunSummary| {
+            run.metrics.get(&clause.metric).copied().ok_or_else(|| {
+                ReportError::Invalid(format!(
+                    "run {} has no {} to gate on (was it recorded without load?)",
+                    run.name, clause.metric
+                ))
+            })
+        };
+        let (va, vb) = (value(a)?, value(b)?);
+        let change = if clause.relative {
+            relative(va, vb)
+        } else {
+            Some(vb - va)
+        };
+        let fails = match (change, clause.direction) {
+            (Some(c), Direction::Above) => c > clause.limit,
+            (Some(c), Direction::Below) => c < clause.limit,
+            // From zero to anything: an infinite relative change.
+            (None, Direction::Above) => vb > va,
+            (None, Direction::Below) => vb < va,
+        };
+        out.push(ClauseVerdict {
+            clause: clause.clone(),
+            change,
+            pass: !fails,
+        });
+    }
+    let pass = out.iter().all(|c| c.pass);
+    Ok(GateVerdict { clauses: out, pass })
+}
+
+pub(crate) fn num(v: Option<&Value>) -> Option<f64> {
+    v.and_then(Value::as_f64).filter(|x| x.is_finite())
+}
+
+pub(crate) fn str_of(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(rps: f64, p99: f64, routes: Value) -> Value {
+        json!({
+            "version": 1,
+            "run": {"id": "r1", "name": "n", "target": "http://x", "started_unix_ms": 1.0,
+                    "duration_ms": 1000.0, "interrupted": false},
+            "results": {"requests": 1000, "rps": rps, "errors": {"reset": 3, "refused": 1},
+                        "latency_ms": {"p50": 1.0, "p99": p99},
+                        "phases": [{"label": "c=1", "connections": 1, "rps": rps,
+                                    "latency_ms": {"p50": 1.0, "p80": 2.0, "p99": p99}}]},
+            "routes": {"client": routes, "access_log": []}
+        })
+    }
+
+    #[test]
+    fn gate_parses_relative_and_absolute_clauses() {
+        let g = parse_gate("p99>+10%, rps<-5%,p50>2ms,p999>=0.5s").unwrap();
+        assert_eq!(g.len(), 4);
+        assert_eq!(g[0].direction, Direction::Above);
+        assert!(g[0].relative && g[0].limit == 10.0);
+        assert_eq!(g[1].direction, Direction::Below);
+        assert!(g[1].relative && g[1].limit == -5.0);
+        assert!(!g[2].relative && g[2].limit == 2.0);
+        assert_eq!(g[3].metric, "p99.9");
+        assert_eq!(g[3].limit, 500.0);
+    }
+
+    #[test]
+    fn gate_rejects_nonsense_with_the_clause_named() {
+        for bad in ["", "p99", "p99>>", "foo>+1%", "rps<-5ms", "p99>+x%", "p99>1<2"] {
+            let e = parse_gate(bad).unwrap_err();
+            assert!(e.to_string().contains("clause"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn gate_fails_on_regression_and_passes_within_limits() {
+        let a = summarize(&run(1000.0, 10.0, json!([]))).unwrap();
+        let worse = summarize(&run(940.0, 11.5, json!([]))).unwrap();
+        let same = summarize(&run(990.0, 10.5, json!([]))).unwrap();
+        let gate = parse_gate("p99>+10%,rps<-5%").unwrap();
+        let v = judge_gate(&gate, &a, &worse).unwrap();
+        assert!(!v.pass);
+        assert!(!v.clauses[0].pass && !v.clauses[1].pass);
+        assert!((v.clauses[0].change.unwrap() - 15.0).abs() < 1e-9);
+        let v = judge_gate(&gate, &a, &same).unwrap();
+        assert!(v.pass, "{v}");
+    }
+
+    #[test]
+    fn gate_on_a_missing_metric_is_an_error() {
+        let a = summarize(&run(1000.0, 10.0, json!([]))).unwrap();
+        let gate = parse_gate("p80>+1%").unwrap();
+        assert!(judge_gate(&gate, &a, &a).is_err());
+    }
+
+    #[test]
+    fn errors_by_kind_are_summed() {
+        let s = summarize(&run(1.0, 1.0, json!([]))).unwrap();
+        assert_eq!(s.metrics["errors"], 4.0);
+        assert!((s.metrics["error_rate"] - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn deltas_say_which_way_is_better() {
+        let a = summarize(&run(1000.0, 10.0, json!([]))).unwrap();
+        let b = summarize(&run(1100.0, 20.0, json!([]))).unwrap();
+        let d = deltas(&a, &b);
+        let rps = d.iter().find(|d| d.metric == "rps").unwrap();
+        assert_eq!(rps.better, Some(true));
+        assert!((rps.pct.unwrap() - 10.0).abs() < 1e-9);
+        let p99 = d.iter().find(|d| d.metric == "p99").unwrap();
+        assert_eq!(p99.better, Some(false));
+        assert_eq!(p99.pct, Some(100.0));
+    }
+
+    #[test]
+    fn route_deltas_keep_routes_seen_on_one_side() {
+        let a = summarize(&run(
+            1.0,
+            1.0,
+            json!([{"method": "GET", "uri": "/a", "count": 10, "p99": 2.0},
+                   {"method": "GET", "uri": "/gone", "count": 1, "p99": 1.0}]),
+        ))
+        .unwrap();
+        let b = summarize(&run(
+            1.0,
+            1.0,
+            json!([{"method": "GET", "uri": "/a", "count": 12, "p99": 3.0},
+                   {"method": "POST", "uri": "/new", "count": 5, "p99": 1.0}]),
+        ))
+        .unwrap();
+        let d = route_deltas(&a, &b);
+        assert_eq!(d.len(), 3);
+        assert_eq!(d[0].uri, "/a");
+        assert_eq!(d[0].p99_pct, Some(50.0));
+        assert!(d.iter().any(|r| r.uri == "/gone" && r.count_b.is_none()));
+        assert!(d.iter().any(|r| r.uri == "/new" && r.count_a.is_none()));
+    }
+}
