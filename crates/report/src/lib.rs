@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod compare;
 pub mod compare_page;
+pub mod profile_pages;
 mod error;
 pub mod run_page;
 pub mod serve;

@@ -1,0 +1,2 @@
+// esbuild bundles stylesheets imported from TypeScript into <page>.css.
+declare module '*.css';

@@ -1,0 +1,794 @@
+/**
+ * The canvas flame graph: zoom with breadcrumbs and back, tooltip, regex
+ * search with matched shares, icicle/invert, focus, hide, split by process
+ * or thread, time range, legend. Reused by the flame, diff and scope pages
+ * and by the run report.
+ *
+ *   const fg = new FlameGraph(el, profile, { icicle: false });
+ *   fg.setRange(1000, 2000); fg.search('^ngx_'); fg.on('zoom', ...);
+ */
+import { Emitter } from '../common/events';
+import { h, clear } from '../common/dom';
+import { frameColor, diffColor, kindSwatch, KIND_LABELS } from '../common/colors';
+import { fmtPct, fmtWeight, fmtCount, fmtShare, fmtSignedPct } from '../common/format';
+import { isDark, onThemeChange, cssVar } from '../common/theme';
+import { Profile } from './profile';
+import { buildTree, CallTree, matchShare, MatchShare, SplitMode, TreeOptions } from './tree';
+import { DiffMode, DiffTree, diffTrees } from './difftree';
+import './flame.css';
+
+/** Two sides of a differential flame graph. */
+export interface DiffSource {
+  before: Profile;
+  after: Profile;
+  mode: DiffMode;
+  /** Optional time ranges per side (heat-map comparisons of one profile). */
+  beforeRange?: [number, number] | null;
+  afterRange?: [number, number] | null;
+}
+
+/** Construction options. */
+export interface FlameOptions {
+  /** Root at the top (icicle) instead of the bottom. */
+  icicle?: boolean;
+  /** Drop samples whose stack contains an idle frame. */
+  hideIdle?: boolean;
+  /** Initial search regex. */
+  search?: string;
+  split?: SplitMode;
+  /** Show the toolbar (search, toggles); default true. */
+  toolbar?: boolean;
+  /** Show the legend; default true. */
+  legend?: boolean;
+  /** Max height of the scrolling canvas area in CSS pixels; default 70vh. */
+  maxHeight?: string;
+}
+
+/** What the status line reports; also available to tests via stats(). */
+export interface FlameStats {
+  /** Weight of the whole (filtered) tree. */
+  total: number;
+  /** Weight of the zoomed root. */
+  zoomTotal: number;
+  /** Samples in the tree (per-sample profiles) or null. */
+  samples: number | null;
+  /** Outermost-match weight: whole tree and zoomed view; null without search. */
+  matched: MatchShare | null;
+  zoomNode: number;
+  zoomPath: string[];
+}
+
+/** Events a FlameGraph emits. */
+export interface FlameEvents {
+  /** A frame was clicked: its function. */
+  select: { func: number; name: string; module: string };
+  zoom: { node: number; path: string[] };
+  search: FlameStats;
+  /** After each full redraw, with its duration in ms. */
+  paint: { ms: number; frames: number };
+  /** After the tree was rebuilt (filters changed). */
+  rebuild: { tree: CallTree };
+}
+
+const ROW = 18;
+const MIN_PX = 0.5;
+const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
+let firstPaintMarked = false;
+
+/** A flame graph component bound to one container element. */
+export class FlameGraph extends Emitter<FlameEvents> {
+  readonly root: HTMLElement;
+  private readonly source: Profile | DiffSource;
+  private treeOpts: TreeOptions;
+  private _tree!: CallTree;
+  private diff: DiffTree | null = null;
+  private zoomNode = 0;
+  private history: string[][] = [];
+  private searchRe: RegExp | null = null;
+  private matchFuncs: Uint8Array | null = null;
+  private matched: MatchShare | null = null;
+  private icicle: boolean;
+  private colorCache: (string | undefined)[] = [];
+  private dark = isDark();
+  private hover = -1;
+  private canvas: HTMLCanvasElement;
+  private scroller: HTMLElement;
+  private tooltip: HTMLElement;
+  private crumbs: HTMLElement;
+  private status: HTMLElement;
+  private legendEl: HTMLElement;
+  private searchInput: HTMLInputElement | null = null;
+  private hideInput: HTMLInputElement | null = null;
+  private focusChip: HTMLElement | null = null;
+  private charW = 7.2;
+  private widthPx = 0;
+  private raf = 0;
+
+  constructor(container: HTMLElement, source: Profile | DiffSource, options: FlameOptions = {}) {
+    super();
+    this.source = source;
+    this.icicle = !!options.icicle;
+    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle };
+    this.root = h('div', { class: 'ks-flame' });
+    this.status = h('span', { class: 'ks-flame-status', 'aria-live': 'polite' });
+    this.crumbs = h('nav', { class: 'ks-flame-crumbs', 'aria-label': 'zoom path' });
+    this.canvas = h('canvas', { class: 'ks-flame-canvas', role: 'img', 'aria-label': 'flame graph' });
+    this.scroller = h('div', { class: 'ks-flame-scroll' }, this.canvas);
+    this.scroller.style.maxHeight = options.maxHeight ?? '70vh';
+    this.tooltip = h('div', { class: 'ks-flame-tip', role: 'tooltip' });
+    this.legendEl = h('div', { class: 'ks-flame-legend' });
+    if (options.toolbar !== false) this.root.append(this.buildToolbar());
+    this.root.append(h('div', { class: 'ks-flame-statusbar' }, this.status), this.crumbs, this.scroller, this.tooltip);
+    if (options.legend !== false) this.root.append(this.legendEl);
+    container.append(this.root);
+
+    this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
+    this.canvas.addEventListener('mouseleave', () => this.setHover(-1, null));
+    this.canvas.addEventListener('click', (e) => this.onClick(e));
+    new ResizeObserver(() => this.scheduleDraw()).observe(this.scroller);
+    onThemeChange(() => {
+      this.dark = isDark();
+      this.colorCache = [];
+      this.renderLegend();
+      this.scheduleDraw();
+    });
+    this.rebuild();
+    if (options.search) this.search(options.search);
+    this.draw();
+    if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** The current call tree (after filters). */
+  get tree(): CallTree {
+    return this._tree;
+  }
+
+  /** True for a differential graph. */
+  get isDiff(): boolean {
+    return this.diff !== null;
+  }
+
+  /** The differential data of a diff graph. */
+  get diffTree(): DiffTree | null {
+    return this.diff;
+  }
+
+  /** The profile of a plain graph (null for a diff). */
+  get profile(): Profile | null {
+    return this.source instanceof Profile ? this.source : null;
+  }
+
+  // ---- public API -------------------------------------------------------
+
+  /** Restricts to samples with fromMs <= time < toMs (null: unbounded). */
+  setRange(fromMs: number | null, toMs: number | null): void {
+    this.treeOpts.fromMs = fromMs;
+    this.treeOpts.toMs = toMs;
+    this.refresh();
+  }
+
+  /** Keeps only samples of these thread indices (null: all threads). */
+  setThreads(threads: ReadonlySet<number> | null): void {
+    this.treeOpts.threads = threads;
+    this.refresh();
+  }
+
+  /** Merges all threads or splits by process or thread. */
+  setSplit(mode: SplitMode): void {
+    this.treeOpts.split = mode;
+    this.refresh();
+  }
+
+  /** Hides frames whose names match (their callees move up). */
+  setHide(re: RegExp | null): void {
+    this.treeOpts.hide = re;
+    if (this.hideInput && !re) this.hideInput.value = '';
+    this.refresh();
+  }
+
+  /** Shows only stacks through `name`, merged at its outermost call. */
+  setFocus(name: string | null): void {
+    this.treeOpts.focus = name;
+    this.history = [];
+    this.zoomNode = 0;
+    if (this.focusChip) {
+      clear(this.focusChip);
+      if (name) {
+        this.focusChip.append(
+          `focus: ${name} `,
+          h('button', { class: 'ks-chip-x', title: 'remove focus', 'aria-label': 'remove focus', text: '✕', onclick: () => this.setFocus(null) }),
+        );
+      }
+      this.focusChip.hidden = !name;
+    }
+    this.refresh(false);
+  }
+
+  /** Leaf-first stacks. */
+  setInvert(on: boolean): void {
+    this.treeOpts.invert = on;
+    this.history = [];
+    this.zoomNode = 0;
+    this.refresh(false);
+  }
+
+  setHideIdle(on: boolean): void {
+    this.treeOpts.hideIdle = on;
+    this.refresh();
+  }
+
+  /** Root at the top (true) or bottom (false). */
+  setIcicle(on: boolean): void {
+    this.icicle = on;
+    this.root.querySelector('.ks-btn-icicle')?.setAttribute('aria-pressed', String(on));
+    this.draw();
+    if (!on) this.scroller.scrollTop = this.scroller.scrollHeight;
+  }
+
+  /** Highlights frames matching a regex (string is compiled, case-sensitive). */
+  search(re: string | RegExp | null): FlameStats {
+    let rx: RegExp | null = null;
+    if (typeof re === 'string') {
+      if (re !== '') rx = new RegExp(re);
+    } else rx = re;
+    this.searchRe = rx;
+    if (this.searchInput && typeof re === 'string' && this.searchInput.value !== re) this.searchInput.value = re;
+    if (this.searchInput && re === null) this.searchInput.value = '';
+    this.computeMatches();
+    this.draw();
+    const st = this.stats();
+    this.emit('search', st);
+    return st;
+  }
+
+  /** Zooms so that `node` spans the full width. */
+  zoomTo(node: number): void {
+    if (node < 0 || node >= this._tree.n) return;
+    if (node === this.zoomNode) return;
+    this.history.push(this.pathKeys(this.zoomNode));
+    this.zoomNode = node;
+    this.afterZoom();
+  }
+
+  /** Zooms back to the previous view. */
+  back(): void {
+    const prev = this.history.pop();
+    if (!prev) return;
+    this.zoomNode = this.resolvePath(prev);
+    this.afterZoom();
+  }
+
+  /** Resets zoom and search (Esc). */
+  reset(): void {
+    this.history = [];
+    this.zoomNode = 0;
+    this.search(null);
+    this.afterZoom();
+  }
+
+  /** Focuses the search box (`/`). */
+  focusSearch(): void {
+    this.searchInput?.focus();
+    this.searchInput?.select();
+  }
+
+  /** Totals and matched shares of the current view. */
+  stats(): FlameStats {
+    const t = this._tree;
+    return {
+      total: t.total[0],
+      zoomTotal: t.total[this.zoomNode],
+      samples: t.sampleCount,
+      matched: this.matched,
+      zoomNode: this.zoomNode,
+      zoomPath: this.pathKeys(this.zoomNode),
+    };
+  }
+
+  /** Where a node is drawn, in CSS pixels relative to the canvas (null if not drawn). */
+  frameRect(node: number): { x: number; y: number; w: number; h: number } | null {
+    const t = this._tree;
+    if (node < 0 || node >= t.n) return null;
+    const z = this.zoomNode;
+    let x: number;
+    let w: number;
+    if (t.isAncestorOrSelf(node, z)) {
+      x = 0;
+      w = this.widthPx;
+    } else if (t.isAncestorOrSelf(z, node)) {
+      const scale = this.widthPx / (t.total[z] || 1);
+      x = (t.x[node] - t.x[z]) * scale;
+      w = t.total[node] * scale;
+    } else return null;
+    return { x, y: this.rowY(t.depth[node]), w, h: ROW - 1 };
+  }
+
+  /** The node drawn at a canvas position (CSS pixels), or -1. */
+  nodeAt(px: number, py: number): number {
+    const t = this._tree;
+    const d = this.icicle ? Math.floor(py / ROW) : t.maxDepth - Math.floor(py / ROW);
+    if (d < 0 || d > t.maxDepth || px < 0 || px >= this.widthPx) return -1;
+    const z = this.zoomNode;
+    const zd = t.depth[z];
+    if (d <= zd) {
+      let n = z;
+      while (t.depth[n] > d) n = t.parent[n];
+      return n;
+    }
+    const scale = this.widthPx / (t.total[z] || 1);
+    const xv = t.x[z] + px / scale;
+    let n = z;
+    while (t.depth[n] < d) {
+      let lo = t.childStart[n];
+      let hi = t.childStart[n + 1] - 1;
+      let found = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1;
+        const c = t.childList[mid];
+        if (xv < t.x[c]) hi = mid - 1;
+        else if (xv >= t.x[c] + t.total[c]) lo = mid + 1;
+        else {
+          found = c;
+          break;
+        }
+      }
+      if (found < 0 || t.total[found] * scale < MIN_PX) return -1;
+      n = found;
+    }
+    return n;
+  }
+
+  // ---- building ---------------------------------------------------------
+
+  private refresh(keepZoom = true): void {
+    const path = keepZoom ? this.pathKeys(this.zoomNode) : [];
+    const hist = keepZoom ? this.history : [];
+    this.rebuild();
+    this.history = hist;
+    this.zoomNode = this.resolvePath(path);
+    this.computeMatches();
+    this.afterZoom(false);
+  }
+
+  private rebuild(): void {
+    const src = this.source;
+    if (src instanceof Profile) {
+      this.diff = null;
+      this._tree = buildTree(src, this.treeOpts);
+    } else {
+      const side = (p: Profile, r: [number, number] | null | undefined): CallTree =>
+        buildTree(p, { ...this.treeOpts, fromMs: r ? r[0] : this.treeOpts.fromMs, toMs: r ? r[1] : this.treeOpts.toMs });
+      this.diff = diffTrees(side(src.before, src.beforeRange), side(src.after, src.afterRange), src.mode);
+      this._tree = this.diff.tree;
+    }
+    this.colorCache = [];
+    this.renderLegend();
+    this.emit('rebuild', { tree: this._tree });
+  }
+
+  private pathKeys(node: number): string[] {
+    const t = this._tree;
+    return t.path(node).map((n) => `${t.funcs.name[t.func[n]]}\u0000${t.funcs.module[t.func[n]]}`);
+  }
+
+  /** Finds the node for a key path in the current tree, as deep as it exists. */
+  private resolvePath(keys: string[]): number {
+    const t = this._tree;
+    let n = 0;
+    for (const key of keys) {
+      let next = -1;
+      for (let k = t.childStart[n]; k < t.childStart[n + 1]; k++) {
+        const c = t.childList[k];
+        if (`${t.funcs.name[t.func[c]]}\u0000${t.funcs.module[t.func[c]]}` === key) {
+          next = c;
+          break;
+        }
+      }
+      if (next < 0 || t.total[next] <= 0) break;
+      n = next;
+    }
+    return n;
+  }
+
+  private computeMatches(): void {
+    const t = this._tree;
+    if (!this.searchRe) {
+      this.matchFuncs = null;
+      this.matched = null;
+    } else {
+      const re = this.searchRe;
+      const m = new Uint8Array(t.funcs.name.length);
+      for (let f = 0; f < m.length; f++) {
+        re.lastIndex = 0;
+        if (re.test(t.funcs.name[f])) m[f] = 1;
+      }
+      m[t.func[0]] = 0; // the synthetic root never matches
+      this.matchFuncs = m;
+      this.matched = matchShare(t, m, this.zoomNode);
+    }
+    this.renderStatus();
+  }
+
+  private afterZoom(emit = true): void {
+    if (this.matchFuncs) this.matched = matchShare(this._tree, this.matchFuncs, this.zoomNode);
+    this.renderCrumbs();
+    this.renderStatus();
+    this.draw();
+    if (emit) this.emit('zoom', { node: this.zoomNode, path: this.pathKeys(this.zoomNode) });
+  }
+
+  // ---- DOM --------------------------------------------------------------
+
+  private buildToolbar(): HTMLElement {
+    const search = h('input', {
+      type: 'search',
+      class: 'ks-flame-search',
+      placeholder: 'search regex  ( / )',
+      'aria-label': 'search frames by regular expression',
+      spellcheck: 'false',
+    });
+    search.addEventListener('input', () => {
+      try {
+        this.search(search.value);
+        search.classList.remove('ks-invalid');
+        search.title = '';
+      } catch (e) {
+        search.classList.add('ks-invalid');
+        search.title = String(e instanceof Error ? e.message : e);
+      }
+    });
+    this.searchInput = search;
+    const hide = h('input', { type: 'text', class: 'ks-flame-hide', placeholder: 'hide frames (regex)', 'aria-label': 'hide frames matching a regular expression', spellcheck: 'false' });
+    hide.addEventListener('change', () => {
+      try {
+        this.setHide(hide.value ? new RegExp(hide.value) : null);
+        hide.classList.remove('ks-invalid');
+      } catch {
+        hide.classList.add('ks-invalid');
+      }
+    });
+    this.hideInput = hide;
+    const btn = (text: string, title: string, cls: string, fn: (b: HTMLButtonElement) => void): HTMLButtonElement => {
+      const b = h('button', { type: 'button', class: cls, title, text });
+      b.addEventListener('click', () => fn(b));
+      return b;
+    };
+    const icicle = btn('Icicle', 'root at the top', 'ks-btn-icicle', () => this.setIcicle(!this.icicle));
+    icicle.setAttribute('aria-pressed', String(this.icicle));
+    const invert = btn('Invert', 'leaf functions at the root (who calls the hot functions)', 'ks-btn-invert', (b) => {
+      const on = b.getAttribute('aria-pressed') !== 'true';
+      b.setAttribute('aria-pressed', String(on));
+      this.setInvert(on);
+    });
+    invert.setAttribute('aria-pressed', 'false');
+    const split = h('select', { class: 'ks-flame-split', 'aria-label': 'merge or split by process and thread' },
+      h('option', { value: 'merge', text: 'all threads merged' }),
+      h('option', { value: 'process', text: 'split by process' }),
+      h('option', { value: 'thread', text: 'split by thread' }),
+    );
+    split.value = this.treeOpts.split ?? 'merge';
+    const hasThreads = [this.profile].some((p) => p && p.sampleThread && p.threads.length > 0);
+    split.disabled = !hasThreads;
+    if (!hasThreads) split.title = 'this profile has no thread information';
+    split.addEventListener('change', () => this.setSplit(split.value as SplitMode));
+    const idle = h('input', { type: 'checkbox', class: 'ks-flame-idle' });
+    idle.checked = !this.treeOpts.hideIdle;
+    idle.addEventListener('change', () => this.setHideIdle(!idle.checked));
+    this.focusChip = h('span', { class: 'ks-chip ks-flame-focus' });
+    this.focusChip.hidden = true;
+    return h('div', { class: 'ks-toolbar' },
+      search,
+      btn('Back', 'previous zoom', 'ks-btn-back', () => this.back()),
+      btn('Reset', 'reset zoom and search (Esc)', 'ks-btn-reset', () => this.reset()),
+      icicle,
+      invert,
+      split,
+      hide,
+      h('label', { title: 'include samples in idle frames (cpu_idle, swapper, ...)' }, idle, 'idle'),
+      this.focusChip,
+    );
+  }
+
+  private renderCrumbs(): void {
+    clear(this.crumbs);
+    const t = this._tree;
+    const path = [0, ...t.path(this.zoomNode)];
+    path.forEach((n, i) => {
+      if (i > 0) this.crumbs.append(h('span', { class: 'ks-crumb-sep', text: '›' }));
+      const label = t.name(n);
+      const b = h('button', { type: 'button', class: 'ks-crumb', title: label, text: label.length > 40 ? label.slice(0, 39) + '…' : label });
+      if (n === this.zoomNode) b.setAttribute('aria-current', 'true');
+      b.addEventListener('click', () => this.zoomTo(n));
+      this.crumbs.append(b);
+    });
+    this.crumbs.hidden = path.length <= 1;
+  }
+
+  private renderStatus(): void {
+    const t = this._tree;
+    if (!t) return;
+    const unit = this.unit();
+    const total = t.total[0];
+    const parts: string[] = [];
+    if (this.diff) {
+      const d = this.diff;
+      parts.push(`before ${fmtWeight(d.beforeSum, unit)} · after ${fmtWeight(d.afterSum, unit)}`);
+    } else parts.push(`${fmtWeight(total, unit)} in view`);
+    if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);
+    if (this.matched) {
+      parts.push(`matched ${fmtPct(this.matched.all, total)} of all, ${fmtPct(this.matched.zoom, t.total[this.zoomNode])} of view`);
+    }
+    this.status.textContent = parts.join(' · ');
+    const s = this.status.dataset;
+    s.total = String(total);
+    s.zoomTotal = String(t.total[this.zoomNode]);
+    s.samples = String(t.sampleCount ?? '');
+    s.matchedAll = this.matched ? String(this.matched.all) : '';
+    s.matchedZoom = this.matched ? String(this.matched.zoom) : '';
+  }
+
+  private unit(): string {
+    return this.source instanceof Profile ? this.source.unit : this.source.after.unit;
+  }
+
+  private renderLegend(): void {
+    const el = this.legendEl;
+    clear(el);
+    const t = this._tree;
+    if (this.diff) {
+      const mode = this.diff.mode === 'normalized' ? 'normalised: change in share of each total' : 'absolute: change in sample counts';
+      const grad = h('span', { class: 'ks-diff-gradient' });
+      grad.style.background = `linear-gradient(90deg, ${diffColor(-1, 1, this.dark)}, ${diffColor(-0.1, 1, this.dark)}, ${diffColor(0, 1, this.dark)}, ${diffColor(0.1, 1, this.dark)}, ${diffColor(1, 1, this.dark)})`;
+      el.append(
+        h('span', { class: 'ks-legend-item' }, 'shrank', grad, 'grew'),
+        h('span', { class: 'ks-legend-mode', text: `mode: ${mode}` }),
+        h('span', { class: 'ks-muted', text: 'width: after (vanished stacks at their before width)' }),
+      );
+      return;
+    }
+    // Kinds present, then the heaviest modules with their colours.
+    const kindW = new Map<string, number>();
+    const modW = new Map<string, { w: number; kind: string }>();
+    for (let i = 1; i < t.n; i++) {
+      const f = t.func[i];
+      const k = t.funcs.kind[f];
+      kindW.set(k, (kindW.get(k) ?? 0) + t.self[i]);
+      const m = t.funcs.module[f];
+      if (m) {
+        const e = modW.get(m);
+        if (e) e.w += t.self[i];
+        else modW.set(m, { w: t.self[i], kind: k });
+      }
+    }
+    for (const [k] of [...kindW].sort((a, b) => b[1] - a[1])) {
+      if (k === 'root') continue;
+      const sw = h('span', { class: 'ks-swatch' });
+      sw.style.background = k === 'process' || k === 'thread' ? 'var(--ks-panel)' : kindSwatch(k, this.dark);
+      el.append(h('span', { class: 'ks-legend-item' }, sw, KIND_LABELS[k] ?? k));
+    }
+    const mods = [...modW].sort((a, b) => b[1].w - a[1].w).slice(0, 8);
+    if (mods.length) el.append(h('span', { class: 'ks-muted', text: 'modules:' }));
+    for (const [m, { kind }] of mods) {
+      const sw = h('span', { class: 'ks-swatch' });
+      sw.style.background = frameColor(kind, m, m, this.dark);
+      const short = m.split('/').pop() ?? m;
+      el.append(h('span', { class: 'ks-legend-item', title: m }, sw, short));
+    }
+  }
+
+  // ---- interaction ------------------------------------------------------
+
+  private eventPos(e: MouseEvent): [number, number] {
+    const r = this.canvas.getBoundingClientRect();
+    return [e.clientX - r.left, e.clientY - r.top];
+  }
+
+  private onMove(e: MouseEvent): void {
+    const [x, y] = this.eventPos(e);
+    this.setHover(this.nodeAt(x, y), e);
+  }
+
+  private onClick(e: MouseEvent): void {
+    const [x, y] = this.eventPos(e);
+    const n = this.nodeAt(x, y);
+    if (n < 0) return;
+    const t = this._tree;
+    const f = t.func[n];
+    if (n > 0) this.emit('select', { func: f, name: t.funcs.name[f], module: t.funcs.module[f] });
+    if (e.shiftKey && n > 0) {
+      if (this.source instanceof Profile) this.setFocus(t.funcs.name[f]);
+      return;
+    }
+    this.zoomTo(n);
+  }
+
+  private setHover(n: number, e: MouseEvent | null): void {
+    if (n !== this.hover) {
+      this.hover = n;
+      this.scheduleDraw();
+    }
+    const tip = this.tooltip;
+    if (n < 0 || !e) {
+      tip.style.display = 'none';
+      return;
+    }
+    this.fillTooltip(n);
+    tip.style.display = 'block';
+    const pad = 14;
+    const w = tip.offsetWidth;
+    const hgt = tip.offsetHeight;
+    let left = e.clientX + pad;
+    let top = e.clientY + pad;
+    if (left + w > window.innerWidth - 4) left = Math.max(4, e.clientX - w - pad);
+    if (top + hgt > window.innerHeight - 4) top = Math.max(4, e.clientY - hgt - pad);
+    tip.style.left = `${left}px`;
+    tip.style.top = `${top}px`;
+  }
+
+  private fillTooltip(n: number): void {
+    const t = this._tree;
+    const f = t.func[n];
+    const unit = this.unit();
+    const tip = this.tooltip;
+    clear(tip);
+    tip.append(h('div', { class: 'ks-tip-name', text: t.funcs.name[f] }));
+    const mod = t.funcs.module[f];
+    const kind = t.funcs.kind[f];
+    if (mod || (kind && kind !== 'root')) tip.append(h('div', { class: 'ks-muted', text: [mod, KIND_LABELS[kind] ?? kind].filter(Boolean).join(' · ') }));
+    const rows: [string, string][] = [];
+    if (this.diff) {
+      const d = this.diff;
+      const norm = d.mode === 'normalized';
+      const bt = d.beforeTotal[n];
+      const at = d.afterTotal[n];
+      const rawBefore = norm && d.afterSum > 0 ? (bt * d.beforeSum) / d.afterSum : bt;
+      rows.push(['before', `${fmtWeight(rawBefore, unit)} (${fmtPct(rawBefore, d.beforeSum)})`]);
+      rows.push(['after', `${fmtWeight(at, unit)} (${fmtPct(at, d.afterSum)})`]);
+      if (norm) rows.push(['change of share', `${d.delta[n] > 0 ? '+' : ''}${fmtShare(d.delta[n])} of total`]);
+      else rows.push(['change', `${d.delta[n] > 0 ? '+' : ''}${fmtCount(d.delta[n])} (${bt > 0 ? fmtSignedPct(((at - bt) / bt) * 100) : 'new'})`]);
+      if (at === 0 && bt > 0) rows.push(['', 'vanished in after']);
+      rows.push(['self before/after', `${fmtCount(norm && d.afterSum > 0 ? (d.beforeSelf[n] * d.beforeSum) / d.afterSum : d.beforeSelf[n])} / ${fmtCount(d.afterSelf[n])}`]);
+    } else {
+      rows.push([unit === 'samples' ? 'samples' : 'weight', fmtWeight(t.total[n], unit)]);
+      rows.push(['% of all', fmtPct(t.total[n], t.total[0])]);
+      rows.push(['% of zoomed root', fmtPct(t.total[n], t.total[this.zoomNode])]);
+      rows.push(['self', `${fmtWeight(t.self[n], unit)} (${fmtPct(t.self[n], t.total[0])})`]);
+    }
+    const tbl = h('table');
+    for (const [k, v] of rows) tbl.append(h('tr', {}, h('th', { text: k }), h('td', { text: v })));
+    tip.append(tbl);
+    tip.append(h('div', { class: 'ks-muted ks-tip-hint', text: this.source instanceof Profile ? 'click: zoom · shift+click: focus on function' : 'click: zoom' }));
+  }
+
+  // ---- drawing ----------------------------------------------------------
+
+  private rowY(depth: number): number {
+    return this.icicle ? depth * ROW : (this._tree.maxDepth - depth) * ROW;
+  }
+
+  private scheduleDraw(): void {
+    if (this.raf) return;
+    this.raf = requestAnimationFrame(() => {
+      this.raf = 0;
+      this.draw();
+    });
+  }
+
+  private colorOf(node: number): string {
+    const t = this._tree;
+    if (this.diff) return diffColor(this.diff.delta[node], this.diff.maxAbsDelta, this.dark);
+    const f = t.func[node];
+    let c = this.colorCache[f];
+    if (c === undefined) {
+      const kind = t.funcs.kind[f];
+      if (kind === 'root' || kind === 'process' || kind === 'thread') c = this.dark ? '#4a4a55' : '#d9d9e0';
+      else c = frameColor(kind, t.funcs.module[f], t.funcs.name[f], this.dark);
+      this.colorCache[f] = c;
+    }
+    return c;
+  }
+
+  /** Redraws the canvas now. */
+  draw(): void {
+    const t0 = performance.now();
+    const t = this._tree;
+    const cssW = Math.max(100, this.scroller.clientWidth || this.root.clientWidth || 800);
+    const rows = t.maxDepth + 1;
+    const cssH = rows * ROW;
+    const dpr = window.devicePixelRatio || 1;
+    const cv = this.canvas;
+    if (cv.width !== Math.round(cssW * dpr) || cv.height !== Math.round(cssH * dpr)) {
+      cv.width = Math.round(cssW * dpr);
+      cv.height = Math.round(cssH * dpr);
+      cv.style.width = `${cssW}px`;
+      cv.style.height = `${cssH}px`;
+    }
+    this.widthPx = cssW;
+    const ctx = cv.getContext('2d');
+    if (!ctx) return;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, cssW, cssH);
+    ctx.font = FONT;
+    ctx.textBaseline = 'middle';
+    this.charW = ctx.measureText('abcdefghij').width / 10 || 7.2;
+    const textColor = this.dark ? '#f0f0f0' : '#111';
+    const matchColor = cssVar('--ks-match', '#e600e6');
+    const m = this.matchFuncs;
+    const z = this.zoomNode;
+    const scale = cssW / (t.total[z] || 1);
+    const x0 = t.x[z];
+    let frames = 0;
+
+    const drawBox = (n: number, px: number, pw: number): void => {
+      const y = this.rowY(t.depth[n]);
+      const matchHit = m !== null && m[t.func[n]] === 1;
+      ctx.fillStyle = matchHit ? matchColor : this.colorOf(n);
+      ctx.globalAlpha = m !== null && !matchHit ? 0.55 : 1;
+      const w = Math.max(pw - (pw > 2 ? 0.5 : 0), MIN_PX);
+      ctx.fillRect(px, y, w, ROW - 1);
+      ctx.globalAlpha = 1;
+      if (n === this.hover) {
+        ctx.strokeStyle = textColor;
+        ctx.lineWidth = 1.5;
+        ctx.strokeRect(px + 0.75, y + 0.75, Math.max(0, w - 1.5), ROW - 2.5);
+      }
+      frames++;
+      if (pw > this.charW * 3 + 6) {
+        const name = t.funcs.name[t.func[n]];
+        const max = Math.floor((pw - 6) / this.charW);
+        const label = name.length > max ? name.slice(0, Math.max(1, max - 1)) + '…' : name;
+        ctx.fillStyle = matchHit ? '#fff' : textColor;
+        ctx.fillText(label, px + 3, y + ROW / 2);
+      }
+    };
+
+    // Ancestors of the zoom root span the full width (greyed context).
+    for (let a = z; ; a = t.parent[a]) {
+      drawBox(a, 0, cssW);
+      if (a === 0) break;
+    }
+    const stack: number[] = [];
+    const pushKids = (n: number): void => {
+      let runStart = -1;
+      let runEnd = 0;
+      let runDepth = 0;
+      const flush = (): void => {
+        if (runStart >= 0 && runEnd - runStart >= MIN_PX) {
+          // Coalesced block of frames individually too thin to draw.
+          ctx.fillStyle = this.dark ? '#55555c' : '#b8b8c0';
+          ctx.fillRect(runStart, this.rowY(runDepth), runEnd - runStart, ROW - 1);
+          frames++;
+        }
+        runStart = -1;
+      };
+      for (let k = t.childStart[n]; k < t.childStart[n + 1]; k++) {
+        const c = t.childList[k];
+        const pw = t.total[c] * scale;
+        if (pw >= MIN_PX) {
+          flush();
+          stack.push(c);
+        } else if (pw > 0) {
+          const px = (t.x[c] - x0) * scale;
+          if (runStart < 0) {
+            runStart = px;
+            runDepth = t.depth[c];
+          }
+          runEnd = px + pw;
+        }
+      }
+      flush();
+    };
+    pushKids(z);
+    while (stack.length) {
+      const n = stack.pop() as number;
+      drawBox(n, (t.x[n] - x0) * scale, t.total[n] * scale);
+      pushKids(n);
+    }
+    const ms = performance.now() - t0;
+    if (!firstPaintMarked) {
+      firstPaintMarked = true;
+      performance.mark('keisoku:first-paint');
+    }
+    this.emit('paint', { ms, frames });
+  }
+}

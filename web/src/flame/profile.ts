@@ -1,0 +1,212 @@
+/**
+ * The profile JSON contract (docs/profile-json.md) and its validated,
+ * typed-array form. Validation happens once, up front, so drawing code
+ * can index arrays without checks and bad data fails with one clear line.
+ */
+
+/** Profile JSON, version 1, as produced by crates/stacks. */
+export interface ProfileJson {
+  version: number;
+  title?: string;
+  unit?: string;
+  kinds: string[];
+  frames: { name: string[]; module: string[]; kind: number[] };
+  nodes: { parent: number[]; frame: number[] };
+  threads?: { pid: number; tid: number; comm: string }[];
+  samples: {
+    node: number[];
+    weight: number[] | null;
+    time_ms: number[] | null;
+    thread: number[] | null;
+  } | null;
+  counts: number[] | null;
+  start_unix_ns?: number | null;
+  duration_ms?: number | null;
+}
+
+/** One row of the regression table of a differential profile. */
+export interface DiffRow {
+  frame: string;
+  module: string;
+  before_self: number;
+  after_self: number;
+  before_total: number;
+  after_total: number;
+  delta_self_pct: number;
+  delta_total_pct: number;
+  noisy: boolean;
+}
+
+/** Differential profile JSON (`keisoku diff`). */
+export interface DiffJson {
+  version: number;
+  mode: 'absolute' | 'normalized';
+  title?: string;
+  before: ProfileJson;
+  after: ProfileJson;
+  table: DiffRow[];
+}
+
+/** A thread as named in the profile. */
+export interface ThreadInfo {
+  pid: number;
+  tid: number;
+  comm: string;
+}
+
+/** Frame names that mean "the CPU had nothing to do" (see docs/profile-json.md). */
+export const IDLE_FRAMES = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
+
+/** Error in the embedded profile data (the page shows it instead of drawing). */
+export class ProfileError extends Error {}
+
+function arr(v: unknown, what: string): unknown[] {
+  if (!Array.isArray(v)) throw new ProfileError(`profile: ${what} must be an array`);
+  return v;
+}
+
+function ints(v: unknown, what: string, limit: number, min = 0): Int32Array {
+  const a = arr(v, what);
+  const out = new Int32Array(a.length);
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i];
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < min || x >= limit) {
+      throw new ProfileError(`profile: ${what}[${i}] = ${JSON.stringify(x)} is not an index below ${limit}`);
+    }
+    out[i] = x;
+  }
+  return out;
+}
+
+function nums(v: unknown, what: string, len: number): Float64Array {
+  const a = arr(v, what);
+  if (a.length !== len) throw new ProfileError(`profile: ${what} has ${a.length} entries, expected ${len}`);
+  const out = new Float64Array(len);
+  for (let i = 0; i < len; i++) {
+    const x = a[i];
+    if (typeof x !== 'number' || !Number.isFinite(x)) {
+      throw new ProfileError(`profile: ${what}[${i}] = ${JSON.stringify(x)} is not a number`);
+    }
+    out[i] = x;
+  }
+  return out;
+}
+
+function strs(v: unknown, what: string, len: number): string[] {
+  const a = arr(v, what);
+  if (a.length !== len) throw new ProfileError(`profile: ${what} has ${a.length} entries, expected ${len}`);
+  return a.map((x) => (typeof x === 'string' ? x : String(x ?? '')));
+}
+
+/** A validated profile with columnar typed arrays. */
+export class Profile {
+  readonly title: string;
+  readonly unit: string;
+  readonly frameName: string[];
+  readonly frameModule: string[];
+  /** Kind name per frame ("kernel", "native", ...). */
+  readonly frameKind: string[];
+  readonly nodeParent: Int32Array;
+  readonly nodeFrame: Int32Array;
+  readonly threads: ThreadInfo[];
+  readonly sampleNode: Int32Array | null;
+  readonly sampleWeight: Float64Array | null;
+  readonly sampleTime: Float64Array | null;
+  readonly sampleThread: Int32Array | null;
+  /** Self weight per node when the input had no per-sample data. */
+  readonly counts: Float64Array | null;
+  readonly startUnixNs: number | null;
+  readonly durationMs: number | null;
+  private idleCache: Uint8Array | null = null;
+
+  private constructor(j: ProfileJson) {
+    if (j.version !== 1) throw new ProfileError(`profile: version ${String(j.version)} is not supported (expected 1)`);
+    this.title = typeof j.title === 'string' ? j.title : 'profile';
+    this.unit = typeof j.unit === 'string' ? j.unit : 'samples';
+    const kinds = arr(j.kinds, 'kinds').map(String);
+    if (!j.frames || !j.nodes) throw new ProfileError('profile: "frames" and "nodes" are required');
+    const nf = arr(j.frames.name, 'frames.name').length;
+    this.frameName = strs(j.frames.name, 'frames.name', nf);
+    this.frameModule = strs(j.frames.module, 'frames.module', nf);
+    const kindIdx = ints(j.frames.kind, 'frames.kind', Math.max(kinds.length, 1));
+    if (kindIdx.length !== nf) throw new ProfileError(`profile: frames.kind has ${kindIdx.length} entries, expected ${nf}`);
+    this.frameKind = Array.from(kindIdx, (k) => kinds[k] ?? 'unknown');
+    const nn = arr(j.nodes.parent, 'nodes.parent').length;
+    this.nodeParent = ints(j.nodes.parent, 'nodes.parent', nn, -1);
+    this.nodeFrame = ints(j.nodes.frame, 'nodes.frame', nf);
+    if (this.nodeFrame.length !== nn) throw new ProfileError(`profile: nodes.frame has ${this.nodeFrame.length} entries, expected ${nn}`);
+    for (let i = 0; i < nn; i++) {
+      if (this.nodeParent[i] >= i) throw new ProfileError(`profile: nodes.parent[${i}] = ${this.nodeParent[i]} must be below ${i}`);
+    }
+    this.threads = Array.isArray(j.threads)
+      ? j.threads.map((t) => ({ pid: Number(t?.pid) || 0, tid: Number(t?.tid) || 0, comm: String(t?.comm ?? '') }))
+      : [];
+    if ((j.samples == null) === (j.counts == null)) {
+      throw new ProfileError('profile: exactly one of "samples" and "counts" must be present');
+    }
+    if (j.samples) {
+      const s = j.samples;
+      this.sampleNode = ints(s.node, 'samples.node', nn);
+      const ns = this.sampleNode.length;
+      this.sampleWeight = s.weight == null ? null : nums(s.weight, 'samples.weight', ns);
+      this.sampleTime = s.time_ms == null ? null : nums(s.time_ms, 'samples.time_ms', ns);
+      this.sampleThread = s.thread == null ? null : ints(s.thread, 'samples.thread', Math.max(this.threads.length, 1));
+      if (this.sampleThread && this.sampleThread.length !== ns) {
+        throw new ProfileError(`profile: samples.thread has ${this.sampleThread.length} entries, expected ${ns}`);
+      }
+      if (this.sampleThread && this.threads.length === 0) throw new ProfileError('profile: samples.thread given but "threads" is empty');
+      this.counts = null;
+    } else {
+      this.sampleNode = this.sampleWeight = this.sampleTime = this.sampleThread = null;
+      this.counts = nums(j.counts, 'counts', nn);
+    }
+    this.startUnixNs = typeof j.start_unix_ns === 'number' ? j.start_unix_ns : null;
+    let dur = typeof j.duration_ms === 'number' && Number.isFinite(j.duration_ms) ? j.duration_ms : null;
+    if (this.sampleTime && this.sampleTime.length > 0) {
+      let max = 0;
+      for (let i = 0; i < this.sampleTime.length; i++) if (this.sampleTime[i] > max) max = this.sampleTime[i];
+      dur = Math.max(dur ?? 0, max);
+    }
+    this.durationMs = dur;
+  }
+
+  /** Validates parsed JSON; throws ProfileError naming the bad field. */
+  static from(json: unknown): Profile {
+    if (!json || typeof json !== 'object') throw new ProfileError('profile: expected a JSON object');
+    return new Profile(json as ProfileJson);
+  }
+
+  get nodeCount(): number {
+    return this.nodeParent.length;
+  }
+
+  get frameCount(): number {
+    return this.frameName.length;
+  }
+
+  /** Number of samples (per-sample form) or null (counts form). */
+  get sampleCount(): number | null {
+    return this.sampleNode ? this.sampleNode.length : null;
+  }
+
+  /** 1 for nodes whose stack contains an idle frame. */
+  idleNodes(): Uint8Array {
+    if (this.idleCache) return this.idleCache;
+    const idleFrame = new Uint8Array(this.frameCount);
+    for (let f = 0; f < this.frameCount; f++) if (IDLE_FRAMES.has(this.frameName[f])) idleFrame[f] = 1;
+    const out = new Uint8Array(this.nodeCount);
+    for (let n = 0; n < this.nodeCount; n++) {
+      const p = this.nodeParent[n];
+      out[n] = idleFrame[this.nodeFrame[n]] | (p >= 0 ? out[p] : 0);
+    }
+    this.idleCache = out;
+    return out;
+  }
+
+  /** A thread's label: "comm pid/tid". */
+  threadLabel(i: number): string {
+    const t = this.threads[i];
+    if (!t) return `thread ${i}`;
+    return `${t.comm || '?'} ${t.pid}/${t.tid}`;
+  }
+}

@@ -1,0 +1,391 @@
+/**
+ * The merged call tree a flame graph draws, built from a profile's columnar
+ * data with typed arrays: one pass over the samples aggregates weight per
+ * stack node, then each distinct stack is mapped into the tree once, so the
+ * cost grows with distinct stacks, not with samples.
+ */
+import { Profile } from './profile';
+
+/** Function identities for a tree: index = func id. */
+export interface FuncTable {
+  name: string[];
+  module: string[];
+  kind: string[];
+}
+
+/** How samples are grouped under the root. */
+export type SplitMode = 'merge' | 'process' | 'thread';
+
+/** Filters and transforms applied while building a tree. */
+export interface TreeOptions {
+  /** Keep samples with fromMs <= time_ms < toMs (ignored without times). */
+  fromMs?: number | null;
+  toMs?: number | null;
+  /** Keep only samples of these thread indices (null: all). */
+  threads?: ReadonlySet<number> | null;
+  /** Group by process or thread with a synthetic frame under the root. */
+  split?: SplitMode;
+  /** Frames whose name matches are elided from every stack. */
+  hide?: RegExp | null;
+  /** Keep only stacks through this frame name, re-rooted at its outermost call. */
+  focus?: string | null;
+  /** Leaf-first stacks (callers of each function). */
+  invert?: boolean;
+  /** Drop samples whose stack contains an idle frame. */
+  hideIdle?: boolean;
+}
+
+/**
+ * A call tree in struct-of-arrays form. Node 0 is the root ("all");
+ * parent ids are below child ids, children are sorted by name (so layouts
+ * are stable between runs), and `x` is each node's offset in weight units.
+ */
+export class CallTree {
+  readonly n: number;
+  readonly funcs: FuncTable;
+  readonly parent: Int32Array;
+  readonly func: Int32Array;
+  readonly depth: Int32Array;
+  readonly self: Float64Array;
+  readonly total: Float64Array;
+  readonly x: Float64Array;
+  /** Children of node i are childList[childStart[i] .. childStart[i+1]). */
+  readonly childStart: Int32Array;
+  readonly childList: Int32Array;
+  readonly maxDepth: number;
+  /** Samples (not weight) that went into the tree, when known. */
+  sampleCount: number | null = null;
+
+  constructor(funcs: FuncTable, parent: Int32Array, func: Int32Array, self: Float64Array) {
+    this.funcs = funcs;
+    this.n = parent.length;
+    this.parent = parent;
+    this.func = func;
+    this.self = self;
+    const n = this.n;
+    const depth = new Int32Array(n);
+    const total = Float64Array.from(self);
+    let maxDepth = 0;
+    for (let i = 1; i < n; i++) {
+      const d = depth[parent[i]] + 1;
+      depth[i] = d;
+      if (d > maxDepth) maxDepth = d;
+    }
+    for (let i = n - 1; i > 0; i--) total[parent[i]] += total[i];
+    this.depth = depth;
+    this.total = total;
+    this.maxDepth = maxDepth;
+
+    // Children in CSR form, sorted by function name rank.
+    const count = new Int32Array(n + 1);
+    for (let i = 1; i < n; i++) count[parent[i] + 1]++;
+    for (let i = 0; i < n; i++) count[i + 1] += count[i];
+    const childStart = Int32Array.from(count);
+    const fill = Int32Array.from(count);
+    const childList = new Int32Array(Math.max(0, n - 1));
+    for (let i = 1; i < n; i++) childList[fill[parent[i]]++] = i;
+    const rank = nameRanks(funcs.name);
+    for (let i = 0; i < n; i++) {
+      const a = childStart[i];
+      const b = childStart[i + 1];
+      if (b - a > 1) {
+        const slice = childList.subarray(a, b);
+        slice.sort((p, q) => rank[func[p]] - rank[func[q]] || p - q);
+      }
+    }
+    this.childStart = childStart;
+    this.childList = childList;
+
+    const x = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      let cur = x[i];
+      for (let k = childStart[i]; k < childStart[i + 1]; k++) {
+        const c = childList[k];
+        x[c] = cur;
+        cur += total[c];
+      }
+    }
+    this.x = x;
+  }
+
+  /** The name of a node's function. */
+  name(node: number): string {
+    return this.funcs.name[this.func[node]];
+  }
+
+  /** Path from the root (exclusive) to `node` (inclusive). */
+  path(node: number): number[] {
+    const out: number[] = [];
+    for (let n = node; n > 0; n = this.parent[n]) out.push(n);
+    return out.reverse();
+  }
+
+  /** True when `a` is `b` or one of its ancestors. */
+  isAncestorOrSelf(a: number, b: number): boolean {
+    for (let n = b; n >= 0; n = n === 0 ? -1 : this.parent[n]) if (n === a) return true;
+    return false;
+  }
+
+  /** Node ids of the subtree under `root` (inclusive), preorder. */
+  *subtree(root: number): Generator<number> {
+    const stack = [root];
+    while (stack.length) {
+      const n = stack.pop() as number;
+      yield n;
+      for (let k = this.childStart[n + 1] - 1; k >= this.childStart[n]; k--) stack.push(this.childList[k]);
+    }
+  }
+}
+
+/** Rank of each name in sorted order (ties share order by id). */
+function nameRanks(names: string[]): Int32Array {
+  const ids = Array.from(names, (_, i) => i);
+  ids.sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b));
+  const rank = new Int32Array(names.length);
+  for (let r = 0; r < ids.length; r++) rank[ids[r]] = r;
+  return rank;
+}
+
+/** Appends synthetic functions to a growable table. */
+class Builder {
+  parent: number[] = [0];
+  func: number[] = [0];
+  self: number[] = [0];
+  private children = new Map<number, number>();
+  constructor(private readonly funcBase: number) {}
+
+  child(p: number, f: number): number {
+    const key = p * this.funcBase + f;
+    let c = this.children.get(key);
+    if (c === undefined) {
+      c = this.parent.length;
+      this.parent.push(p);
+      this.func.push(f);
+      this.self.push(0);
+      this.children.set(key, c);
+    }
+    return c;
+  }
+}
+
+/** Builds the merged call tree of a profile under the given filters. */
+export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
+  const nFrames = profile.frameCount;
+  const nNodes = profile.nodeCount;
+  const split = opts.split ?? 'merge';
+
+  // Functions: profile frames, then "all", then one per process/thread group.
+  const funcs: FuncTable = {
+    name: profile.frameName.slice(),
+    module: profile.frameModule.slice(),
+    kind: profile.frameKind.slice(),
+  };
+  const addFunc = (name: string, kind: string): number => {
+    funcs.name.push(name);
+    funcs.module.push('');
+    funcs.kind.push(kind);
+    return funcs.name.length - 1;
+  };
+  const allFunc = addFunc('all', 'root');
+
+  // Group of each thread index (for split modes).
+  const groupOfThread = new Int32Array(Math.max(profile.threads.length, 1));
+  const groupFunc: number[] = [];
+  if (split !== 'merge' && profile.threads.length) {
+    const byKey = new Map<string, number>();
+    profile.threads.forEach((t, i) => {
+      const key = split === 'process' ? `${t.pid}` : `${t.pid}/${t.tid}`;
+      let g = byKey.get(key);
+      if (g === undefined) {
+        g = groupFunc.length;
+        byKey.set(key, g);
+        const label = split === 'process' ? `${t.comm || '?'} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`;
+        groupFunc.push(addFunc(label, split));
+      }
+      groupOfThread[i] = g;
+    });
+  }
+  const grouped = split !== 'merge' && profile.sampleThread !== null && groupFunc.length > 0;
+
+  // 1. Aggregate weight per stack node (per group when split): one pass
+  // over the samples. Keys are group * nNodes + node.
+  const weight = new Float64Array(nNodes);
+  const groupWeight = grouped ? new Map<number, number>() : null;
+  let sampleCount: number | null = null;
+  const idle = opts.hideIdle ? profile.idleNodes() : null;
+  if (profile.sampleNode) {
+    const sn = profile.sampleNode;
+    const sw = profile.sampleWeight;
+    const st = profile.sampleTime;
+    const sth = profile.sampleThread;
+    const from = st && opts.fromMs != null ? opts.fromMs : -Infinity;
+    const to = st && opts.toMs != null ? opts.toMs : Infinity;
+    const threads = sth && opts.threads ? opts.threads : null;
+    let count = 0;
+    for (let i = 0; i < sn.length; i++) {
+      if (st !== null) {
+        const t = st[i];
+        if (t < from || t >= to) continue;
+      }
+      if (threads !== null && !threads.has((sth as Int32Array)[i])) continue;
+      const node = sn[i];
+      if (idle !== null && idle[node]) continue;
+      const w = sw === null ? 1 : sw[i];
+      if (groupWeight !== null) {
+        const key = groupOfThread[(sth as Int32Array)[i]] * nNodes + node;
+        groupWeight.set(key, (groupWeight.get(key) ?? 0) + w);
+      } else weight[node] += w;
+      count++;
+    }
+    sampleCount = count;
+  } else if (profile.counts) {
+    weight.set(profile.counts);
+    if (idle) for (let n = 0; n < nNodes; n++) if (idle[n]) weight[n] = 0;
+  }
+
+  // 2. Map each weighted stack into the tree.
+  const b = new Builder(funcs.name.length + 1);
+  b.func[0] = allFunc;
+  const hidden = new Uint8Array(nFrames);
+  if (opts.hide) {
+    const re = opts.hide;
+    for (let f = 0; f < nFrames; f++) {
+      re.lastIndex = 0;
+      if (re.test(profile.frameName[f])) hidden[f] = 1;
+    }
+  }
+  const focusFrames = new Uint8Array(nFrames);
+  const focusing = opts.focus != null && opts.focus !== '';
+  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === opts.focus) focusFrames[f] = 1;
+  const parent = profile.nodeParent;
+  const frame = profile.nodeFrame;
+  const groupRoots = groupFunc.map((f) => (grouped ? b.child(0, f) : 0));
+
+  // Memoised prefix mapping: a node's tree node is its parent's tree node's
+  // child, so each (group, profile node) is mapped at most once.
+  const memoArr = grouped ? null : new Int32Array(nNodes).fill(-1);
+  const memoMap = grouped ? new Map<number, number>() : null;
+  const pending: number[] = [];
+  const mapPrefix = (g: number, n: number): number => {
+    const base = g * nNodes;
+    const get = (k: number): number => (memoArr ? memoArr[k] : (memoMap as Map<number, number>).get(base + k) ?? -1);
+    let m = n;
+    while (m >= 0 && get(m) < 0) {
+      pending.push(m);
+      m = parent[m];
+    }
+    let t = m >= 0 ? get(m) : grouped ? groupRoots[g] : 0;
+    while (pending.length) {
+      const k = pending.pop() as number;
+      if (!hidden[frame[k]]) t = b.child(t, frame[k]);
+      if (memoArr) memoArr[k] = t;
+      else (memoMap as Map<number, number>).set(base + k, t);
+    }
+    return t;
+  };
+  const path: number[] = [];
+  const mapPath = (g: number, n: number): number => {
+    path.length = 0;
+    for (let m = n; m >= 0; m = parent[m]) if (!hidden[frame[m]]) path.push(frame[m]);
+    path.reverse(); // root to leaf
+    let start = 0;
+    if (focusing) {
+      start = path.findIndex((f) => focusFrames[f] === 1);
+      if (start < 0) return -1;
+    }
+    let t = grouped ? groupRoots[g] : 0;
+    if (opts.invert) for (let i = path.length - 1; i >= start; i--) t = b.child(t, path[i]);
+    else for (let i = start; i < path.length; i++) t = b.child(t, path[i]);
+    return t;
+  };
+  const map = opts.invert || focusing ? mapPath : mapPrefix;
+  if (groupWeight !== null) {
+    for (const [key, w] of groupWeight) {
+      const g = Math.floor(key / nNodes);
+      const t = map(g, key - g * nNodes);
+      if (t >= 0) b.self[t] += w;
+    }
+  } else {
+    for (let n = 0; n < nNodes; n++) {
+      const w = weight[n];
+      if (w === 0) continue;
+      const t = map(0, n);
+      if (t >= 0) b.self[t] += w;
+    }
+  }
+  const tree = new CallTree(funcs, Int32Array.from(b.parent), Int32Array.from(b.func), Float64Array.from(b.self));
+  tree.sampleCount = sampleCount;
+  return tree;
+}
+
+/** Per-function self and total weight; total counts recursion once. */
+export interface FuncStats {
+  self: Float64Array;
+  total: Float64Array;
+}
+
+/** Self and total weight per function over the subtree under `root`. */
+export function funcStats(tree: CallTree, root = 0): FuncStats {
+  const nf = tree.funcs.name.length;
+  const self = new Float64Array(nf);
+  const total = new Float64Array(nf);
+  const onStack = new Int32Array(nf);
+  // Iterative DFS with exit markers (~node) so recursion is counted once.
+  const stack = [root];
+  while (stack.length) {
+    const v = stack.pop() as number;
+    if (v < 0) {
+      onStack[tree.func[~v]]--;
+      continue;
+    }
+    const f = tree.func[v];
+    self[f] += tree.self[v];
+    if (onStack[f] === 0) total[f] += tree.total[v];
+    onStack[f]++;
+    stack.push(~v);
+    for (let k = tree.childStart[v]; k < tree.childStart[v + 1]; k++) stack.push(tree.childList[k]);
+  }
+  return { self, total };
+}
+
+/** Weight of matching frames without double-counting nested matches. */
+export interface MatchShare {
+  /** Weight under outermost matches in the whole tree. */
+  all: number;
+  /** Weight under outermost matches within the subtree of the zoom root. */
+  zoom: number;
+  /** Number of matching nodes (drawn highlighted). */
+  nodes: number;
+}
+
+/**
+ * Sums the weight under outermost matching nodes: a sample whose stack
+ * has several matching frames counts once. If the zoom root or one of its
+ * ancestors matches, the whole zoomed view matches.
+ */
+export function matchShare(tree: CallTree, matches: Uint8Array, zoom: number): MatchShare {
+  const under = new Uint8Array(tree.n); // node or an ancestor matches
+  let all = 0;
+  let nodes = 0;
+  for (let i = 0; i < tree.n; i++) {
+    const m = matches[tree.func[i]];
+    const p = i === 0 ? 0 : under[tree.parent[i]];
+    if (m) nodes++;
+    if (m && !p) all += tree.total[i];
+    under[i] = m | p;
+  }
+  let zoomW = 0;
+  if (under[zoom]) zoomW = tree.total[zoom];
+  else {
+    const stack = [zoom];
+    while (stack.length) {
+      const v = stack.pop() as number;
+      if (matches[tree.func[v]]) {
+        zoomW += tree.total[v];
+        continue;
+      }
+      for (let k = tree.childStart[v]; k < tree.childStart[v + 1]; k++) stack.push(tree.childList[k]);
+    }
+  }
+  return { all, zoom: zoomW, nodes };
+}

@@ -1,0 +1,98 @@
+// `keisoku scope` HTML output: subsecond heat map; a selected range shows
+// the flame graph of exactly those samples, two ranges show their diff.
+import '../common/base.css';
+import { h, pageData, showFatal, clear } from '../common/dom';
+import { fmtCount, fmtMs } from '../common/format';
+import { installKeys } from '../common/keyboard';
+import { FlameGraph } from '../flame/flamegraph';
+import { Profile, ProfileJson, ProfileError } from '../flame/profile';
+import { threadFilter } from '../flame/threadfilter';
+import { HeatMap } from '../heatmap/heatmap';
+import './flame.css';
+
+interface ScopeData {
+  title?: string;
+  view?: { rows?: number; idle?: boolean };
+  profile: ProfileJson;
+}
+
+const app = document.getElementById('app') as HTMLElement;
+try {
+  const data = pageData<ScopeData>();
+  if (!data || typeof data !== 'object' || !data.profile) throw new ProfileError('scope: the page data has no "profile"');
+  const profile = Profile.from(data.profile);
+  let idle = !!data.view?.idle;
+  app.append(h('header', { class: 'ks-page-head' },
+    h('h1', { text: data.title || profile.title }),
+    h('span', { class: 'ks-muted', text: `${fmtCount(profile.sampleCount ?? 0)} samples · ${fmtMs(profile.durationMs ?? 0)} · subsecond heat map` })));
+
+  const bar = h('div', { class: 'ks-scope-bar' });
+  app.append(bar);
+  const heatBox = h('section', { class: 'ks-heat-box' });
+  app.append(heatBox);
+  const heat = new HeatMap(heatBox, profile, { rows: data.view?.rows ?? 50, idle });
+  const title = h('h2', { class: 'ks-scope-title', text: 'Flame graph: all samples' });
+  app.append(title);
+  const graphBox = h('section', { class: 'ks-graph' });
+  app.append(graphBox);
+  let threads: ReadonlySet<number> | null = null;
+  let graph = new FlameGraph(graphBox, profile, { hideIdle: !idle });
+  let diffGraph: FlameGraph | null = null;
+  const handle = { profile, heat, flame: graph, diff: null as FlameGraph | null };
+
+  const showPlain = (): void => {
+    if (!diffGraph) return;
+    diffGraph = null;
+    handle.diff = null;
+    clear(graphBox);
+    graph = new FlameGraph(graphBox, profile, { hideIdle: !idle });
+    graph.setThreads(threads);
+    handle.flame = graph;
+  };
+  heat.on('select', (s) => {
+    const sel = heat.selections();
+    if (s.which === 'a') {
+      showPlain();
+      graph.setRange(s.fromMs, s.toMs);
+      title.textContent = `Flame graph: ${fmtMs(s.fromMs)} – ${fmtMs(s.toMs)} (${fmtCount(s.samples)} samples)`;
+    } else if (sel.a && sel.b) {
+      clear(graphBox);
+      diffGraph = new FlameGraph(graphBox, { before: profile, after: profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { hideIdle: !idle });
+      diffGraph.setThreads(threads);
+      handle.diff = diffGraph;
+      title.textContent = `Differential flame graph: A ${fmtMs(sel.a[0])} – ${fmtMs(sel.a[1])} → B ${fmtMs(sel.b[0])} – ${fmtMs(sel.b[1])}`;
+    }
+  });
+  const clearSel = (): void => {
+    heat.clearSelection();
+    showPlain();
+    graph.setRange(null, null);
+    title.textContent = 'Flame graph: all samples';
+  };
+  heat.on('clear', () => undefined);
+
+  const tf = threadFilter(profile, (s) => {
+    threads = s;
+    heat.setThreads(s);
+    graph.setThreads(s);
+    diffGraph?.setThreads(s);
+  });
+  if (tf) bar.append(tf);
+  const idleBox = h('input', { type: 'checkbox', class: 'ks-scope-idle' });
+  idleBox.checked = idle;
+  idleBox.addEventListener('change', () => {
+    idle = idleBox.checked;
+    heat.setIdle(idle);
+    graph.setHideIdle(!idle);
+    diffGraph?.setHideIdle(!idle);
+  });
+  bar.append(h('label', { title: 'count samples in idle frames (cpu_idle, swapper, ...)' }, idleBox, 'include idle'));
+  bar.append(h('button', { type: 'button', class: 'ks-scope-clear', text: 'Clear selection', onclick: clearSel }));
+
+  installKeys({ search: () => (diffGraph ?? graph).focusSearch(), reset: () => {
+    (diffGraph ?? graph).reset();
+  } });
+  (window as unknown as { keisoku: unknown }).keisoku = handle;
+} catch (e) {
+  showFatal(app, e);
+}
