@@ -1,0 +1,70 @@
+//! Samples /proc like `keisoku record` would and prints the points, or with
+//! `--quiet` only the sampler's own CPU cost (used by bench/probe.sh).
+//!
+//! Usage: sample [--interval-ms N] [--seconds N] [--pid PID | --pidof NAME] [--quiet]
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use keisoku_probe::{pidof, Sampler, SamplerConfig};
+
+fn main() {
+    let mut interval_ms = 1000u64;
+    let mut seconds = 5u64;
+    let mut pid = None;
+    let mut quiet = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_default();
+        match a.as_str() {
+            "--interval-ms" => interval_ms = value().parse().unwrap_or(1000),
+            "--seconds" => seconds = value().parse().unwrap_or(5),
+            "--pid" => pid = value().parse().ok(),
+            "--pidof" => match pidof(Path::new("/proc"), &value()) {
+                Ok(p) => pid = Some(p),
+                Err(e) => {
+                    eprintln!("sample: {e}");
+                    std::process::exit(2);
+                }
+            },
+            "--quiet" => quiet = true,
+            other => {
+                eprintln!("sample: unknown argument {other:?}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let mut config = SamplerConfig::new(Instant::now());
+    config.interval = Duration::from_millis(interval_ms);
+    config.pid = pid;
+    let sampler = match Sampler::start(config, move |points| {
+        if !quiet {
+            for p in points {
+                println!(
+                    "{:.3}\t{}\t{:.3}\t{}",
+                    p.t_ns as f64 / 1e9,
+                    p.name,
+                    p.value,
+                    p.unit
+                );
+            }
+        }
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sample: {e}");
+            std::process::exit(2);
+        }
+    };
+    std::thread::sleep(Duration::from_secs(seconds));
+    let report = sampler.stop();
+    for n in &report.notes {
+        eprintln!("note: {n}");
+    }
+    eprintln!(
+        "samples={} sampler_cpu_ms={:.3} per_sample_us={:.1}",
+        report.samples,
+        report.cpu_time.as_secs_f64() * 1e3,
+        report.cpu_time.as_secs_f64() * 1e6 / report.samples.max(1) as f64
+    );
+}

@@ -1,0 +1,545 @@
+//! Drives `perf record` on the run's clock and turns the recording into
+//! `perf script` text for crates/stacks.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Maps perf's sample timestamps to the run's clock.
+///
+/// perf records with `-k CLOCK_MONOTONIC`, the clock `Instant` uses on
+/// Linux, so a perf time minus the monotonic time of the run's origin is
+/// the sample's offset into the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockMap {
+    /// CLOCK_MONOTONIC reading (ns) at the run's origin `Instant`.
+    pub origin_monotonic_ns: u64,
+}
+
+impl ClockMap {
+    /// The map for a run whose clock starts at `origin`.
+    pub fn for_origin(origin: Instant) -> ClockMap {
+        let now = crate::procfs::monotonic_ns();
+        let since = u64::try_from(origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        ClockMap {
+            origin_monotonic_ns: now.saturating_sub(since),
+        }
+    }
+
+    /// Run time (ns since origin; negative before it) of a perf timestamp in ns.
+    pub fn to_run_ns(&self, perf_ns: u64) -> i64 {
+        perf_ns as i64 - self.origin_monotonic_ns as i64
+    }
+
+    /// Run time of a timestamp as `perf script` prints it (`1234.567890`).
+    pub fn perf_secs_to_run_ns(&self, perf_secs: f64) -> i64 {
+        (perf_secs * 1e9).round() as i64 - self.origin_monotonic_ns as i64
+    }
+}
+
+/// What `perf record` watches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PerfTarget {
+    /// These processes with all their threads (and children they start later).
+    Pids(Vec<u32>),
+    /// Every CPU (`perf record -a`), which needs more privilege.
+    AllCpus,
+}
+
+/// How to run perf.
+#[derive(Clone, Debug)]
+pub struct PerfOptions {
+    /// Sampling frequency in Hz (default 99: off the beat of 100 Hz timers).
+    pub hz: u32,
+    /// What to record.
+    pub target: PerfTarget,
+    /// Directory for `perf.data` and `perf.script`.
+    pub output_dir: PathBuf,
+    /// The perf executable.
+    pub perf: PathBuf,
+    /// `--call-graph` mode: `fp` (frame pointers, cheap) or `dwarf`.
+    pub call_graph: String,
+    /// Processes that may be JIT runtimes (JVM, Node): their perf maps are
+    /// written or checked before `perf script`. Defaults to the target pids.
+    pub jit_pids: Vec<u32>,
+    /// The run's clock origin.
+    pub origin: Instant,
+}
+
+impl PerfOptions {
+    /// 99 Hz, frame-pointer call graphs, `perf` from PATH.
+    pub fn new(target: PerfTarget, output_dir: impl Into<PathBuf>, origin: Instant) -> PerfOptions {
+        let jit_pids = match &target {
+            PerfTarget::Pids(p) => p.clone(),
+            PerfTarget::AllCpus => Vec::new(),
+        };
+        PerfOptions {
+            hz: 99,
+            target,
+            output_dir: output_dir.into(),
+            perf: PathBuf::from("perf"),
+            call_graph: "fp".to_string(),
+            jit_pids,
+            origin,
+        }
+    }
+}
+
+/// Why profiling is unavailable or failed. Callers go on without a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// The profiler is not installed.
+    #[error("{tool} is not installed ({detail}); fix: {fix}")]
+    ToolMissing {
+        /// `perf` or `py-spy`.
+        tool: &'static str,
+        /// What was seen.
+        detail: String,
+        /// How to install it.
+        fix: &'static str,
+    },
+    /// The kernel refuses (perf_event_paranoid, missing capability, ptrace scope).
+    #[error("{tool} is not permitted here: {detail}; fix: {fix}")]
+    NotPermitted {
+        /// `perf` or `py-spy`.
+        tool: &'static str,
+        /// The profiler's own words, first line.
+        detail: String,
+        /// How to allow it.
+        fix: &'static str,
+    },
+    /// Anything else the profiler reported.
+    #[error("{what} failed: {detail}")]
+    Failed {
+        /// The command that failed.
+        what: String,
+        /// Its error output, shortened.
+        detail: String,
+    },
+    /// Files could not be written.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+const PERF_INSTALL_FIX: &str =
+    "install perf (Debian: apt-get install linux-perf; Ubuntu: linux-tools-$(uname -r))";
+const PERF_PERMISSION_FIX: &str = "run as root, or `sysctl kernel.perf_event_paranoid=1` (per-process) / `=-1` (all CPUs), or grant CAP_PERFMON; in a container allow the perf_event_open syscall";
+
+/// The result of a finished recording.
+#[derive(Clone, Debug)]
+pub struct PerfOutput {
+    /// `perf script` text: fields comm, pid/tid, [cpu], time, event, and
+    /// for each frame ip, symbol and (dso).
+    pub script_path: PathBuf,
+    /// The raw `perf.data`.
+    pub data_path: PathBuf,
+    /// perf time to run time.
+    pub clock: ClockMap,
+    /// Event sampled: `cycles`, or `cpu-clock` where hardware counters are
+    /// unavailable (VMs, containers).
+    pub event: String,
+    /// Sample count perf reported, when it did.
+    pub samples: Option<u64>,
+    /// Hints and warnings (missing JIT maps, lost samples).
+    pub notes: Vec<String>,
+}
+
+/// A running `perf record`.
+pub struct PerfRecorder {
+    child: Child,
+    stderr: Option<JoinHandle<String>>,
+    options: PerfOptions,
+    data_path: PathBuf,
+    event: &'static str,
+    clock: ClockMap,
+}
+
+fn first_line(s: &str) -> String {
+    let line = s
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("Error:"))
+        .or_else(|| s.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("(no output)");
+    line.chars().take(300).collect()
+}
+
+fn classify(stderr: &str, what: &str) -> ProfileError {
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("not found for kernel") || lower.contains("command not found") {
+        return ProfileError::ToolMissing {
+            tool: "perf",
+            detail: first_line(stderr),
+            fix: PERF_INSTALL_FIX,
+        };
+    }
+    if lower.contains("perf_event_paranoid")
+        || lower.contains("permission denied")
+        || lower.contains("not permitted")
+        || lower.contains("access to performance monitoring")
+        || lower.contains("no permission")
+    {
+        return ProfileError::NotPermitted {
+            tool: "perf",
+            detail: first_line(stderr),
+            fix: PERF_PERMISSION_FIX,
+        };
+    }
+    ProfileError::Failed {
+        what: what.to_string(),
+        detail: first_line(stderr),
+    }
+}
+
+fn spawn_perf(perf: &Path) -> Result<(), ProfileError> {
+    match Command::new(perf)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => {
+            let text = String::from_utf8_lossy(&o.stderr).into_owned()
+                + &String::from_utf8_lossy(&o.stdout);
+            Err(match classify(&text, "perf --version") {
+                ProfileError::Failed { detail, .. } => ProfileError::ToolMissing {
+                    tool: "perf",
+                    detail,
+                    fix: PERF_INSTALL_FIX,
+                },
+                e => e,
+            })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ProfileError::ToolMissing {
+            tool: "perf",
+            detail: format!("{} not found in PATH", perf.display()),
+            fix: PERF_INSTALL_FIX,
+        }),
+        Err(e) => Err(ProfileError::Io {
+            what: format!("running {}", perf.display()),
+            source: e,
+        }),
+    }
+}
+
+fn record_args(o: &PerfOptions, event: &str, out: &Path) -> Vec<String> {
+    let mut a = vec![
+        "record".to_string(),
+        "-e".into(),
+        event.into(),
+        "-F".into(),
+        o.hz.to_string(),
+        "--call-graph".into(),
+        o.call_graph.clone(),
+        // Per-thread recordings leave the CPU out unless asked.
+        "--sample-cpu".into(),
+        "-k".into(),
+        "CLOCK_MONOTONIC".into(),
+        "-o".into(),
+        out.display().to_string(),
+    ];
+    match &o.target {
+        PerfTarget::Pids(pids) => {
+            a.push("-p".into());
+            a.push(
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+        }
+        PerfTarget::AllCpus => a.push("-a".into()),
+    }
+    a
+}
+
+/// Tries `event` with a recording of `true` (or of all CPUs while `true`
+/// runs), which fails fast where the event or the privilege is missing.
+fn probe_event(o: &PerfOptions, event: &str) -> Result<(), ProfileError> {
+    let probe_out = o.output_dir.join(".perf-probe.data");
+    let mut args = record_args(o, event, &probe_out);
+    // Replace the target with a trivial child of the same privilege class.
+    if let Some(i) = args.iter().position(|a| a == "-p") {
+        args.truncate(i);
+    }
+    if let Some(i) = args.iter().position(|a| a == "-a") {
+        args.truncate(i + 1);
+    }
+    args.push("-q".into());
+    args.push("--".into());
+    args.push("true".into());
+    let out = Command::new(&o.perf)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| ProfileError::Io {
+            what: format!("running {}", o.perf.display()),
+            source: e,
+        })?;
+    let _ = std::fs::remove_file(&probe_out);
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(classify(
+            &String::from_utf8_lossy(&out.stderr),
+            &format!("perf record -e {event}"),
+        ))
+    }
+}
+
+fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = r.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            // Keep the head and a bounded tail: perf can warn a lot.
+            if all.len() < 64 * 1024 {
+                all.extend_from_slice(&chunk[..n]);
+            }
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    })
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
+        }
+    }
+}
+
+fn exe_name(pid: u32) -> String {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .or_else(|| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_default()
+}
+
+impl PerfRecorder {
+    /// Checks perf and the event, then starts recording. An error means no
+    /// profile for this run, with the reason and the fix.
+    pub fn start(options: PerfOptions) -> Result<PerfRecorder, ProfileError> {
+        if let PerfTarget::Pids(p) = &options.target {
+            if p.is_empty() {
+                return Err(ProfileError::Failed {
+                    what: "perf record".into(),
+                    detail: "no process to record".into(),
+                });
+            }
+        }
+        spawn_perf(&options.perf)?;
+        std::fs::create_dir_all(&options.output_dir).map_err(|e| ProfileError::Io {
+            what: format!("creating {}", options.output_dir.display()),
+            source: e,
+        })?;
+        // Hardware cycles where the CPU exposes them; the cpu-clock software
+        // event (timer based, works in VMs and containers) otherwise.
+        let event = match probe_event(&options, "cycles") {
+            Ok(()) => "cycles",
+            Err(e @ (ProfileError::NotPermitted { .. } | ProfileError::ToolMissing { .. })) => {
+                return Err(e)
+            }
+            Err(_) => {
+                probe_event(&options, "cpu-clock")?;
+                "cpu-clock"
+            }
+        };
+        let data_path = options.output_dir.join("perf.data");
+        let args = record_args(&options, event, &data_path);
+        let clock = ClockMap::for_origin(options.origin);
+        let mut child = Command::new(&options.perf)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| ProfileError::Io {
+                what: format!("starting {}", options.perf.display()),
+                source: e,
+            })?;
+        let stderr = child.stderr.take().map(drain);
+        let mut rec = PerfRecorder {
+            child,
+            stderr,
+            options,
+            data_path,
+            event,
+            clock,
+        };
+        // perf fails within moments when the target is not attachable.
+        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(300)) {
+            let text = rec
+                .stderr
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default();
+            if !status.success() {
+                return Err(classify(&text, "perf record"));
+            }
+        }
+        Ok(rec)
+    }
+
+    /// The clock map of this recording.
+    pub fn clock(&self) -> ClockMap {
+        self.clock
+    }
+
+    /// The event being sampled.
+    pub fn event(&self) -> &str {
+        self.event
+    }
+
+    /// Stops perf with SIGINT (it then writes its buffers), writes JIT
+    /// maps, and runs `perf script`.
+    pub fn stop(mut self) -> Result<PerfOutput, ProfileError> {
+        let mut notes = Vec::new();
+        // Ask running JVMs for their perf map while they are still up.
+        for &pid in &self.options.jit_pids {
+            let exe = exe_name(pid);
+            if exe == "java" {
+                let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
+                match Command::new("jcmd")
+                    .arg(pid.to_string())
+                    .arg("Compiler.perfmap")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .output()
+                {
+                    Ok(o) if o.status.success() && map.exists() => {}
+                    Ok(o) => notes.push(format!(
+                        "JVM {pid}: `jcmd {pid} Compiler.perfmap` did not write {} ({}); Java frames will show as addresses",
+                        map.display(),
+                        first_line(&String::from_utf8_lossy(&o.stderr))
+                    )),
+                    Err(e) => notes.push(format!(
+                        "JVM {pid}: cannot run jcmd ({e}); install a JDK for Java frame names"
+                    )),
+                }
+                notes.push(format!(
+                    "JVM {pid}: Java stacks are complete only with -XX:+PreserveFramePointer"
+                ));
+            } else if exe == "node" || exe == "nodejs" {
+                let map = format!("/tmp/perf-{pid}.map");
+                if !Path::new(&map).exists() {
+                    notes.push(format!(
+                        "Node {pid}: {map} is missing; start node with --perf-basic-prof (or --perf-basic-prof-only-functions) for JavaScript frame names"
+                    ));
+                }
+            }
+        }
+
+        let pid = self.child.id() as libc::pid_t;
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+        }
+        if wait_timeout(&mut self.child, Duration::from_secs(30)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            notes.push("perf record did not stop within 30 s of SIGINT and was killed; the profile may be cut short".into());
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        let samples = stderr
+            .lines()
+            .find(|l| l.contains("perf record: Captured"))
+            .and_then(|l| {
+                let open = l.rfind('(')?;
+                l[open + 1..].split_whitespace().next()?.parse::<u64>().ok()
+            });
+        for l in stderr.lines() {
+            let t = l.trim();
+            if t.contains("lost") || t.starts_with("Warning") {
+                notes.push(format!("perf: {t}"));
+            }
+        }
+        let data_ok = std::fs::metadata(&self.data_path).is_ok_and(|m| m.len() > 0);
+        if !data_ok {
+            return Err(ProfileError::Failed {
+                what: "perf record".into(),
+                detail: format!(
+                    "no data written to {} ({})",
+                    self.data_path.display(),
+                    first_line(&stderr)
+                ),
+            });
+        }
+
+        let script_path = self.options.output_dir.join("perf.script");
+        let script_out = File::create(&script_path).map_err(|e| ProfileError::Io {
+            what: format!("creating {}", script_path.display()),
+            source: e,
+        })?;
+        let out = Command::new(&self.options.perf)
+            .arg("script")
+            .arg("-i")
+            .arg(&self.data_path)
+            .arg("-F")
+            .arg("comm,pid,tid,cpu,time,event,ip,sym,dso")
+            .stdin(Stdio::null())
+            .stdout(script_out)
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| ProfileError::Io {
+                what: "running perf script".into(),
+                source: e,
+            })?;
+        if !out.status.success() {
+            return Err(ProfileError::Failed {
+                what: "perf script".into(),
+                detail: first_line(&String::from_utf8_lossy(&out.stderr)),
+            });
+        }
+        if samples == Some(0) {
+            notes.push("perf recorded no samples (the process was idle or exited)".into());
+        }
+        Ok(PerfOutput {
+            script_path,
+            data_path: self.data_path.clone(),
+            clock: self.clock,
+            event: self.event.to_string(),
+            samples,
+            notes,
+        })
+    }
+}
+
+impl Drop for PerfRecorder {
+    fn drop(&mut self) {
+        // A recorder dropped without stop() must not leave perf running.
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+            if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}

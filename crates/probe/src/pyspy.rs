@@ -1,0 +1,269 @@
+//! Drives `py-spy record` for Python servers.
+//!
+//! py-spy's clock starts when it attaches, so the map to the run's clock is
+//! the run time at which py-spy was started (`started_run_ns`); attaching
+//! takes a few milliseconds, which is the alignment error.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::perf::ProfileError;
+
+/// py-spy output formats that keep what crates/stacks needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PySpyFormat {
+    /// speedscope JSON: one sampled profile per thread, `samples` in time
+    /// order, each `weights[i]` = 1/rate seconds, `startValue` 0 = attach
+    /// time; a sample's time is startValue + the sum of earlier weights.
+    Speedscope,
+    /// Chrome trace JSON: `B`/`E` events with `ts` in microseconds since
+    /// attach (consecutive equal stacks merged into one span).
+    Chrometrace,
+    /// Folded stacks (`a;b;c count`): no time at all.
+    Raw,
+}
+
+impl PySpyFormat {
+    fn arg(self) -> &'static str {
+        match self {
+            PySpyFormat::Speedscope => "speedscope",
+            PySpyFormat::Chrometrace => "chrometrace",
+            PySpyFormat::Raw => "raw",
+        }
+    }
+
+    fn file_name(self) -> &'static str {
+        match self {
+            PySpyFormat::Speedscope => "py-spy.speedscope.json",
+            PySpyFormat::Chrometrace => "py-spy.trace.json",
+            PySpyFormat::Raw => "py-spy.folded",
+        }
+    }
+}
+
+/// How to run py-spy.
+#[derive(Clone, Debug)]
+pub struct PySpyOptions {
+    /// The Python process.
+    pub pid: u32,
+    /// Samples per second (default 99).
+    pub rate: u32,
+    /// Output format (default speedscope).
+    pub format: PySpyFormat,
+    /// Also sample subprocesses (gunicorn/uwsgi workers).
+    pub subprocesses: bool,
+    /// Directory for the output file.
+    pub output_dir: PathBuf,
+    /// The py-spy executable.
+    pub py_spy: PathBuf,
+    /// The run's clock origin.
+    pub origin: Instant,
+}
+
+impl PySpyOptions {
+    /// 99 Hz, speedscope, subprocesses included, `py-spy` from PATH.
+    pub fn new(pid: u32, output_dir: impl Into<PathBuf>, origin: Instant) -> PySpyOptions {
+        PySpyOptions {
+            pid,
+            rate: 99,
+            format: PySpyFormat::Speedscope,
+            subprocesses: true,
+            output_dir: output_dir.into(),
+            py_spy: PathBuf::from("py-spy"),
+            origin,
+        }
+    }
+}
+
+/// A finished py-spy recording.
+#[derive(Clone, Debug)]
+pub struct PySpyOutput {
+    /// The profile file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: PySpyFormat,
+    /// Run time (ns since origin) when py-spy was started: add it to the
+    /// file's relative times to place samples on the run's clock.
+    pub started_run_ns: u64,
+    /// Warnings py-spy printed.
+    pub notes: Vec<String>,
+}
+
+/// A running `py-spy record`.
+pub struct PySpyRecorder {
+    child: Child,
+    stderr: Option<JoinHandle<String>>,
+    path: PathBuf,
+    format: PySpyFormat,
+    started_run_ns: u64,
+}
+
+const PYSPY_INSTALL_FIX: &str = "pip install py-spy";
+const PYSPY_PERMISSION_FIX: &str = "run as root or with CAP_SYS_PTRACE, or `sysctl kernel.yama.ptrace_scope=0`; in Docker add --cap-add SYS_PTRACE";
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no output)")
+        .chars()
+        .take(300)
+        .collect()
+}
+
+fn classify(stderr: &str) -> ProfileError {
+    let lower = stderr.to_ascii_lowercase();
+    if lower.contains("permission denied") || lower.contains("operation not permitted") {
+        ProfileError::NotPermitted {
+            tool: "py-spy",
+            detail: first_line(stderr),
+            fix: PYSPY_PERMISSION_FIX,
+        }
+    } else {
+        ProfileError::Failed {
+            what: "py-spy record".into(),
+            detail: first_line(stderr),
+        }
+    }
+}
+
+impl PySpyRecorder {
+    /// Starts py-spy on the process.
+    pub fn start(o: PySpyOptions) -> Result<PySpyRecorder, ProfileError> {
+        std::fs::create_dir_all(&o.output_dir).map_err(|e| ProfileError::Io {
+            what: format!("creating {}", o.output_dir.display()),
+            source: e,
+        })?;
+        let path = o.output_dir.join(o.format.file_name());
+        let mut cmd = Command::new(&o.py_spy);
+        cmd.arg("record")
+            .arg("--pid")
+            .arg(o.pid.to_string())
+            .arg("--rate")
+            .arg(o.rate.to_string())
+            .arg("--format")
+            .arg(o.format.arg())
+            .arg("--output")
+            .arg(&path)
+            // Thread ids, so samples can be told apart like perf's.
+            .arg("--threads")
+            // Idle threads too: a server blocked in accept/recv is evidence.
+            .arg("--idle")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if o.subprocesses {
+            cmd.arg("--subprocesses");
+        }
+        let started_run_ns = u64::try_from(o.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut child = cmd.spawn().map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                ProfileError::ToolMissing {
+                    tool: "py-spy",
+                    detail: format!("{} not found in PATH", o.py_spy.display()),
+                    fix: PYSPY_INSTALL_FIX,
+                }
+            } else {
+                ProfileError::Io {
+                    what: format!("starting {}", o.py_spy.display()),
+                    source: e,
+                }
+            }
+        })?;
+        let stderr = child.stderr.take().map(|mut r| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                let _ = std::io::Read::read_to_string(&mut r, &mut s);
+                s
+            })
+        });
+        let mut rec = PySpyRecorder {
+            child,
+            stderr,
+            path,
+            format: o.format,
+            started_run_ns,
+        };
+        // py-spy exits at once when it cannot attach (not Python, no permission).
+        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(500)) {
+            if !status.success() {
+                let text = rec
+                    .stderr
+                    .take()
+                    .and_then(|h| h.join().ok())
+                    .unwrap_or_default();
+                return Err(classify(&text));
+            }
+        }
+        Ok(rec)
+    }
+
+    /// Stops py-spy with SIGINT; it then writes the file.
+    pub fn stop(mut self) -> Result<PySpyOutput, ProfileError> {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        }
+        if wait_timeout(&mut self.child, Duration::from_secs(30)).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let stderr = self
+            .stderr
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        if !file_nonempty(&self.path) {
+            return Err(ProfileError::Failed {
+                what: "py-spy record".into(),
+                detail: format!(
+                    "no profile written to {} ({})",
+                    self.path.display(),
+                    first_line(&stderr)
+                ),
+            });
+        }
+        let notes = stderr
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.contains("Warning") || l.contains("rror"))
+            .map(|l| format!("py-spy: {l}"))
+            .collect();
+        Ok(PySpyOutput {
+            path: self.path.clone(),
+            format: self.format,
+            started_run_ns: self.started_run_ns,
+            notes,
+        })
+    }
+}
+
+impl Drop for PySpyRecorder {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+            if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+        }
+    }
+}
+
+fn file_nonempty(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.len() > 0)
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
+        }
+    }
+}
