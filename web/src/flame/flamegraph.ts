@@ -501,7 +501,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
       b.addEventListener('click', () => this.zoomTo(n));
       this.crumbs.append(b);
     });
-    this.crumbs.hidden = path.length <= 1;
+    // Hidden but still laid out, so zooming never shifts the canvas.
+    this.crumbs.style.visibility = path.length <= 1 ? 'hidden' : 'visible';
   }
 
   private renderStatus(): void {

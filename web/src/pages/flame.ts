@@ -1,7 +1,7 @@
 // `keisoku flame` HTML output: one profile as an interactive flame graph.
 import '../common/base.css';
 import { h, pageData, showFatal } from '../common/dom';
-import { fmtCount, fmtMs, fmtWeight } from '../common/format';
+import { fmtCount, fmtMs } from '../common/format';
 import { installKeys } from '../common/keyboard';
 import { FlameGraph } from '../flame/flamegraph';
 import { FunctionTable } from '../flame/functable';
@@ -65,7 +65,7 @@ try {
   const tableBox = h('section');
   app.append(tableBox);
   new FunctionTable(tableBox, graph);
-  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: / search · Esc reset · weights: ${fmtWeight(1, profile.unit).replace(/^1 /, '')}` }));
+  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: / search · Esc reset · click: zoom · shift+click: focus · weights in ${profile.unit}` }));
 
   installKeys({ search: () => graph.focusSearch(), reset: () => {
     graph.setFocus(null);
