@@ -1,1 +1,683 @@
-//! HTTP load engine: connections, schedules, latency histograms, sweeps, knee and SLO judgement.
+//! HTTP load engine: connections, schedules, latency histograms, sweeps,
+//! knee and SLO judgement.
+//!
+//! Build a [`Plan`] (targets, model, phases), call [`run`] (or
+//! [`find_max`]) with a [`RunControl`], get a [`Report`]. The library never
+//! prints: [`render`] turns a report into the terminal tables, so every
+//! command shows the same thing.
+//!
+//! ```no_run
+//! use keisoku_load::{Plan, RunControl, Target};
+//! let target = Target::new("GET", "http://127.0.0.1:8080/health", Vec::new(), 1)?;
+//! let plan = Plan::new(vec![target]);
+//! let report = keisoku_load::run(&plan, &RunControl::default())?;
+//! println!("{}", keisoku_load::render::summary(&report));
+//! # Ok::<(), keisoku_load::LoadError>(())
+//! ```
+
+mod engine;
+pub mod error;
+pub mod hlog;
+pub mod http;
+pub mod knee;
+pub mod plan;
+pub mod render;
+pub mod report;
+pub mod slo;
+
+pub use error::LoadError;
+pub use knee::knee;
+pub use plan::{Model, PhaseSpec, Plan, Target};
+pub use report::{ErrorKind, PhaseReport, Report, Stats};
+pub use slo::{Slo, Verdict};
+
+use engine::{Shared, WorkerOut, WorkerSpec};
+use report::{Second, Span, Tally, TargetReport, ThreadCpu, SIGFIG, SIGFIG_SECOND};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A thread at or above this share of one core was saturated.
+const CPU_SATURATED_PCT: f64 = 90.0;
+
+/// Live numbers handed to [`RunControl::progress`] about once a second.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    /// Index of the phase running (among measured phases; warm-up is `None`).
+    pub phase: Option<usize>,
+    /// How many phases the run has (for `--find-max`, the bound).
+    pub phases: usize,
+    /// The phase's label (`c=10`, `r=4000`, `warmup`).
+    pub label: String,
+    /// Time since the phase started.
+    pub elapsed: Duration,
+    /// Responses so far in this phase.
+    pub requests: u64,
+    /// Responses per second so far in this phase.
+    pub rps: f64,
+    /// Transport errors so far in this phase.
+    pub errors: u64,
+    /// p99 latency so far in this phase, ms.
+    pub p99_ms: f64,
+}
+
+/// Callback receiving [`Progress`].
+pub type ProgressFn = Box<dyn Fn(&Progress) + Send + Sync>;
+
+/// How a caller steers a running load: a stop flag (set it from a Ctrl-C
+/// handler; the report then covers what was measured and is marked partial)
+/// and an optional progress callback.
+#[derive(Default)]
+pub struct RunControl {
+    /// Set to stop the run early.
+    pub stop: Arc<AtomicBool>,
+    /// Called from the coordinating thread about once a second.
+    pub progress: Option<ProgressFn>,
+}
+
+impl RunControl {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs every phase of the plan (after the warm-up) and reports.
+pub fn run(plan: &Plan, ctl: &RunControl) -> Result<Report, LoadError> {
+    plan.validate()?;
+    let mut runner = Runner::new(plan, ctl);
+    runner.warmup()?;
+    for (i, spec) in plan.phases.iter().enumerate() {
+        if ctl.stopped() {
+            break;
+        }
+        runner.phase(spec, i, plan.phases.len())?;
+    }
+    Ok(runner.finish(None))
+}
+
+/// Bounds of a `--find-max` search.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Search {
+    /// Lowest rate tried.
+    pub low: f64,
+    /// Highest rate tried.
+    pub high: f64,
+    /// Resolution: the search stops when the bracket is narrower than this.
+    pub step: f64,
+}
+
+impl Search {
+    /// The most phases the search can run.
+    pub fn max_phases(&self) -> usize {
+        let span = ((self.high - self.low) / self.step.max(1e-9)).max(1.0);
+        2 + span.log2().ceil() as usize
+    }
+}
+
+/// Open model only: the highest rate in `search` that meets `slo`, found by
+/// bisection in at most [`Search::max_phases`] phases of `plan.phases[0]`'s
+/// duration and connection cap. The report's phases are the rates tried, in
+/// order; `max_rate` is the answer (None when even `low` fails).
+pub fn find_max(
+    plan: &Plan,
+    slo: &Slo,
+    search: Search,
+    ctl: &RunControl,
+) -> Result<Report, LoadError> {
+    plan.validate()?;
+    if plan.model != Model::Open {
+        return Err(LoadError::BadInput(
+            "--find-max needs the open model (--rate or --sweep-rate)".into(),
+        ));
+    }
+    if !(search.low > 0.0 && search.high >= search.low && search.step > 0.0) {
+        return Err(LoadError::BadInput(
+            "--find-max needs 0 < low <= high and a positive step".into(),
+        ));
+    }
+    let template = plan.phases[0].clone();
+    let total = search.max_phases();
+    let mut runner = Runner::new(plan, ctl);
+    runner.warmup()?;
+    let try_rate = |runner: &mut Runner, rate: f64| -> Result<Option<bool>, LoadError> {
+        if ctl.stopped() {
+            return Ok(None);
+        }
+        let spec = PhaseSpec {
+            rate: Some(rate),
+            ..template.clone()
+        };
+        let idx = runner.phases.len();
+        runner.phase(&spec, idx, total)?;
+        if ctl.stopped() {
+            return Ok(None);
+        }
+        Ok(runner.phases.last().map(|p| slo.judge(&p.stats).pass))
+    };
+    let mut best = None;
+    match try_rate(&mut runner, search.high)? {
+        Some(true) => best = Some(search.high),
+        Some(false) => match try_rate(&mut runner, search.low)? {
+            Some(true) => {
+                best = Some(search.low);
+                let (mut lo, mut hi) = (search.low, search.high);
+                while hi - lo > search.step {
+                    let mid = lo + ((hi - lo) / 2.0 / search.step).round().max(1.0) * search.step;
+                    let mid = mid.min(hi - search.step).max(lo + search.step);
+                    match try_rate(&mut runner, mid)? {
+                        Some(true) => {
+                            lo = mid;
+                            best = Some(mid);
+                        }
+                        Some(false) => hi = mid,
+                        None => break,
+                    }
+                }
+            }
+            _ => {}
+        },
+        None => {}
+    }
+    runner.max_rate_search = true;
+    let mut report = runner.finish(best);
+    judge(&mut report, slo);
+    Ok(report)
+}
+
+/// Accumulates phases of one run.
+struct Runner<'a> {
+    plan: &'a Plan,
+    ctl: &'a RunControl,
+    run_start: Instant,
+    started_unix_ms: u64,
+    requests: Vec<Vec<u8>>,
+    rotation: Vec<usize>,
+    high_us: u64,
+    warmup: Option<Span>,
+    phases: Vec<PhaseReport>,
+    overall: Tally,
+    per_target: Vec<Tally>,
+    seconds: BTreeMap<u64, (Tally, Vec<Option<hdrhistogram::Histogram<u64>>>)>,
+    cpu: Vec<(f64, f64)>,
+    reasons: Vec<(ErrorKind, String)>,
+    partial: bool,
+    max_rate_search: bool,
+}
+
+impl<'a> Runner<'a> {
+    fn new(plan: &'a Plan, ctl: &'a RunControl) -> Runner<'a> {
+        let open = plan.model == Model::Open;
+        let longest: Duration = plan
+            .phases
+            .iter()
+            .map(|p| p.duration)
+            .max()
+            .unwrap_or_default();
+        // The open model's latency runs from the intended send time, so it
+        // can exceed the timeout by the schedule lag: allow a phase's length.
+        let high = plan.timeout
+            + if open {
+                longest.max(Duration::from_secs(10))
+            } else {
+                Duration::ZERO
+            };
+        let high_us = (high.as_micros() as u64).clamp(1000, 3_600_000_000);
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Runner {
+            plan,
+            ctl,
+            run_start: Instant::now(),
+            started_unix_ms,
+            requests: plan
+                .targets
+                .iter()
+                .map(|t| build_request(t, &plan.headers, plan.keepalive))
+                .collect(),
+            rotation: rotation(&plan.targets),
+            high_us,
+            warmup: None,
+            phases: Vec::new(),
+            overall: Tally::new(high_us, SIGFIG, open),
+            per_target: plan
+                .targets
+                .iter()
+                .map(|_| Tally::new(high_us, SIGFIG, open))
+                .collect(),
+            seconds: BTreeMap::new(),
+            cpu: Vec::new(),
+            reasons: Vec::new(),
+            partial: false,
+            max_rate_search: false,
+        }
+    }
+
+    fn warmup(&mut self) -> Result<(), LoadError> {
+        if self.plan.warmup.is_zero() || self.ctl.stopped() {
+            return Ok(());
+        }
+        let spec = PhaseSpec {
+            duration: self.plan.warmup,
+            requests: None,
+            ..self.plan.phases[0].clone()
+        };
+        let start = self.run_start.elapsed();
+        self.execute(&spec, None, self.plan.phases.len())?;
+        self.warmup = Some(Span {
+            start_ms: ms(start),
+            end_ms: ms(self.run_start.elapsed()),
+        });
+        Ok(())
+    }
+
+    fn phase(&mut self, spec: &PhaseSpec, index: usize, total: usize) -> Result<(), LoadError> {
+        let start = self.run_start.elapsed();
+        let (tally, per_target, wall) = self.execute(spec, Some(index), total)?;
+        let end = self.run_start.elapsed();
+        let stopped = self.ctl.stopped();
+        if stopped {
+            self.partial = true;
+            if tally.requests == 0 && tally.errors.total() == 0 {
+                return Ok(());
+            }
+        }
+        self.overall.merge(&tally);
+        for (acc, t) in self.per_target.iter_mut().zip(&per_target) {
+            acc.merge(t);
+        }
+        self.phases.push(PhaseReport {
+            index: self.phases.len(),
+            label: spec.label(),
+            connections: spec.connections,
+            rate: spec.rate,
+            start_ms: ms(start),
+            end_ms: ms(end),
+            stats: tally.stats(wall),
+            slo: None,
+        });
+        Ok(())
+    }
+
+    /// Runs the workers of one phase; returns the phase tally, per-target
+    /// tallies and the phase's wall time in seconds.
+    fn execute(
+        &mut self,
+        spec: &PhaseSpec,
+        index: Option<usize>,
+        total: usize,
+    ) -> Result<(Tally, Vec<Tally>, f64), LoadError> {
+        let plan = self.plan;
+        let threads = plan.threads.clamp(1, spec.connections);
+        let shared = Shared {
+            stop: self.ctl.stop.clone(),
+            requests: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            live: Mutex::new(report::new_histogram(self.high_us, SIGFIG_SECOND)),
+            budget: spec.requests.map(AtomicU64::new),
+        };
+        let phase_start = Instant::now();
+        let end = if spec.requests.is_some() {
+            None
+        } else {
+            Some(phase_start + spec.duration)
+        };
+        let cores = plan::default_threads();
+        let specs: Vec<WorkerSpec> = (0..threads)
+            .map(|t| {
+                let conns =
+                    spec.connections / threads + usize::from(t < spec.connections % threads);
+                WorkerSpec {
+                    index: t,
+                    targets: &plan.targets,
+                    requests: &self.requests,
+                    rotation: &self.rotation,
+                    connections: conns,
+                    rate: spec
+                        .rate
+                        .map(|r| r * conns as f64 / spec.connections as f64),
+                    phase_start,
+                    end,
+                    run_start: self.run_start,
+                    timeout: plan.timeout,
+                    keepalive: plan.keepalive,
+                    pin: plan.pin.then_some(t % cores.max(1)),
+                    high_us: self.high_us,
+                }
+            })
+            .collect();
+        let label = if index.is_some() {
+            spec.label()
+        } else {
+            "warmup".to_string()
+        };
+        let outs: Vec<Result<WorkerOut, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = specs
+                .iter()
+                .map(|ws| {
+                    let shared = &shared;
+                    std::thread::Builder::new()
+                        .name(format!("keisoku-load-{}", ws.index))
+                        .spawn_scoped(scope, move || engine::run_worker(ws, shared))
+                })
+                .collect();
+            let mut next_progress = Instant::now() + Duration::from_secs(1);
+            while handles
+                .iter()
+                .any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
+            {
+                std::thread::sleep(Duration::from_millis(50));
+                if Instant::now() >= next_progress {
+                    next_progress += Duration::from_secs(1);
+                    if let Some(cb) = &self.ctl.progress {
+                        let elapsed = phase_start.elapsed();
+                        let requests = shared.requests.load(Ordering::Relaxed);
+                        let p99_ms = shared
+                            .live
+                            .lock()
+                            .map(|h| {
+                                if h.is_empty() {
+                                    0.0
+                                } else {
+                                    h.value_at_quantile(0.99) as f64 / 1000.0
+                                }
+                            })
+                            .unwrap_or(0.0);
+                        cb(&Progress {
+                            phase: index,
+                            phases: total,
+                            label: label.clone(),
+                            elapsed,
+                            requests,
+                            rps: requests as f64 / elapsed.as_secs_f64().max(1e-3),
+                            errors: shared.errors.load(Ordering::Relaxed),
+                            p99_ms,
+                        });
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err("a load thread panicked".into())),
+                    Err(e) => Err(format!("cannot start a load thread: {e}")),
+                })
+                .collect()
+        });
+        let wall = phase_start.elapsed().as_secs_f64();
+        let open = plan.model == Model::Open;
+        let mut tally = Tally::new(self.high_us, SIGFIG, open);
+        let mut per_target: Vec<Tally> = plan
+            .targets
+            .iter()
+            .map(|_| Tally::new(self.high_us, SIGFIG, open))
+            .collect();
+        for out in outs {
+            let out = out.map_err(LoadError::Engine)?;
+            tally.merge(&out.tally);
+            if plan.targets.len() > 1 {
+                for (acc, t) in per_target.iter_mut().zip(&out.per_target) {
+                    acc.merge(t);
+                }
+            }
+            for (sec, st) in out.seconds {
+                let entry = self
+                    .seconds
+                    .entry(sec)
+                    .or_insert_with(|| (Tally::new(self.high_us, SIGFIG_SECOND, open), Vec::new()));
+                entry.0.merge(&st.tally);
+                if !st.per_target.is_empty() {
+                    if entry.1.is_empty() {
+                        entry.1 = vec![None; plan.targets.len()];
+                    }
+                    for (acc, h) in entry.1.iter_mut().zip(st.per_target) {
+                        match (acc.as_mut(), h) {
+                            (Some(a), Some(h)) => report::add_hist(a, &h),
+                            (None, Some(h)) => *acc = Some(h),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            if index.is_some() {
+                self.cpu.push((out.cpu_s, out.wall_s));
+            }
+            for (k, r) in out.reasons {
+                if !self.reasons.iter().any(|(kk, _)| *kk == k) {
+                    self.reasons.push((k, r));
+                }
+            }
+        }
+        if plan.targets.len() == 1 {
+            per_target = vec![tally.clone()];
+        }
+        Ok((tally, per_target, wall))
+    }
+
+    fn finish(self, best: Option<f64>) -> Report {
+        let plan = self.plan;
+        let measured: f64 = self.phases.iter().map(|p| p.stats.duration_s).sum();
+        let overall = self.overall.stats(measured);
+        let timeline = self
+            .seconds
+            .iter()
+            .map(|(t, (tally, per_target))| {
+                let s = tally.stats(1.0);
+                Second {
+                    t_s: *t,
+                    requests: s.requests,
+                    rps: s.requests as f64,
+                    errors: s.errors,
+                    status: s.status,
+                    p50_ms: s.latency_ms.p50,
+                    p99_ms: s.latency_ms.p99,
+                    max_ms: s.latency_ms.max,
+                    histogram: s.histogram,
+                    per_target: per_target.clone(),
+                }
+            })
+            .collect();
+        let targets = plan
+            .targets
+            .iter()
+            .zip(&self.per_target)
+            .map(|(t, tally)| TargetReport {
+                method: t.method.clone(),
+                url: t.url.clone(),
+                weight: t.weight,
+                stats: tally.stats(measured),
+            })
+            .collect();
+        let generator: Vec<ThreadCpu> = self
+            .cpu
+            .iter()
+            .enumerate()
+            .map(|(i, (cpu, wall))| ThreadCpu {
+                thread: i % plan.threads.max(1),
+                cpu_pct: if *wall > 0.0 { cpu / wall * 100.0 } else { 0.0 },
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        let busiest = generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max);
+        if busiest >= CPU_SATURATED_PCT {
+            warnings.push(format!(
+                "a keisoku load thread used {busiest:.0}% of a core: the generator was saturated, these numbers may describe keisoku, not the target (add --threads or lower the load)"
+            ));
+        }
+        for p in &self.phases {
+            if let Some(s) = &p.stats.schedule {
+                let behind = s.late + s.unsent;
+                if s.intended > 0 && behind as f64 > 0.01 * s.intended as f64 {
+                    warnings.push(format!(
+                        "phase {}: the open-model schedule fell behind: {} of {} requests were sent late or not at all (max lag {:.1} ms); latency counts from the intended send time, so if the target was not the bottleneck these numbers may describe keisoku, not the target (raise -c, the connection cap)",
+                        p.label, behind, s.intended, s.max_lag_ms
+                    ));
+                }
+            }
+        }
+        // Find-max phases are not a monotone sweep: no knee for them.
+        let knee = if self.max_rate_search {
+            None
+        } else {
+            knee::knee(&self.phases)
+        };
+        let mut reasons: Vec<(ErrorKind, String)> = self.reasons;
+        reasons.sort_by_key(|(k, _)| ErrorKind::ALL.iter().position(|x| x == k));
+        Report {
+            version: 1,
+            model: plan.model,
+            started_unix_ms: self.started_unix_ms,
+            duration_ms: ms(self.run_start.elapsed()),
+            partial: self.partial,
+            threads: plan.threads,
+            keepalive: plan.keepalive,
+            warmup: self.warmup,
+            overall,
+            phases: self.phases,
+            knee,
+            slo: None,
+            best_passing_phase: None,
+            max_rate: best,
+            targets,
+            timeline,
+            generator,
+            warnings,
+            error_reasons: reasons
+                .into_iter()
+                .map(|(k, r)| format!("{}: {r}", k.name()))
+                .collect(),
+        }
+    }
+}
+
+/// Judges every phase and the whole run against `slo`, filling
+/// [`PhaseReport::slo`], [`Report::slo`] and [`Report::best_passing_phase`].
+/// Returns whether the run passed the gate: a single-phase run passes when
+/// its numbers meet every clause; a sweep passes when at least one phase
+/// does (the highest such phase is the answer); a `--find-max` search
+/// passes when it found a rate.
+pub fn judge(report: &mut Report, slo: &Slo) -> bool {
+    for p in &mut report.phases {
+        p.slo = Some(slo.judge(&p.stats));
+    }
+    report.best_passing_phase = report
+        .phases
+        .iter()
+        .filter(|p| p.slo.as_ref().is_some_and(|v| v.pass))
+        .max_by(|a, b| a.load().total_cmp(&b.load()))
+        .map(|p| p.index);
+    let verdict = slo.judge(&report.overall);
+    let pass = if report.max_rate.is_some() {
+        true
+    } else if report.phases.len() > 1 {
+        report.best_passing_phase.is_some()
+    } else {
+        verdict.pass
+    };
+    report.slo = Some(verdict);
+    pass
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The exact bytes of one request.
+fn build_request(t: &Target, headers: &[(String, String)], keepalive: bool) -> Vec<u8> {
+    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let mut r = format!("{} {} HTTP/1.1\r\n", t.method, t.path);
+    if !has("host") {
+        r.push_str(&format!("Host: {}\r\n", t.authority));
+    }
+    for (n, v) in headers {
+        if n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("connection") {
+            continue;
+        }
+        r.push_str(&format!("{n}: {v}\r\n"));
+    }
+    if !t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH") {
+        r.push_str(&format!("Content-Length: {}\r\n", t.body.len()));
+    }
+    if !keepalive {
+        r.push_str("Connection: close\r\n");
+    }
+    r.push_str("\r\n");
+    let mut bytes = r.into_bytes();
+    bytes.extend_from_slice(&t.body);
+    bytes
+}
+
+/// Target indices in a smooth weighted round-robin order (weights 3,1 give
+/// a a b a, not a a a b), so any window of the rotation is representative.
+fn rotation(targets: &[Target]) -> Vec<usize> {
+    let total: u64 = targets.iter().map(|t| t.weight.max(1) as u64).sum();
+    let len = total.min(10_000) as usize;
+    let mut current: Vec<i64> = vec![0; targets.len()];
+    let mut out = Vec::with_capacity(len);
+    for _ in 0..len {
+        for (c, t) in current.iter_mut().zip(targets) {
+            *c += t.weight.max(1) as i64;
+        }
+        let Some((best, _)) = current
+            .iter()
+            .enumerate()
+            .max_by_key(|(i, c)| (**c, usize::MAX - i))
+        else {
+            break;
+        };
+        current[best] -= total as i64;
+        out.push(best);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(method: &str, url: &str, body: &[u8], w: u32) -> Target {
+        Target::new(method, url, body.to_vec(), w).unwrap()
+    }
+
+    #[test]
+    fn request_bytes() {
+        let t = target("POST", "http://127.0.0.1:8080/bid?x=1", b"{}", 1);
+        let r = build_request(&t, &[("X-A".into(), "1".into())], false);
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            "POST /bid?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+        );
+        let t = target("GET", "http://127.0.0.1:8080/", b"", 1);
+        let r = build_request(&t, &[("host".into(), "example".into())], true);
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            "GET / HTTP/1.1\r\nhost: example\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn weighted_rotation_is_smooth() {
+        let ts = vec![
+            target("GET", "http://127.0.0.1:1/a", b"", 3),
+            target("GET", "http://127.0.0.1:1/b", b"", 1),
+        ];
+        let r = rotation(&ts);
+        assert_eq!(r.len(), 4);
+        assert_eq!(r.iter().filter(|&&i| i == 0).count(), 3);
+        assert_ne!(r, vec![0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn search_is_bounded() {
+        let s = Search {
+            low: 100.0,
+            high: 6400.0,
+            step: 100.0,
+        };
+        assert_eq!(s.max_phases(), 2 + 6);
+    }
+}

@@ -1,0 +1,941 @@
+//! The event loop: one per thread, many non-blocking connections per loop.
+//!
+//! Why epoll, edge-triggered, registered once per connection: the kernel
+//! work per request is then exactly one `write` and usually one `read`
+//! (plus a share of `epoll_wait`), with no `epoll_ctl` per request. Buffers
+//! are allocated once per connection and reused; bodies are counted, not
+//! stored. See docs/bench.md for the measurements behind the choice.
+
+use crate::http::{Feed, ResponseReader};
+use crate::plan::Target;
+use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
+use hdrhistogram::Histogram;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A connect that failed waits this long before the connection retries, so
+/// an unreachable target is not hammered in a tight loop.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
+/// A send later than this after its intended time counts as schedule lag.
+const LATE: Duration = Duration::from_millis(1);
+/// How often a worker hands its counts to the progress reporter.
+const PUBLISH_EVERY: Duration = Duration::from_millis(200);
+const READ_BUF: usize = 16 * 1024;
+const MAX_EVENTS: usize = 512;
+
+/// State shared by the workers of one phase and the coordinating thread.
+pub(crate) struct Shared {
+    /// Set by the caller (Ctrl-C): stop at once, measured results are kept.
+    pub stop: std::sync::Arc<AtomicBool>,
+    /// Responses so far in this phase (published every ~200 ms).
+    pub requests: AtomicU64,
+    /// Transport errors so far in this phase.
+    pub errors: AtomicU64,
+    /// Latency so far in this phase, for live p99.
+    pub live: Mutex<Histogram<u64>>,
+    /// Requests still to issue when the phase is bounded by a count.
+    pub budget: Option<AtomicU64>,
+}
+
+impl Shared {
+    fn claim(&self) -> bool {
+        match &self.budget {
+            None => true,
+            Some(b) => b
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| r.checked_sub(1))
+                .is_ok(),
+        }
+    }
+}
+
+/// What one worker runs.
+pub(crate) struct WorkerSpec<'a> {
+    pub index: usize,
+    pub targets: &'a [Target],
+    /// Request bytes per target.
+    pub requests: &'a [Vec<u8>],
+    /// Target indices in rotation order (weighted).
+    pub rotation: &'a [usize],
+    pub connections: usize,
+    /// This worker's share of the open-model rate.
+    pub rate: Option<f64>,
+    pub phase_start: Instant,
+    /// End of the phase (None when bounded by a request count).
+    pub end: Option<Instant>,
+    pub run_start: Instant,
+    pub timeout: Duration,
+    pub keepalive: bool,
+    /// Core to pin to.
+    pub pin: Option<usize>,
+    /// Histogram range, µs.
+    pub high_us: u64,
+}
+
+/// One second of one worker.
+pub(crate) struct SecondTally {
+    pub tally: Tally,
+    pub per_target: Vec<Option<Histogram<u64>>>,
+}
+
+/// What one worker measured.
+pub(crate) struct WorkerOut {
+    pub tally: Tally,
+    pub per_target: Vec<Tally>,
+    /// (second since run start, tally)
+    pub seconds: Vec<(u64, SecondTally)>,
+    pub cpu_s: f64,
+    pub wall_s: f64,
+    pub reasons: Vec<(ErrorKind, String)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum St {
+    Closed,
+    Backoff(Instant),
+    Connecting,
+    Idle,
+    Writing,
+    Reading,
+}
+
+struct Conn {
+    fd: i32,
+    gen: u32,
+    st: St,
+    /// Target whose address the socket is connected to.
+    peer: usize,
+    /// Target of the request in flight.
+    target: usize,
+    has_request: bool,
+    /// Open model: on the free list.
+    in_free: bool,
+    reused: bool,
+    woff: usize,
+    buf: Vec<u8>,
+    blen: usize,
+    reader: ResponseReader,
+    intended: Instant,
+    sent: Instant,
+    deadline: Instant,
+    resp_bytes: u64,
+}
+
+struct Worker<'a, 's> {
+    spec: &'a WorkerSpec<'a>,
+    shared: &'s Shared,
+    ep: i32,
+    conns: Vec<Conn>,
+    /// Open model: connections free to take the next scheduled request.
+    free: Vec<usize>,
+    inflight: usize,
+    draining: bool,
+    rot: usize,
+    open: bool,
+    tally: Tally,
+    per_target: Vec<Tally>,
+    seconds: Vec<SecondTally>,
+    first_second: u64,
+    lag_sum_us: f64,
+    lag_n: u64,
+    reasons: Vec<(ErrorKind, String)>,
+    live: Histogram<u64>,
+    pub_requests: u64,
+    pub_errors: u64,
+    head: Vec<bool>,
+}
+
+/// Runs one worker to the end of the phase (or until stopped).
+pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut, String> {
+    if let Some(core) = spec.pin {
+        pin_to(core);
+    }
+    let cpu0 = thread_cpu_s();
+    let wall0 = Instant::now();
+    // SAFETY: plain syscall; the fd is closed in Drop of Worker.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(format!(
+            "epoll_create1: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let open = spec.rate.is_some();
+    let multi = spec.targets.len() > 1;
+    let now = Instant::now();
+    let mut w = Worker {
+        spec,
+        shared,
+        ep,
+        conns: (0..spec.connections)
+            .map(|_| Conn {
+                fd: -1,
+                gen: 0,
+                st: St::Closed,
+                peer: usize::MAX,
+                target: 0,
+                has_request: false,
+                in_free: false,
+                reused: false,
+                woff: 0,
+                buf: vec![0; READ_BUF],
+                blen: 0,
+                reader: ResponseReader::new(false),
+                intended: now,
+                sent: now,
+                deadline: now,
+                resp_bytes: 0,
+            })
+            .collect(),
+        free: Vec::with_capacity(spec.connections),
+        inflight: 0,
+        draining: false,
+        rot: spec.index.wrapping_mul(7919) % spec.rotation.len().max(1),
+        open,
+        tally: Tally::new(spec.high_us, SIGFIG, open),
+        per_target: if multi {
+            spec.targets
+                .iter()
+                .map(|_| Tally::new(spec.high_us, SIGFIG, open))
+                .collect()
+        } else {
+            Vec::new()
+        },
+        seconds: Vec::new(),
+        first_second: spec
+            .phase_start
+            .saturating_duration_since(spec.run_start)
+            .as_secs(),
+        lag_sum_us: 0.0,
+        lag_n: 0,
+        reasons: Vec::new(),
+        live: new_histogram(spec.high_us, SIGFIG_SECOND),
+        pub_requests: 0,
+        pub_errors: 0,
+        head: spec.targets.iter().map(|t| t.method == "HEAD").collect(),
+    };
+    w.run();
+    let wall_s = wall0.elapsed().as_secs_f64();
+    let cpu_s = thread_cpu_s() - cpu0;
+    let first = w.first_second;
+    let seconds = std::mem::take(&mut w.seconds)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| s.tally.requests > 0 || s.tally.errors.total() > 0)
+        .map(|(i, s)| (first + i as u64, s))
+        .collect();
+    if let Some(s) = &mut w.tally.schedule {
+        if w.lag_n > 0 {
+            s.mean_lag_ms = w.lag_sum_us / w.lag_n as f64 / 1000.0;
+        }
+    }
+    Ok(WorkerOut {
+        tally: w.tally.clone(),
+        per_target: std::mem::take(&mut w.per_target),
+        seconds,
+        cpu_s,
+        wall_s,
+        reasons: std::mem::take(&mut w.reasons),
+    })
+}
+
+impl Drop for Worker<'_, '_> {
+    fn drop(&mut self) {
+        for c in &mut self.conns {
+            if c.fd >= 0 {
+                // SAFETY: we own the fd.
+                unsafe { libc::close(c.fd) };
+                c.fd = -1;
+            }
+        }
+        // SAFETY: we own the epoll fd.
+        unsafe { libc::close(self.ep) };
+    }
+}
+
+impl Worker<'_, '_> {
+    fn run(&mut self) {
+        let spec = self.spec;
+        let now = Instant::now();
+        let mut next_due = spec.phase_start;
+        let interval = spec
+            .rate
+            .map(|r| Duration::from_secs_f64(1.0 / r.max(1e-9)));
+        if let Some(iv) = interval {
+            // Threads share the rate; stagger their schedules so sends interleave.
+            next_due += iv.mul_f64((spec.index as f64 * 0.618_034).fract());
+        }
+        // Establish every connection up front (as wrk does) so the first
+        // requests do not all pay for a connect.
+        for i in 0..self.conns.len() {
+            if self.open {
+                self.make_free(i);
+                self.connect(i, 0, now);
+            } else if self.shared.claim() {
+                let t = self.next_target();
+                self.start_request(i, t, now, now);
+            } else {
+                break;
+            }
+        }
+        let scan_every =
+            (spec.timeout / 4).clamp(Duration::from_millis(1), Duration::from_millis(10));
+        let mut next_scan = now + scan_every;
+        let mut next_publish = now + PUBLISH_EVERY;
+        let mut events: Vec<libc::epoll_event> =
+            vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
+        loop {
+            let now = Instant::now();
+            if self.shared.stop.load(Ordering::Relaxed) {
+                if let (Some(iv), Some(s)) = (interval, &mut self.tally.schedule) {
+                    if !self.draining && next_due < now {
+                        s.unsent += unsent_between(next_due, now, iv);
+                    }
+                }
+                break;
+            }
+            if !self.draining && spec.end.is_some_and(|e| now >= e) {
+                self.draining = true;
+                if let (Some(iv), Some(e), Some(s)) = (interval, spec.end, &mut self.tally.schedule)
+                {
+                    if next_due < e {
+                        s.unsent += unsent_between(next_due, e, iv);
+                    }
+                }
+            }
+            if let Some(iv) = interval {
+                while !self.draining && next_due <= now {
+                    let Some(&i) = self.free.last() else { break };
+                    if !self.shared.claim() {
+                        self.draining = true;
+                        break;
+                    }
+                    self.free.pop();
+                    self.conns[i].in_free = false;
+                    let t = self.next_target();
+                    let lag = now.saturating_duration_since(next_due);
+                    if let Some(s) = &mut self.tally.schedule {
+                        s.intended += 1;
+                        if lag > LATE {
+                            s.late += 1;
+                        }
+                        s.max_lag_ms = s.max_lag_ms.max(lag.as_secs_f64() * 1e3);
+                    }
+                    self.lag_sum_us += lag.as_secs_f64() * 1e6;
+                    self.lag_n += 1;
+                    self.start_request(i, t, next_due, now);
+                    next_due += iv;
+                }
+            }
+            if !self.open && !self.draining && self.budget_spent() && self.inflight == 0 {
+                // Every request of a counted phase has been claimed and answered.
+                self.draining = true;
+            }
+            if self.draining && self.inflight == 0 {
+                break;
+            }
+            if now >= next_scan {
+                self.scan(now);
+                next_scan = now + scan_every;
+            }
+            if now >= next_publish {
+                self.publish();
+                next_publish = now + PUBLISH_EVERY;
+            }
+            let mut wake = next_scan.min(next_publish);
+            if let Some(e) = spec.end {
+                if !self.draining {
+                    wake = wake.min(e);
+                }
+            }
+            if interval.is_some() && !self.draining && !self.free.is_empty() {
+                wake = wake.min(next_due);
+            }
+            let timeout = wake.saturating_duration_since(Instant::now());
+            let n = epoll_wait(self.ep, &mut events, timeout);
+            for ev in events.iter().take(n) {
+                let data = ev.u64;
+                let (i, gen) = ((data & 0xffff_ffff) as usize, (data >> 32) as u32);
+                if i < self.conns.len() && self.conns[i].gen == gen {
+                    self.on_event(i, ev.events);
+                }
+            }
+        }
+        self.publish();
+    }
+
+    fn next_target(&mut self) -> usize {
+        let r = self.spec.rotation;
+        if r.len() <= 1 {
+            return 0;
+        }
+        self.rot = (self.rot + 1) % r.len();
+        r[self.rot]
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.shared
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.load(Ordering::Relaxed) == 0)
+    }
+
+    fn make_free(&mut self, i: usize) {
+        if !self.conns[i].in_free {
+            self.conns[i].in_free = true;
+            self.free.push(i);
+        }
+    }
+
+    fn can_send(&self) -> bool {
+        !self.draining && !self.shared.stop.load(Ordering::Relaxed) && self.shared.claim()
+    }
+
+    /// Opens a socket to target `t`'s address and starts a non-blocking connect.
+    fn connect(&mut self, i: usize, t: usize, now: Instant) {
+        let addr = self.spec.targets[t].addr;
+        let c = &mut self.conns[i];
+        c.gen = c.gen.wrapping_add(1);
+        c.peer = t;
+        c.reused = false;
+        c.blen = 0;
+        c.deadline = now + self.spec.timeout;
+        match open_socket(addr) {
+            Ok((fd, done)) => {
+                c.fd = fd;
+                let mut ev = libc::epoll_event {
+                    events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET)
+                        as u32,
+                    u64: ((c.gen as u64) << 32) | i as u64,
+                };
+                // SAFETY: valid epoll fd and socket fd; ev outlives the call.
+                let rc = unsafe { libc::epoll_ctl(self.ep, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+                if rc < 0 {
+                    let e = std::io::Error::last_os_error();
+                    self.fail(i, ErrorKind::Other, format!("epoll_ctl: {e}"));
+                    return;
+                }
+                c.st = St::Connecting;
+                if done {
+                    self.connected(i, now);
+                }
+            }
+            Err(e) => {
+                let kind = connect_error_kind(&e);
+                self.fail(i, kind, format!("connect {addr}: {e}"));
+            }
+        }
+    }
+
+    fn connected(&mut self, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        c.st = St::Idle;
+        if c.has_request {
+            c.st = St::Writing;
+            c.deadline = now + self.spec.timeout;
+            self.write(i);
+        }
+    }
+
+    /// Assigns a request for target `t` to connection `i` and starts it.
+    fn start_request(&mut self, i: usize, t: usize, intended: Instant, now: Instant) {
+        let head = self.head[t];
+        let timeout = self.spec.timeout;
+        let c = &mut self.conns[i];
+        c.has_request = true;
+        c.target = t;
+        c.intended = intended;
+        c.sent = now;
+        c.deadline = now + timeout;
+        c.woff = 0;
+        c.resp_bytes = 0;
+        c.reader = ResponseReader::new(head);
+        self.inflight += 1;
+        let same_peer = c.peer == t
+            || self.spec.targets[c.peer.min(self.spec.targets.len() - 1)].addr
+                == self.spec.targets[t].addr;
+        match c.st {
+            St::Idle if same_peer => {
+                c.st = St::Writing;
+                self.write(i);
+            }
+            St::Connecting if same_peer => {}
+            _ => {
+                self.close(i);
+                self.connect(i, t, now);
+            }
+        }
+    }
+
+    fn on_event(&mut self, i: usize, ev: u32) {
+        let err = ev & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+        let readable = ev & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 || err;
+        let writable = ev & libc::EPOLLOUT as u32 != 0 || err;
+        match self.conns[i].st {
+            St::Connecting if writable || readable => {
+                let fd = self.conns[i].fd;
+                match socket_error(fd) {
+                    None => self.connected(i, Instant::now()),
+                    Some(e) => {
+                        let addr = self.spec.targets
+                            [self.conns[i].peer.min(self.spec.targets.len() - 1)]
+                        .addr;
+                        self.fail(i, connect_error_kind(&e), format!("connect {addr}: {e}"));
+                    }
+                }
+            }
+            St::Writing if writable => self.write(i),
+            St::Reading if readable => self.read(i),
+            St::Idle if readable => {
+                // The server closed (or wrote to) an idle keep-alive connection.
+                self.close(i);
+            }
+            _ => {}
+        }
+    }
+
+    fn write(&mut self, i: usize) {
+        let req = &self.spec.requests[self.conns[i].target];
+        loop {
+            let c = &mut self.conns[i];
+            let rest = &req[c.woff..];
+            // SAFETY: rest is a valid slice; fd is an open socket.
+            let n =
+                unsafe { libc::send(c.fd, rest.as_ptr().cast(), rest.len(), libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                c.woff += n as usize;
+                if c.woff >= req.len() {
+                    c.st = St::Reading;
+                    return;
+                }
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return,
+                Some(libc::EINTR) => continue,
+                _ => {
+                    self.fail(i, ErrorKind::Reset, format!("send: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            if c.blen == c.buf.len() {
+                if c.buf.len() >= 4 * crate::http::MAX_LINE {
+                    self.fail(
+                        i,
+                        ErrorKind::Malformed,
+                        "response line or head too long".into(),
+                    );
+                    return;
+                }
+                let grown = c.buf.len() * 2;
+                c.buf.resize(grown, 0);
+            }
+            let space = c.buf.len() - c.blen;
+            // SAFETY: writes at most `space` bytes into the owned buffer past blen.
+            let n = unsafe { libc::recv(c.fd, c.buf.as_mut_ptr().add(c.blen).cast(), space, 0) };
+            if n > 0 {
+                let n = n as usize;
+                c.blen += n;
+                c.resp_bytes += n as u64;
+                match c.reader.feed(&c.buf[..c.blen]) {
+                    Ok(Feed::Done { consumed }) => {
+                        let leftover = c.blen > consumed;
+                        c.blen = 0;
+                        self.complete(i, leftover);
+                        return;
+                    }
+                    Ok(Feed::More { consumed }) => {
+                        c.buf.copy_within(consumed..c.blen, 0);
+                        c.blen -= consumed;
+                    }
+                    Err(m) => {
+                        self.fail(i, ErrorKind::Malformed, m.0);
+                        return;
+                    }
+                }
+                if n < space {
+                    // Edge-triggered: the socket is drained for now; new data raises a new edge.
+                    return;
+                }
+                continue;
+            }
+            if n == 0 {
+                if c.reader.eof() {
+                    self.complete(i, true);
+                } else {
+                    let why = if c.resp_bytes == 0 {
+                        "connection closed before any response byte"
+                    } else {
+                        "connection closed mid-response"
+                    };
+                    self.fail(i, ErrorKind::Reset, why.into());
+                }
+                return;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return,
+                Some(libc::EINTR) => continue,
+                _ => {
+                    self.fail(i, ErrorKind::Reset, format!("recv: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A response is complete: record it and give the connection its next job.
+    fn complete(&mut self, i: usize, must_close: bool) {
+        let now = Instant::now();
+        self.inflight -= 1;
+        let open = self.open;
+        let keepalive = self.spec.keepalive;
+        let c = &mut self.conns[i];
+        let from = if open { c.intended } else { c.sent };
+        let lat_us = (now.saturating_duration_since(from).as_micros() as u64).max(1);
+        let svc_us = (now.saturating_duration_since(c.sent).as_micros() as u64).max(1);
+        let (t, status, bytes) = (c.target, c.reader.status, c.resp_bytes);
+        let keep = !must_close && c.reader.keep_alive && keepalive;
+        c.has_request = false;
+        c.reused = true;
+        if keep {
+            c.st = St::Idle;
+        } else {
+            self.close(i);
+        }
+        self.record(now, t, status, bytes, lat_us, svc_us);
+        if self.open {
+            self.make_free(i);
+        } else if self.can_send() {
+            let t = self.next_target();
+            self.start_request(i, t, now, now);
+        }
+    }
+
+    fn record(
+        &mut self,
+        now: Instant,
+        t: usize,
+        status: u16,
+        bytes: u64,
+        lat_us: u64,
+        svc_us: u64,
+    ) {
+        let multi = !self.per_target.is_empty();
+        let rec = |tally: &mut Tally| {
+            tally.requests += 1;
+            tally.bytes += bytes;
+            tally.status.add(status);
+            let _ = tally.latency.saturating_record(lat_us);
+            if let Some(s) = &mut tally.service {
+                let _ = s.saturating_record(svc_us);
+            }
+        };
+        rec(&mut self.tally);
+        if multi {
+            rec(&mut self.per_target[t]);
+        }
+        let ntargets = self.spec.targets.len();
+        let high = self.spec.high_us;
+        let sec = self.second(now);
+        rec(&mut sec.tally);
+        if multi {
+            if sec.per_target.is_empty() {
+                sec.per_target = vec![None; ntargets];
+            }
+            let h = sec.per_target[t].get_or_insert_with(|| new_histogram(high, SIGFIG_SECOND));
+            let _ = h.saturating_record(lat_us);
+        }
+        let _ = self.live.saturating_record(lat_us);
+        self.pub_requests += 1;
+    }
+
+    fn second(&mut self, now: Instant) -> &mut SecondTally {
+        let s = now.saturating_duration_since(self.spec.run_start).as_secs();
+        let idx = s.saturating_sub(self.first_second) as usize;
+        while self.seconds.len() <= idx {
+            self.seconds.push(SecondTally {
+                tally: Tally::new(self.spec.high_us, SIGFIG_SECOND, self.open),
+                per_target: Vec::new(),
+            });
+        }
+        &mut self.seconds[idx]
+    }
+
+    /// The request on connection `i` failed: count it, close, and retry later.
+    fn fail(&mut self, i: usize, kind: ErrorKind, reason: String) {
+        let now = Instant::now();
+        let had_request = self.conns[i].has_request;
+        self.close(i);
+        let c = &mut self.conns[i];
+        c.has_request = false;
+        let connect_failure = matches!(kind, ErrorKind::ConnectRefused | ErrorKind::ConnectTimeout)
+            || (kind == ErrorKind::Other && !c.reused);
+        if connect_failure {
+            c.st = St::Backoff(now + RECONNECT_BACKOFF);
+        }
+        if had_request {
+            self.inflight -= 1;
+            self.tally.errors.add(kind);
+            let t = c.target;
+            if !self.per_target.is_empty() {
+                self.per_target[t].errors.add(kind);
+            }
+            self.second(now).tally.errors.add(kind);
+            self.pub_errors += 1;
+            if !self.reasons.iter().any(|(k, _)| *k == kind) {
+                self.reasons.push((kind, reason));
+            }
+        }
+        if matches!(self.conns[i].st, St::Backoff(_)) {
+            return;
+        }
+        if self.open {
+            if had_request {
+                self.make_free(i);
+            }
+        } else if had_request && self.can_send() {
+            let t = self.next_target();
+            self.start_request(i, t, now, now);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if c.fd >= 0 {
+            // SAFETY: we own the fd; closing also removes it from the epoll set.
+            unsafe { libc::close(c.fd) };
+            c.fd = -1;
+        }
+        c.gen = c.gen.wrapping_add(1);
+        c.st = St::Closed;
+        c.blen = 0;
+    }
+
+    /// Times out overdue requests and revives connections whose backoff ended.
+    fn scan(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            let (st, deadline, has_request) = (
+                self.conns[i].st,
+                self.conns[i].deadline,
+                self.conns[i].has_request,
+            );
+            match st {
+                St::Connecting | St::Writing | St::Reading if now >= deadline => {
+                    if has_request {
+                        let kind = if st == St::Connecting {
+                            ErrorKind::ConnectTimeout
+                        } else {
+                            ErrorKind::ReadTimeout
+                        };
+                        let ms = self.spec.timeout.as_millis();
+                        self.fail(i, kind, format!("no answer within the timeout ({ms} ms)"));
+                    } else {
+                        self.close(i);
+                    }
+                }
+                St::Backoff(until) if now >= until => {
+                    self.conns[i].st = St::Closed;
+                    if self.open {
+                        self.make_free(i);
+                    } else if self.can_send() {
+                        let t = self.next_target();
+                        self.start_request(i, t, now, now);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn publish(&mut self) {
+        let s = self.shared;
+        if self.pub_requests > 0 {
+            s.requests.fetch_add(self.pub_requests, Ordering::Relaxed);
+            self.pub_requests = 0;
+        }
+        if self.pub_errors > 0 {
+            s.errors.fetch_add(self.pub_errors, Ordering::Relaxed);
+            self.pub_errors = 0;
+        }
+        if !self.live.is_empty() {
+            if let Ok(mut h) = s.live.lock() {
+                crate::report::add_hist(&mut h, &self.live);
+            }
+            self.live.reset();
+        }
+    }
+}
+
+/// Requests a schedule with period `iv` would have issued in `[from, to)`.
+fn unsent_between(from: Instant, to: Instant, iv: Duration) -> u64 {
+    let span = to.saturating_duration_since(from).as_secs_f64();
+    (span / iv.as_secs_f64()).ceil() as u64
+}
+
+fn connect_error_kind(e: &std::io::Error) -> ErrorKind {
+    match e.raw_os_error() {
+        Some(libc::ECONNREFUSED) => ErrorKind::ConnectRefused,
+        Some(libc::ETIMEDOUT) => ErrorKind::ConnectTimeout,
+        Some(libc::ECONNRESET) => ErrorKind::Reset,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// A non-blocking TCP socket with a connect in progress; `true` when the
+/// connect already completed.
+fn open_socket(addr: SocketAddr) -> std::io::Result<(i32, bool)> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain syscalls on values we construct; fd is closed on error.
+    unsafe {
+        let fd = libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let one: libc::c_int = 1;
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+        let (storage, len) = sockaddr(addr);
+        let rc = libc::connect(fd, (&storage as *const libc::sockaddr_storage).cast(), len);
+        if rc == 0 {
+            return Ok((fd, true));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINPROGRESS) {
+            return Ok((fd, false));
+        }
+        libc::close(fd);
+        Err(e)
+    }
+}
+
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably aligned.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+fn socket_error(fd: i32) -> Option<std::io::Error> {
+    let mut err: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: err and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Some(std::io::Error::last_os_error());
+    }
+    (err != 0).then(|| std::io::Error::from_raw_os_error(err))
+}
+
+static NO_PWAIT2: AtomicBool = AtomicBool::new(false);
+
+/// Waits for events up to `timeout` with nanosecond precision where the
+/// kernel has epoll_pwait2 (open-model sends must not be rounded to ms).
+fn epoll_wait(ep: i32, events: &mut [libc::epoll_event], timeout: Duration) -> usize {
+    let max = events.len() as libc::c_int;
+    if !NO_PWAIT2.load(Ordering::Relaxed) {
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: events is valid for `max` entries; ts outlives the call; no sigmask.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                ep,
+                events.as_mut_ptr(),
+                max,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if n >= 0 {
+            return n as usize;
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS) {
+            return 0;
+        }
+        NO_PWAIT2.store(true, Ordering::Relaxed);
+    }
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: as above.
+    let n = unsafe { libc::epoll_wait(ep, events.as_mut_ptr(), max, ms) };
+    n.max(0) as usize
+}
+
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is valid.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+fn pin_to(core: usize) {
+    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) targets this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}

@@ -1,0 +1,381 @@
+//! Incremental HTTP/1.x response reader: `httparse` for the head, then
+//! content-length, chunked or read-until-close bodies. Body bytes are
+//! counted and dropped, never stored, so one small buffer per connection
+//! serves any response size.
+
+/// Longest response head or chunk-size/trailer line accepted.
+pub const MAX_LINE: usize = 64 * 1024;
+const MAX_HEADERS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// Still reading the head.
+    Head,
+    /// `remaining` body bytes of a content-length body.
+    Length(u64),
+    /// Expecting a chunk-size line.
+    ChunkSize,
+    /// Inside a chunk's data.
+    ChunkData(u64),
+    /// The CRLF after a chunk's data; how many of its bytes are still due.
+    ChunkCrlf(u8),
+    /// Trailer lines after the last chunk.
+    Trailer,
+    /// No framing: the body ends when the server closes.
+    UntilClose,
+    /// Complete.
+    Done,
+}
+
+/// What feeding bytes produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// More bytes are needed; `consumed` bytes may be dropped from the front
+    /// of the buffer (the rest is an incomplete line to keep).
+    More {
+        /// Bytes consumed.
+        consumed: usize,
+    },
+    /// The response is complete after `consumed` bytes.
+    Done {
+        /// Bytes consumed.
+        consumed: usize,
+    },
+}
+
+/// Why a response is malformed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(pub String);
+
+/// The state of one response being read.
+#[derive(Debug, Clone)]
+pub struct ResponseReader {
+    state: Body,
+    head_request: bool,
+    /// Final status code, once the head is parsed (interim 1xx heads are skipped).
+    pub status: u16,
+    /// Whether the connection may carry another request after this response.
+    pub keep_alive: bool,
+}
+
+impl ResponseReader {
+    /// A reader for the answer to a request; `head_request` when the method
+    /// was HEAD (no body follows whatever the headers say).
+    pub fn new(head_request: bool) -> ResponseReader {
+        ResponseReader {
+            state: Body::Head,
+            head_request,
+            status: 0,
+            keep_alive: true,
+        }
+    }
+
+    /// True once a head has been parsed.
+    pub fn has_head(&self) -> bool {
+        self.state != Body::Head
+    }
+
+    /// True when the body runs until the server closes the connection.
+    pub fn until_close(&self) -> bool {
+        self.state == Body::UntilClose
+    }
+
+    /// Feeds the buffered bytes (everything not yet consumed, from the start
+    /// of the unconsumed part).
+    pub fn feed(&mut self, buf: &[u8]) -> Result<Feed, Malformed> {
+        let mut pos = 0;
+        loop {
+            let rest = &buf[pos..];
+            match self.state {
+                Body::Done => return Ok(Feed::Done { consumed: pos }),
+                Body::Head => {
+                    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+                    let mut resp = httparse::Response::new(&mut headers);
+                    match resp.parse(rest) {
+                        Ok(httparse::Status::Partial) => {
+                            if rest.len() > MAX_LINE {
+                                return Err(Malformed("response head larger than 64 KiB".into()));
+                            }
+                            return Ok(Feed::More { consumed: pos });
+                        }
+                        Ok(httparse::Status::Complete(n)) => {
+                            let status = resp.code.unwrap_or(0);
+                            let version = resp.version.unwrap_or(1);
+                            pos += n;
+                            if (100..200).contains(&status) && status != 101 {
+                                // Interim answer (100 Continue): the real one follows.
+                                continue;
+                            }
+                            self.begin_body(status, version, resp.headers)?;
+                        }
+                        Err(e) => return Err(Malformed(format!("bad response head: {e}"))),
+                    }
+                }
+                Body::Length(n) => {
+                    let take = (rest.len() as u64).min(n);
+                    pos += take as usize;
+                    self.state = if take == n {
+                        Body::Done
+                    } else {
+                        Body::Length(n - take)
+                    };
+                    if self.state != Body::Done {
+                        return Ok(Feed::More { consumed: pos });
+                    }
+                }
+                Body::ChunkSize => match httparse::parse_chunk_size(rest) {
+                    Ok(httparse::Status::Complete((n, size))) => {
+                        pos += n;
+                        self.state = if size == 0 {
+                            Body::Trailer
+                        } else {
+                            Body::ChunkData(size)
+                        };
+                    }
+                    Ok(httparse::Status::Partial) => {
+                        if rest.len() > MAX_LINE {
+                            return Err(Malformed("chunk-size line too long".into()));
+                        }
+                        return Ok(Feed::More { consumed: pos });
+                    }
+                    Err(_) => return Err(Malformed("bad chunk size".into())),
+                },
+                Body::ChunkData(n) => {
+                    let take = (rest.len() as u64).min(n);
+                    pos += take as usize;
+                    if take == n {
+                        self.state = Body::ChunkCrlf(2);
+                    } else {
+                        self.state = Body::ChunkData(n - take);
+                        return Ok(Feed::More { consumed: pos });
+                    }
+                }
+                Body::ChunkCrlf(due) => {
+                    let Some(&b) = rest.first() else {
+                        return Ok(Feed::More { consumed: pos });
+                    };
+                    let expect = if due == 2 { b'\r' } else { b'\n' };
+                    if b != expect {
+                        return Err(Malformed("chunk data not followed by CRLF".into()));
+                    }
+                    pos += 1;
+                    self.state = if due == 2 {
+                        Body::ChunkCrlf(1)
+                    } else {
+                        Body::ChunkSize
+                    };
+                }
+                Body::Trailer => match memchr_crlf(rest) {
+                    Some(0) => {
+                        pos += 2;
+                        self.state = Body::Done;
+                    }
+                    Some(i) => pos += i + 2,
+                    None => {
+                        if rest.len() > MAX_LINE {
+                            return Err(Malformed("trailer line too long".into()));
+                        }
+                        return Ok(Feed::More { consumed: pos });
+                    }
+                },
+                Body::UntilClose => {
+                    return Ok(Feed::More {
+                        consumed: buf.len(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The server closed the connection: completes a read-until-close body,
+    /// anything else was cut short.
+    pub fn eof(&mut self) -> bool {
+        if self.state == Body::UntilClose {
+            self.state = Body::Done;
+            true
+        } else {
+            self.state == Body::Done
+        }
+    }
+
+    fn begin_body(
+        &mut self,
+        status: u16,
+        version: u8,
+        headers: &[httparse::Header],
+    ) -> Result<(), Malformed> {
+        self.status = status;
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        let mut conn_close = version == 0;
+        for h in headers {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .ok_or_else(|| Malformed("bad Content-Length".into()))?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(Malformed("conflicting Content-Length headers".into()));
+                }
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = h
+                    .value
+                    .split(|b| *b == b',')
+                    .last()
+                    .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for token in h.value.split(|b| *b == b',') {
+                    let t = token.trim_ascii();
+                    if t.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") && version == 0 {
+                        conn_close = false;
+                    }
+                }
+            }
+        }
+        self.keep_alive = !conn_close;
+        self.state = if self.head_request
+            || status == 204
+            || status == 304
+            || (100..200).contains(&status)
+        {
+            Body::Done
+        } else if chunked {
+            Body::ChunkSize
+        } else if let Some(n) = length {
+            if n == 0 {
+                Body::Done
+            } else {
+                Body::Length(n)
+            }
+        } else {
+            self.keep_alive = false;
+            Body::UntilClose
+        };
+        Ok(())
+    }
+}
+
+fn memchr_crlf(b: &[u8]) -> Option<usize> {
+    b.windows(2).position(|w| w == b"\r\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `data` in pieces of `step` bytes the way the engine does
+    /// (unconsumed bytes stay at the front of the buffer).
+    fn read_all(
+        data: &[u8],
+        step: usize,
+        head: bool,
+    ) -> Result<(ResponseReader, usize), Malformed> {
+        let mut r = ResponseReader::new(head);
+        let mut buf: Vec<u8> = Vec::new();
+        let mut total = 0;
+        for piece in data.chunks(step) {
+            buf.extend_from_slice(piece);
+            match r.feed(&buf)? {
+                Feed::More { consumed } => {
+                    total += consumed;
+                    buf.drain(..consumed);
+                }
+                Feed::Done { consumed } => return Ok((r, total + consumed)),
+            }
+        }
+        Err(Malformed("incomplete".into()))
+    }
+
+    #[test]
+    fn content_length_in_any_split() {
+        let msg = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        for step in 1..=msg.len() {
+            let (r, n) = read_all(msg, step, false).unwrap();
+            assert_eq!(
+                (r.status, r.keep_alive, n),
+                (200, true, msg.len()),
+                "step {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn chunked_in_any_split() {
+        let msg = b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nX-T: 1\r\n\r\n";
+        for step in 1..=msg.len() {
+            let (r, n) = read_all(msg, step, false).unwrap();
+            assert_eq!((r.status, n), (201, msg.len()), "step {step}");
+        }
+    }
+
+    #[test]
+    fn no_body_cases() {
+        let (r, _) = read_all(b"HTTP/1.1 204 No Content\r\n\r\n", 100, false).unwrap();
+        assert_eq!(r.status, 204);
+        let (r, _) = read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n", 100, true).unwrap();
+        assert_eq!(r.status, 200);
+        let (r, n) = read_all(
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 NF\r\nContent-Length: 0\r\n\r\n",
+            7,
+            false,
+        )
+        .unwrap();
+        assert_eq!((r.status, n), (404, 63));
+    }
+
+    #[test]
+    fn connection_semantics() {
+        let (r, _) = read_all(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            100,
+            false,
+        )
+        .unwrap();
+        assert!(!r.keep_alive);
+        let (r, _) = read_all(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 100, false).unwrap();
+        assert!(!r.keep_alive);
+        let (r, _) = read_all(
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+            100,
+            false,
+        )
+        .unwrap();
+        assert!(r.keep_alive);
+    }
+
+    #[test]
+    fn until_close() {
+        let mut r = ResponseReader::new(false);
+        assert_eq!(
+            r.feed(b"HTTP/1.1 200 OK\r\n\r\nabc").unwrap(),
+            Feed::More { consumed: 22 }
+        );
+        assert!(r.until_close() && !r.keep_alive);
+        assert!(r.eof());
+        let mut r = ResponseReader::new(false);
+        r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+            .unwrap();
+        assert!(!r.eof(), "a short content-length body is cut, not complete");
+    }
+
+    #[test]
+    fn malformed() {
+        for bad in [
+            &b"HTTP/1.1 abc OK\r\n\r\n"[..],
+            b"garbage\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc",
+        ] {
+            assert!(
+                read_all(bad, 1000, false).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

@@ -1,0 +1,547 @@
+//! Results of a run: per-phase and overall statistics, the per-second
+//! timeline and per-target numbers, all built from HdrHistograms (never from
+//! sorted samples). Serialises to the JSON documented in docs/bench-json.md.
+
+use crate::plan::Model;
+use crate::slo::Verdict;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Significant digits of phase, target and run histograms.
+pub const SIGFIG: u8 = 3;
+/// Significant digits of per-second histograms (1% value precision keeps a
+/// long run's memory bounded).
+pub const SIGFIG_SECOND: u8 = 2;
+
+/// Kinds of transport errors (answers with 4xx/5xx status are not errors
+/// here; they are counted in [`StatusCounts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The target refused the connection (nothing listening).
+    ConnectRefused,
+    /// The connection was not established within the timeout.
+    ConnectTimeout,
+    /// The connection was reset or closed before a complete response.
+    Reset,
+    /// No complete response within the timeout.
+    ReadTimeout,
+    /// The response was not valid HTTP/1.x.
+    Malformed,
+    /// Any other socket error.
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind, in reporting order.
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Reset,
+        ErrorKind::ReadTimeout,
+        ErrorKind::Malformed,
+        ErrorKind::Other,
+    ];
+
+    /// The JSON key / table label of the kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect_refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::ReadTimeout => "read_timeout",
+            ErrorKind::Malformed => "malformed",
+            ErrorKind::Other => "other",
+        }
+    }
+}
+
+/// Transport errors by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorCounts {
+    /// Connection refused.
+    pub connect_refused: u64,
+    /// Connect did not complete within the timeout.
+    pub connect_timeout: u64,
+    /// Reset or closed before a complete response.
+    pub reset: u64,
+    /// No complete response within the timeout.
+    pub read_timeout: u64,
+    /// Not valid HTTP/1.x.
+    pub malformed: u64,
+    /// Other socket errors.
+    pub other: u64,
+}
+
+impl ErrorCounts {
+    /// Counts one error.
+    pub fn add(&mut self, kind: ErrorKind) {
+        *self.slot(kind) += 1;
+    }
+
+    /// The count of one kind.
+    pub fn get(&self, kind: ErrorKind) -> u64 {
+        match kind {
+            ErrorKind::ConnectRefused => self.connect_refused,
+            ErrorKind::ConnectTimeout => self.connect_timeout,
+            ErrorKind::Reset => self.reset,
+            ErrorKind::ReadTimeout => self.read_timeout,
+            ErrorKind::Malformed => self.malformed,
+            ErrorKind::Other => self.other,
+        }
+    }
+
+    fn slot(&mut self, kind: ErrorKind) -> &mut u64 {
+        match kind {
+            ErrorKind::ConnectRefused => &mut self.connect_refused,
+            ErrorKind::ConnectTimeout => &mut self.connect_timeout,
+            ErrorKind::Reset => &mut self.reset,
+            ErrorKind::ReadTimeout => &mut self.read_timeout,
+            ErrorKind::Malformed => &mut self.malformed,
+            ErrorKind::Other => &mut self.other,
+        }
+    }
+
+    /// All kinds together.
+    pub fn total(&self) -> u64 {
+        ErrorKind::ALL.iter().map(|k| self.get(*k)).sum()
+    }
+
+    /// Adds another set of counts.
+    pub fn merge(&mut self, o: &ErrorCounts) {
+        for k in ErrorKind::ALL {
+            *self.slot(k) += o.get(k);
+        }
+    }
+}
+
+/// Responses by status class.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StatusCounts {
+    /// 1xx
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    /// 2xx
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    /// 3xx
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    /// 4xx
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    /// 5xx
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+impl StatusCounts {
+    /// Counts one response.
+    pub fn add(&mut self, status: u16) {
+        match status / 100 {
+            1 => self.s1xx += 1,
+            2 => self.s2xx += 1,
+            3 => self.s3xx += 1,
+            4 => self.s4xx += 1,
+            _ => self.s5xx += 1,
+        }
+    }
+
+    /// Adds another set of counts.
+    pub fn merge(&mut self, o: &StatusCounts) {
+        self.s1xx += o.s1xx;
+        self.s2xx += o.s2xx;
+        self.s3xx += o.s3xx;
+        self.s4xx += o.s4xx;
+        self.s5xx += o.s5xx;
+    }
+}
+
+/// Latency summary in milliseconds (floats, from the histogram).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    /// Minimum.
+    pub min: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stdev: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Median.
+    pub p50: f64,
+    /// 75th percentile.
+    pub p75: f64,
+    /// 80th percentile.
+    pub p80: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    #[serde(rename = "p99.9")]
+    pub p99_9: f64,
+    /// 99.99th percentile.
+    #[serde(rename = "p99.99")]
+    pub p99_99: f64,
+}
+
+fn us_to_ms(v: u64) -> f64 {
+    v as f64 / 1000.0
+}
+
+impl LatencySummary {
+    /// Summarises a histogram of microseconds.
+    pub fn from_histogram(h: &Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let q = |p: f64| us_to_ms(h.value_at_quantile(p / 100.0));
+        LatencySummary {
+            min: us_to_ms(h.min()),
+            mean: h.mean() / 1000.0,
+            stdev: h.stdev() / 1000.0,
+            max: us_to_ms(h.max()),
+            p50: q(50.0),
+            p75: q(75.0),
+            p80: q(80.0),
+            p90: q(90.0),
+            p95: q(95.0),
+            p99: q(99.0),
+            p99_9: q(99.9),
+            p99_99: q(99.99),
+        }
+    }
+}
+
+/// Open-model schedule keeping: how far sends fell behind their intended time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ScheduleLag {
+    /// Requests the schedule called for in the phase.
+    pub intended: u64,
+    /// Requests sent more than 1 ms after their intended time (no free
+    /// connection, or the generator itself was late).
+    pub late: u64,
+    /// Requests due but never sent before the phase ended.
+    pub unsent: u64,
+    /// Largest delay between intended and actual send, ms.
+    pub max_lag_ms: f64,
+    /// Mean delay between intended and actual send, ms.
+    pub mean_lag_ms: f64,
+}
+
+impl ScheduleLag {
+    /// Adds another thread's counts (max of maxima, weighted mean).
+    pub fn merge(&mut self, o: &ScheduleLag) {
+        let sent_a = self.intended.saturating_sub(self.unsent) as f64;
+        let sent_b = o.intended.saturating_sub(o.unsent) as f64;
+        if sent_a + sent_b > 0.0 {
+            self.mean_lag_ms =
+                (self.mean_lag_ms * sent_a + o.mean_lag_ms * sent_b) / (sent_a + sent_b);
+        }
+        self.intended += o.intended;
+        self.late += o.late;
+        self.unsent += o.unsent;
+        self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
+    }
+}
+
+/// Statistics of one slice of a run (a phase, a target or the whole run).
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    /// Complete responses received (any status).
+    pub requests: u64,
+    /// Wall time of the slice, seconds.
+    pub duration_s: f64,
+    /// Responses per second.
+    pub rps: f64,
+    /// Response bytes received (head and body).
+    pub bytes: u64,
+    /// Response bytes per second.
+    pub bytes_per_s: f64,
+    /// Transport errors, all kinds.
+    pub errors: u64,
+    /// Transport errors by kind.
+    pub errors_by_kind: ErrorCounts,
+    /// Responses by status class.
+    pub status: StatusCounts,
+    /// Latency. Open model: from each request's intended send time
+    /// (coordinated omission corrected). Closed model: service time.
+    pub latency_ms: LatencySummary,
+    /// Open model only: service time, from the actual send.
+    pub service_ms: Option<LatencySummary>,
+    /// Open model only: schedule keeping.
+    pub schedule: Option<ScheduleLag>,
+    /// The latency histogram (µs), for storage and further slicing.
+    #[serde(skip)]
+    pub histogram: Histogram<u64>,
+}
+
+impl Stats {
+    /// The latency at percentile `q` (0-100) in ms, from the histogram.
+    pub fn latency_hist_ms(&self, q: f64) -> f64 {
+        if self.histogram.is_empty() {
+            return 0.0;
+        }
+        us_to_ms(self.histogram.value_at_quantile(q / 100.0))
+    }
+
+    /// Failures as the SLO counts them: transport errors plus 5xx answers.
+    pub fn slo_errors(&self) -> u64 {
+        self.errors + self.status.s5xx
+    }
+
+    /// [`Stats::slo_errors`] as a percentage of attempts (responses + errors).
+    pub fn error_rate_pct(&self) -> f64 {
+        let attempts = self.requests + self.errors;
+        if attempts == 0 {
+            0.0
+        } else {
+            self.slo_errors() as f64 / attempts as f64 * 100.0
+        }
+    }
+}
+
+/// Mutable accumulator behind [`Stats`]; mergeable across threads.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    /// Complete responses.
+    pub requests: u64,
+    /// Response bytes.
+    pub bytes: u64,
+    /// Transport errors by kind.
+    pub errors: ErrorCounts,
+    /// Responses by status class.
+    pub status: StatusCounts,
+    /// Latency (µs), corrected in the open model.
+    pub latency: Histogram<u64>,
+    /// Service time (µs), open model only.
+    pub service: Option<Histogram<u64>>,
+    /// Schedule keeping, open model only.
+    pub schedule: Option<ScheduleLag>,
+}
+
+impl Tally {
+    /// An empty tally with histograms tracking 1 µs to `high_us`.
+    pub fn new(high_us: u64, sigfig: u8, open: bool) -> Tally {
+        let h = || new_histogram(high_us, sigfig);
+        Tally {
+            requests: 0,
+            bytes: 0,
+            errors: ErrorCounts::default(),
+            status: StatusCounts::default(),
+            latency: h(),
+            service: open.then(h),
+            schedule: open.then(ScheduleLag::default),
+        }
+    }
+
+    /// Adds another tally (histograms merge losslessly when their precision matches).
+    pub fn merge(&mut self, o: &Tally) {
+        self.requests += o.requests;
+        self.bytes += o.bytes;
+        self.errors.merge(&o.errors);
+        self.status.merge(&o.status);
+        add_hist(&mut self.latency, &o.latency);
+        match (&mut self.service, &o.service) {
+            (Some(a), Some(b)) => add_hist(a, b),
+            (None, Some(b)) => self.service = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.schedule, &o.schedule) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.schedule = Some(b.clone()),
+            _ => {}
+        }
+    }
+
+    /// Freezes the tally over `duration_s` seconds.
+    pub fn stats(&self, duration_s: f64) -> Stats {
+        let per_s = |v: u64| {
+            if duration_s > 0.0 {
+                v as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        Stats {
+            requests: self.requests,
+            duration_s,
+            rps: per_s(self.requests),
+            bytes: self.bytes,
+            bytes_per_s: per_s(self.bytes),
+            errors: self.errors.total(),
+            errors_by_kind: self.errors.clone(),
+            status: self.status.clone(),
+            latency_ms: LatencySummary::from_histogram(&self.latency),
+            service_ms: self.service.as_ref().map(LatencySummary::from_histogram),
+            schedule: self.schedule.clone(),
+            histogram: self.latency.clone(),
+        }
+    }
+}
+
+pub(crate) fn new_histogram(high_us: u64, sigfig: u8) -> Histogram<u64> {
+    // low = 1 µs, high clamped to >= 2 and sigfig in 1..=5 are always valid bounds.
+    Histogram::new_with_bounds(1, high_us.max(2), sigfig.clamp(1, 5))
+        .expect("histogram bounds are valid by construction")
+}
+
+/// Adds `b` into `a`; values beyond `a`'s range saturate at its top rather
+/// than being lost.
+pub(crate) fn add_hist(a: &mut Histogram<u64>, b: &Histogram<u64>) {
+    if a.add(b).is_err() {
+        for v in b.iter_recorded() {
+            let _ = a.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+        }
+    }
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Second {
+    /// Seconds since the run started (`started_unix_ms`).
+    pub t_s: u64,
+    /// Responses completed in this second.
+    pub requests: u64,
+    /// Responses per second (equals `requests`).
+    pub rps: f64,
+    /// Transport errors in this second.
+    pub errors: u64,
+    /// Responses by status class.
+    pub status: StatusCounts,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 99th percentile latency, ms.
+    pub p99_ms: f64,
+    /// Maximum latency, ms.
+    pub max_ms: f64,
+    /// Latency histogram of this second (µs, 2 significant digits).
+    #[serde(skip)]
+    pub histogram: Histogram<u64>,
+    /// Per-target histograms of this second, indexed like [`Report::targets`]
+    /// (`None` where a target had no response that second). Empty when the
+    /// run has one target (then `histogram` is that target's).
+    #[serde(skip)]
+    pub per_target: Vec<Option<Histogram<u64>>>,
+}
+
+/// One phase: a load level held for a while.
+#[derive(Debug, Clone, Serialize)]
+pub struct PhaseReport {
+    /// 0-based position among the measured phases.
+    pub index: usize,
+    /// `c=10` or `r=4000`.
+    pub label: String,
+    /// Connections (closed model) or the connection cap (open model).
+    pub connections: usize,
+    /// Offered rate, requests/s (open model), else null.
+    pub rate: Option<f64>,
+    /// Start, ms since `started_unix_ms`.
+    pub start_ms: f64,
+    /// End, ms since `started_unix_ms`.
+    pub end_ms: f64,
+    /// The phase's numbers.
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// The SLO verdict of this phase, when an SLO was given.
+    pub slo: Option<Verdict>,
+}
+
+impl PhaseReport {
+    /// The load level the phase held (rate in the open model, else connections).
+    pub fn load(&self) -> f64 {
+        self.rate.unwrap_or(self.connections as f64)
+    }
+}
+
+/// Results for one target URL over the whole run (warm-up excluded).
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    /// HTTP method.
+    pub method: String,
+    /// URL as given.
+    pub url: String,
+    /// Rotation weight.
+    pub weight: u32,
+    /// The target's numbers.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// One thread's CPU use, the basis of the generator self-check.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadCpu {
+    /// Thread index.
+    pub thread: usize,
+    /// CPU time the thread used / wall time, percent of one core.
+    pub cpu_pct: f64,
+}
+
+/// A warm-up interval (excluded from every number).
+#[derive(Debug, Clone, Serialize)]
+pub struct Span {
+    /// Start, ms since `started_unix_ms`.
+    pub start_ms: f64,
+    /// End, ms since `started_unix_ms`.
+    pub end_ms: f64,
+}
+
+/// Everything a run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Schema version of the JSON.
+    pub version: u32,
+    /// `closed` or `open`.
+    pub model: Model,
+    /// Wall-clock anchor: Unix time in ms when the run (its warm-up, if
+    /// any) started. Every `*_ms` offset and `t_s` counts from here.
+    pub started_unix_ms: u64,
+    /// Run length including warm-up, ms.
+    pub duration_ms: f64,
+    /// True when the run was interrupted (Ctrl-C) and the numbers cover only
+    /// what was measured until then.
+    pub partial: bool,
+    /// Event-loop threads used.
+    pub threads: usize,
+    /// Whether connections were reused.
+    pub keepalive: bool,
+    /// The warm-up interval, if any.
+    pub warmup: Option<Span>,
+    /// Totals over all measured phases.
+    #[serde(flatten)]
+    pub overall: Stats,
+    /// One entry per measured phase, in the order run.
+    pub phases: Vec<PhaseReport>,
+    /// Index into `phases` of the knee (see [`crate::knee`]); null when the
+    /// run has fewer than three phases or throughput never stopped rising.
+    pub knee: Option<usize>,
+    /// The SLO verdict over the whole run, when an SLO was given.
+    pub slo: Option<Verdict>,
+    /// Index of the highest-load phase that met the SLO.
+    pub best_passing_phase: Option<usize>,
+    /// `--find-max`: the highest rate found to meet the SLO.
+    pub max_rate: Option<f64>,
+    /// Per-target results.
+    pub targets: Vec<TargetReport>,
+    /// Per-second timeline over the whole run, warm-up included (its seconds
+    /// are inside `warmup`).
+    pub timeline: Vec<Second>,
+    /// Per-thread CPU use.
+    pub generator: Vec<ThreadCpu>,
+    /// Self-check warnings: when present, the numbers may describe keisoku,
+    /// not the target.
+    pub warnings: Vec<String>,
+    /// The first message seen for each error kind (e.g. the OS error of a
+    /// refused connect), to say why a run failed.
+    pub error_reasons: Vec<String>,
+}
+
+impl Report {
+    /// True when not a single response arrived (the target is unreachable
+    /// or broken); [`Report::error_reasons`] says why.
+    pub fn nothing_succeeded(&self) -> bool {
+        self.overall.requests == 0
+    }
+}
