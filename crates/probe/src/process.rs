@@ -81,6 +81,7 @@ pub(crate) struct ProcessCollector {
     proc_root: PathBuf,
     root_pid: u32,
     alive: bool,
+    procfs: bool,
     hz: f64,
     page: f64,
     buf: Buf,
@@ -124,6 +125,7 @@ impl ProcessCollector {
             proc_root: proc_root.to_path_buf(),
             root_pid: pid,
             alive: true,
+            procfs: crate::procfs::is_procfs(proc_root),
             hz: crate::procfs::clock_ticks() as f64,
             page: crate::procfs::page_size() as f64,
             buf: Buf::default(),
@@ -344,7 +346,12 @@ impl ProcessCollector {
                 stime,
                 io: io_now,
             });
-            match fd_dir_size(&slot.fd_path) {
+            let size = if self.procfs {
+                fd_dir_size(&slot.fd_path)
+            } else {
+                None
+            };
+            match size {
                 Some(n) => fds += n,
                 None => {
                     if slot.fd_dir.is_none() {

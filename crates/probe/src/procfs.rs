@@ -260,6 +260,19 @@ pub(crate) fn fd_dir_size(path: &std::ffi::CStr) -> Option<u64> {
     }
 }
 
+/// Whether `path` is on a procfs mount (a fake /proc in tests is not, and
+/// its directory sizes mean nothing).
+pub(crate) fn is_procfs(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: zeroed statfs is a valid out-parameter; c is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+    rc == 0 && st.f_type as i64 == PROC_SUPER_MAGIC
+}
+
 /// Clock ticks per second for utime/stime (USER_HZ).
 pub(crate) fn clock_ticks() -> u64 {
     // SAFETY: sysconf has no preconditions.

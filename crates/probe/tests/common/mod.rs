@@ -1,0 +1,51 @@
+//! Helpers shared by the probe tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use keisoku_probe::SeriesPoint;
+
+/// Points grouped by series name, in time order.
+pub fn by_name(points: &[SeriesPoint]) -> BTreeMap<String, Vec<(u64, f64)>> {
+    let mut m: BTreeMap<String, Vec<(u64, f64)>> = BTreeMap::new();
+    for p in points {
+        m.entry(p.name.to_string())
+            .or_default()
+            .push((p.t_ns, p.value));
+    }
+    m
+}
+
+/// A copy of /bin/sh under a distinctive name, so its processes have a
+/// command name (comm) nothing else on the machine has.
+pub fn named_shell(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::copy("/bin/sh", &path).expect("copy /bin/sh");
+    path
+}
+
+/// A child process that burns one core until killed.
+pub fn busy(shell: &Path) -> Child {
+    Command::new(shell)
+        .arg("-c")
+        .arg("while :; do :; done")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn busy loop")
+}
+
+/// Kills and reaps a child, returning the CPU time it used (user + system)
+/// as the kernel accounted it (wait4 rusage): the ground truth for rates.
+pub fn kill_and_cpu(child: &mut Child) -> Duration {
+    let _ = child.kill();
+    let mut status = 0;
+    // SAFETY: zeroed rusage is a valid out-parameter; the pid is our child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut ru) };
+    assert!(rc > 0, "wait4 failed");
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}

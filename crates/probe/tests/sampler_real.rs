@@ -1,0 +1,312 @@
+//! The sampler against this machine's real /proc.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{busy, by_name, kill_and_cpu, named_shell};
+use keisoku_probe::{pidof, process_tree, Collector, ProbeError, Sampler, SamplerConfig};
+
+fn config(pid: Option<u32>) -> SamplerConfig {
+    let mut c = SamplerConfig::new(Instant::now());
+    c.pid = pid;
+    c
+}
+
+#[test]
+fn host_series_are_present_and_sane() {
+    let cfg = config(None);
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    // Create some loopback traffic and context switches between the samples.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let t_first = out.len();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    let s = by_name(&out[t_first..]);
+    for name in [
+        "cpu.all.user",
+        "cpu.all.idle",
+        "cpu.0.user",
+        "cpu.0.steal",
+        "sched.ctxt",
+        "sched.forks",
+        "sched.procs_running",
+        "mem.free",
+        "mem.cached",
+        "mem.active_file",
+        "mem.anon",
+        "vm.pgfault",
+        "vm.pgmajfault",
+        "net.lo.rx_bytes",
+        "tcp.active_opens",
+        "tcp.passive_opens",
+        "tcp.retrans",
+        "tcp.listen_overflows",
+        "tcp.estab",
+        "tcp.time_wait",
+    ] {
+        assert!(s.contains_key(name), "missing {name}; have {:?}", s.keys());
+    }
+    let v = |n: &str| s[n][0].1;
+    let cpu_sum: f64 = [
+        "user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal",
+    ]
+    .iter()
+    .map(|c| v(&format!("cpu.all.{c}")))
+    .sum();
+    assert!((cpu_sum - 100.0).abs() < 0.01, "cpu.all sums to {cpu_sum}");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(s.contains_key(&format!("cpu.{}.user", cores - 1)));
+    assert!(v("mem.free") > 0.0 && v("mem.free") <= v("mem.total"));
+    assert!(v("sched.ctxt") > 0.0, "a live machine switches context");
+    assert!(
+        v("tcp.active_opens") >= 1.0 / 0.4 * 0.5,
+        "our connect counts"
+    );
+    assert!(v("tcp.estab") >= 2.0, "both ends of our connection");
+    // The state table is read at the first sample (then every 10 s).
+    let first = by_name(&out[..t_first]);
+    assert!(first["tcp.state.listen"][0].1 >= 1.0);
+    assert!(
+        col.notes().iter().all(|n| !n.contains("cpu.")),
+        "{:?}",
+        col.notes()
+    );
+}
+
+#[test]
+fn busy_child_shows_its_cpu_and_a_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = named_shell(dir.path(), "kprobe-busy");
+    let mut child = busy(&sh);
+    let cfg = config(Some(child.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    for _ in 0..6 {
+        std::thread::sleep(Duration::from_millis(250));
+        col.sample(cfg.origin.elapsed(), &mut out);
+    }
+    let truth = kill_and_cpu(&mut child).as_secs_f64();
+    let s = by_name(&out);
+    let integrate = |name: &str| -> f64 {
+        let Some(points) = s.get(name) else {
+            return 0.0;
+        };
+        let mut prev_t = 0u64;
+        let mut total = 0.0;
+        // Each rate point covers the interval since the previous sample.
+        let times: Vec<u64> = s["proc.threads"].iter().map(|p| p.0).collect();
+        for &(t, v) in points {
+            prev_t = times
+                .iter()
+                .copied()
+                .filter(|&x| x < t)
+                .max()
+                .unwrap_or(prev_t);
+            total += v / 100.0 * (t - prev_t) as f64 / 1e9;
+        }
+        total
+    };
+    let sampled = integrate("proc.cpu_user") + integrate("proc.cpu_system");
+    assert!(
+        truth > 0.2,
+        "the busy loop got only {truth:.3} s of CPU in 1.5 s"
+    );
+    assert!(
+        (sampled - truth).abs() <= 0.05 + 0.15 * truth,
+        "sampled {sampled:.3} s of CPU, the kernel accounted {truth:.3} s"
+    );
+    let cores: f64 = s
+        .keys()
+        .filter(|k| k.starts_with("proc.core."))
+        .map(|k| integrate(k))
+        .sum();
+    assert!(
+        (cores - sampled).abs() <= 0.05 + 0.2 * sampled,
+        "per-core total {cores:.3} s vs process total {sampled:.3} s"
+    );
+    let busiest = s
+        .iter()
+        .filter(|(k, _)| k.starts_with("proc.core."))
+        .map(|(_, v)| v.iter().map(|p| p.1).fold(0.0, f64::max))
+        .fold(0.0, f64::max);
+    assert!(busiest > 20.0, "no core shows the busy loop: {busiest}");
+    for &(_, v) in &s["proc.threads"] {
+        assert_eq!(v, 1.0);
+    }
+    assert!(s.contains_key("proc.nivcsw") && s.contains_key("proc.migrations"));
+    assert!(s.contains_key("proc.runq_delay_ms") && s.contains_key("proc.fds"));
+}
+
+#[test]
+fn sleeping_process_shows_no_cpu() {
+    let mut child = Command::new("sleep").arg("30").spawn().unwrap();
+    let cfg = config(Some(child.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    for _ in 0..4 {
+        col.sample(cfg.origin.elapsed(), &mut out);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let s = by_name(&out);
+    let n = s["proc.cpu_user"].len();
+    assert!(n >= 3, "{n} cpu points");
+    for name in ["proc.cpu_user", "proc.cpu_system", "proc.core.0"] {
+        for &(_, v) in &s[name] {
+            assert!(v <= 2.0, "{name} = {v} for a sleeping process");
+        }
+    }
+    assert!(s["proc.rss"][0].1 > 0.0);
+    assert!(s["proc.fds"][0].1 >= 3.0);
+    assert_eq!(s["proc.processes"][0].1, 1.0);
+}
+
+#[test]
+fn children_and_their_threads_are_counted() {
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg("sleep 30 & sleep 30 & wait")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let tree = process_tree(Path::new("/proc"), parent.id()).unwrap();
+    assert_eq!(tree.len(), 3, "{tree:?}");
+    assert_eq!(tree[0].pid, parent.id());
+    assert!(tree[1..]
+        .iter()
+        .all(|p| p.ppid == parent.id() && p.comm == "sleep"));
+
+    let cfg = config(Some(parent.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    let s = by_name(&out);
+    assert_eq!(s["proc.processes"][0].1, 3.0);
+    assert_eq!(s["proc.threads"][0].1, 3.0);
+    assert_eq!(col.target_pids().len(), 3);
+    // Killing a child shrinks the tree at the next rescan.
+    unsafe { libc::kill(tree[1].pid as i32, libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(1100));
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    unsafe { libc::kill(tree[2].pid as i32, libc::SIGKILL) };
+    let _ = parent.kill();
+    let _ = parent.wait();
+    let s = by_name(&out);
+    assert_eq!(s["proc.processes"][0].1, 2.0);
+}
+
+#[test]
+fn target_exit_is_a_note_not_an_error() {
+    let mut child = Command::new("sleep").arg("0.2").spawn().unwrap();
+    let cfg = config(Some(child.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    let _ = child.wait();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    assert_eq!(col.target_alive(), Some(false));
+    assert!(
+        col.notes().iter().any(|n| n.contains("exited")),
+        "{:?}",
+        col.notes()
+    );
+    // Host series go on.
+    let before = out.len();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    assert!(out[before..].iter().any(|p| &*p.name == "mem.free"));
+    assert!(out[before..].iter().all(|p| !p.name.starts_with("proc.")));
+}
+
+#[test]
+fn missing_pid_is_an_error() {
+    let cfg = config(Some(u32::MAX - 7));
+    assert!(matches!(
+        Collector::new(&cfg),
+        Err(ProbeError::NoSuchProcess { .. })
+    ));
+}
+
+#[test]
+fn sampler_thread_ticks_on_the_run_clock_and_stops() {
+    let origin = Instant::now() - Duration::from_secs(5);
+    let mut cfg = SamplerConfig::new(origin);
+    cfg.interval = Duration::from_millis(100);
+    cfg.pid = Some(std::process::id());
+    let (sampler, rx) = Sampler::start_channel(cfg).unwrap();
+    std::thread::sleep(Duration::from_millis(650));
+    let report = sampler.stop();
+    let batches: Vec<_> = rx.try_iter().collect();
+    assert!(
+        (5..=9).contains(&report.samples),
+        "{} samples",
+        report.samples
+    );
+    assert_eq!(batches.len() as u64, report.samples);
+    let times: Vec<u64> = batches.iter().map(|b| b[0].t_ns).collect();
+    assert!(
+        times[0] >= 5_000_000_000,
+        "t is counted from the given origin"
+    );
+    assert!(times.windows(2).all(|w| w[1] > w[0]));
+    for b in &batches {
+        assert!(b.iter().all(|p| p.t_ns == b[0].t_ns));
+    }
+    // Gaps near the interval (no bursts): generous for a loaded machine.
+    for w in times.windows(2).take(times.len().saturating_sub(2)) {
+        let gap = (w[1] - w[0]) as f64 / 1e6;
+        assert!((50.0..=400.0).contains(&gap), "gap {gap} ms");
+    }
+    assert!(report.cpu_time > Duration::ZERO);
+    assert!(batches
+        .iter()
+        .flatten()
+        .any(|p| &*p.name == "proc.cpu_user"));
+}
+
+#[test]
+fn intervals_below_100ms_are_refused() {
+    let mut cfg = SamplerConfig::new(Instant::now());
+    cfg.interval = Duration::from_millis(50);
+    assert!(matches!(
+        Sampler::start(cfg, |_| {}),
+        Err(ProbeError::IntervalTooShort(_))
+    ));
+}
+
+#[test]
+fn pidof_picks_the_parent_of_same_named_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = named_shell(dir.path(), "kprobe-pidof");
+    // The subshell is a forked child with the same command name.
+    let mut parent = Command::new(&sh)
+        .arg("-c")
+        .arg("(while :; do sleep 1; done) & wait")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let found = pidof(Path::new("/proc"), "kprobe-pidof");
+    let tree = process_tree(Path::new("/proc"), parent.id()).unwrap();
+    for p in tree.iter().rev() {
+        unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
+    }
+    let _ = parent.wait();
+    assert!(
+        tree.iter().filter(|p| p.comm == "kprobe-pidof").count() >= 2,
+        "{tree:?}"
+    );
+    assert_eq!(found.unwrap(), parent.id());
+    assert!(matches!(
+        pidof(Path::new("/proc"), "kprobe-no-such-name"),
+        Err(ProbeError::NoProcessNamed(_))
+    ));
+}
