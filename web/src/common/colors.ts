@@ -74,7 +74,7 @@ export function diffColor(delta: number, maxAbs: number, dark: boolean): string 
   }
   const high = 245;
   const low = Math.round(high - s * 190);
-  return delta > 0 ? `rgb(${high},${low},${low})` : delta < 0 ? `rgb(${low},${low},${high})` : `rgb(${high},${high},${high - 10})`;
+  return delta > 0 ? `rgb(${high},${low},${low})` : delta < 0 ? `rgb(${low},${low},${high})` : "rgb(228,228,224)";
 }
 
 /**

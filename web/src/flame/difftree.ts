@@ -102,7 +102,10 @@ export function diffTrees(before: CallTree, after: CallTree, mode: DiffMode): Di
   const delta = new Float64Array(n);
   let maxAbsDelta = 0;
   for (let i = 0; i < n; i++) {
-    delta[i] = mode === 'normalized' && afterSum > 0 ? (afterTotal[i] - beforeTotal[i]) / afterSum : afterTotal[i] - beforeTotal[i];
+    let d = mode === 'normalized' && afterSum > 0 ? (afterTotal[i] - beforeTotal[i]) / afterSum : afterTotal[i] - beforeTotal[i];
+    // Scaling leaves rounding dust; it must not colour unchanged frames.
+    if (Math.abs(d) < (mode === 'normalized' ? 1e-9 : 1e-6)) d = 0;
+    delta[i] = d;
     if (i > 0 && Math.abs(delta[i]) > maxAbsDelta) maxAbsDelta = Math.abs(delta[i]);
   }
   return { tree, mode, beforeTotal, afterTotal, beforeSelf, afterSelf, beforeSum, afterSum, delta, maxAbsDelta };

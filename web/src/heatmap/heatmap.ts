@@ -70,7 +70,10 @@ export class HeatMap extends Emitter<HeatMapEvents> {
     this.profile = profile;
     this.rows = Math.max(1, Math.min(1000, Math.floor(opts.rows ?? 50)));
     this.idle = !!opts.idle;
-    this.cols = Math.max(1, Math.ceil(((profile.durationMs ?? 0) + 1e-9) / 1000));
+    let maxT = 0;
+    for (const t of profile.sampleTime) if (t > maxT) maxT = t;
+    // Enough columns for the last sample, and for the stated duration.
+    this.cols = Math.max(1, Math.floor(maxT / 1000) + 1, Math.ceil((profile.durationMs ?? 0) / 1000));
     this.counts = new Float64Array(this.cols * this.rows);
     this.canvas = h('canvas', { class: 'ks-heat-canvas', role: 'img', 'aria-label': 'subsecond heat map: columns are seconds, rows fractions of a second' });
     this.tip = h('div', { class: 'ks-heat-tip', role: 'tooltip' });

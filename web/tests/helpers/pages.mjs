@@ -57,7 +57,35 @@ export function diffPage(name, before, after, { normalize = false } = {}) {
     runBin(['diff', a, b, '-o', html, ...(normalize ? ['--normalize'] : [])]);
     return { html, via: 'binary' };
   }
-  const data = { version: 1, mode: normalize ? 'normalized' : 'absolute', before: countsForm(before), after: countsForm(after), table: [] };
+  const data = { version: 1, mode: normalize ? 'normalized' : 'absolute', before: countsForm(before), after: countsForm(after), table: diffTable(before, after) };
   write(html, templatePage(`${before.title} vs ${after.title}`, 'diff', JSON.stringify({ title: 'diff', diff: data })));
   return { html, via: 'template' };
+}
+
+/** Per-function self/total of a profile (total counts recursion once). */
+function funcTotals(p) {
+  const m = new Map();
+  const get = (n) => m.get(n) ?? (m.set(n, { self: 0, total: 0 }), m.get(n));
+  p.samples.node.forEach((node) => {
+    const names = [];
+    for (let n = node; n >= 0; n = p.nodes.parent[n]) names.push(p.frames.name[p.nodes.frame[n]]);
+    get(names[0]).self++;
+    for (const f of new Set(names)) get(f).total++;
+  });
+  return m;
+}
+
+/** The regression table rows for the template path (the binary computes its own). */
+export function diffTable(before, after) {
+  const b = funcTotals(before);
+  const a = funcTotals(after);
+  const pct = (x, y) => (x > 0 ? ((y - x) / x) * 100 : y > 0 ? Infinity : 0);
+  const rows = [];
+  for (const f of new Set([...b.keys(), ...a.keys()])) {
+    const x = b.get(f) ?? { self: 0, total: 0 };
+    const y = a.get(f) ?? { self: 0, total: 0 };
+    if (x.total === y.total && x.self === y.self) continue;
+    rows.push({ frame: f, module: '', before_self: x.self, after_self: y.self, before_total: x.total, after_total: y.total, delta_self_pct: pct(x.self, y.self), delta_total_pct: pct(x.total, y.total), noisy: x.total + y.total < 20 });
+  }
+  return rows.map((r) => ({ ...r, delta_self_pct: Number.isFinite(r.delta_self_pct) ? r.delta_self_pct : 1e9, delta_total_pct: Number.isFinite(r.delta_total_pct) ? r.delta_total_pct : 1e9 }));
 }
