@@ -1,0 +1,510 @@
+//! alp's `--filters` expressions (a subset of the `expr` language alp uses):
+//!
+//! ```text
+//! Status >= 500 and Method == "POST"
+//! Uri matches "^/api/" && ResponseTime > 0.5
+//! not (Status in [200, 304]) or BodyBytes > 10000
+//! Time >= TimeAgo("5m")      BetweenTime(Time, "2026-11-21T10:00:00Z", "2026-11-21T10:05:00Z")
+//! ```
+//!
+//! Variables: `Uri`, `Method`, `Time`, `ResponseTime`, `BodyBytes`, `Status`
+//! (lower-case and snake_case spellings work too). Operators: `== != < <= >
+//! >=`, `matches`, `contains`, `startsWith`, `endsWith`, `in [..]`, `not in`,
+//! `and`/`&&`, `or`/`||`, `not`/`!`, parentheses.
+
+use crate::format::Record;
+use crate::timestamp;
+
+/// A filter expression that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("filter {expr:?}: {msg} (at offset {pos})")]
+pub struct FilterError {
+    /// The whole expression.
+    pub expr: String,
+    /// What is wrong.
+    pub msg: String,
+    /// Byte offset of the problem.
+    pub pos: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(f64),
+    Str(String),
+    Ident(String),
+    Op(&'static str),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Var {
+    Uri,
+    Method,
+    Time,
+    ResponseTime,
+    BodyBytes,
+    Status,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Num(f64),
+    Str(String),
+    Bool(bool),
+    Var(Var),
+    TimeAgo(f64),
+    List(Vec<Node>),
+    Not(Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Cmp(Cmp, Box<Node>, Box<Node>),
+    Matches(Box<Node>, regex::Regex),
+    Contains(Box<Node>, Box<Node>),
+    StartsWith(Box<Node>, Box<Node>),
+    EndsWith(Box<Node>, Box<Node>),
+    In(Box<Node>, Box<Node>),
+    Between(Box<Node>, Box<Node>, Box<Node>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Val {
+    Num(f64),
+    Str(String),
+    Bool(bool),
+    /// Unix seconds.
+    Time(Option<f64>),
+    List(Vec<Val>),
+}
+
+/// A compiled filter.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    root: Node,
+    needs_time: bool,
+}
+
+fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.' || b[i] == b'e' || b[i] == b'E' || b[i] == b'_') {
+                i += 1;
+            }
+            let text: String = src[start..i].chars().filter(|c| *c != '_').collect();
+            let v = text.parse::<f64>().map_err(|_| (format!("bad number {text:?}"), start))?;
+            out.push((Tok::Num(v), start));
+        } else if c == b'"' || c == b'\'' || c == b'`' {
+            let q = c;
+            i += 1;
+            let mut s = String::new();
+            loop {
+                let Some(&d) = b.get(i) else { return Err(("unterminated string".into(), start)) };
+                if d == q {
+                    i += 1;
+                    break;
+                }
+                if d == b'\\' && q != b'`' {
+                    let e = *b.get(i + 1).ok_or(("unterminated string".to_string(), start))?;
+                    s.push(match e {
+                        b'n' => '\n',
+                        b't' => '\t',
+                        other => other as char,
+                    });
+                    i += 2;
+                    continue;
+                }
+                let ch = src[i..].chars().next().ok_or(("bad string".to_string(), i))?;
+                s.push(ch);
+                i += ch.len_utf8();
+            }
+            out.push((Tok::Str(s), start));
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push((Tok::Ident(src[start..i].to_string()), start));
+        } else {
+            const OPS: [&str; 16] = ["==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",", "=", "-"];
+            let op = OPS.iter().find(|o| src[i..].starts_with(**o)).ok_or((format!("unexpected {:?}", c as char), i))?;
+            if *op == "=" {
+                return Err(("use == to compare".into(), i));
+            }
+            i += op.len();
+            out.push((Tok::Op(op), start));
+        }
+    }
+    Ok(out)
+}
+
+struct P<'s> {
+    toks: Vec<(Tok, usize)>,
+    i: usize,
+    len: usize,
+    _src: &'s str,
+}
+
+impl P<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.i).map(|t| &t.0)
+    }
+    fn pos(&self) -> usize {
+        self.toks.get(self.i).map_or(self.len, |t| t.1)
+    }
+    fn err<T>(&self, msg: impl Into<String>) -> Result<T, (String, usize)> {
+        Err((msg.into(), self.pos()))
+    }
+    fn is_word(&self, w: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Ident(s)) if s == w)
+    }
+    fn is_op(&self, o: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Op(s)) if *s == o)
+    }
+    fn expect_op(&mut self, o: &str) -> Result<(), (String, usize)> {
+        if self.is_op(o) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.err(format!("expected {o:?}"))
+        }
+    }
+
+    fn or(&mut self) -> Result<Node, (String, usize)> {
+        let mut l = self.and()?;
+        while self.is_word("or") || self.is_op("||") {
+            self.i += 1;
+            l = Node::Or(Box::new(l), Box::new(self.and()?));
+        }
+        Ok(l)
+    }
+    fn and(&mut self) -> Result<Node, (String, usize)> {
+        let mut l = self.not()?;
+        while self.is_word("and") || self.is_op("&&") {
+            self.i += 1;
+            l = Node::And(Box::new(l), Box::new(self.not()?));
+        }
+        Ok(l)
+    }
+    fn not(&mut self) -> Result<Node, (String, usize)> {
+        if self.is_word("not") || self.is_op("!") {
+            self.i += 1;
+            return Ok(Node::Not(Box::new(self.not()?)));
+        }
+        self.cmp()
+    }
+    fn cmp(&mut self) -> Result<Node, (String, usize)> {
+        let l = self.primary()?;
+        let cmp = match self.peek() {
+            Some(Tok::Op("==")) => Some(Cmp::Eq),
+            Some(Tok::Op("!=")) => Some(Cmp::Ne),
+            Some(Tok::Op("<")) => Some(Cmp::Lt),
+            Some(Tok::Op("<=")) => Some(Cmp::Le),
+            Some(Tok::Op(">")) => Some(Cmp::Gt),
+            Some(Tok::Op(">=")) => Some(Cmp::Ge),
+            _ => None,
+        };
+        if let Some(c) = cmp {
+            self.i += 1;
+            return Ok(Node::Cmp(c, Box::new(l), Box::new(self.primary()?)));
+        }
+        let negate = if self.is_word("not") && matches!(self.toks.get(self.i + 1), Some((Tok::Ident(s), _)) if s == "in") {
+            self.i += 1;
+            true
+        } else {
+            false
+        };
+        let word = match self.peek() {
+            Some(Tok::Ident(w)) if ["matches", "contains", "startsWith", "endsWith", "in"].contains(&w.as_str()) => w.clone(),
+            _ => return Ok(l),
+        };
+        self.i += 1;
+        let at = self.pos();
+        let r = self.primary()?;
+        let node = match word.as_str() {
+            "matches" => {
+                let Node::Str(pat) = &r else { return Err(("matches needs a string pattern".into(), at)) };
+                let re = regex::Regex::new(pat).map_err(|e| (format!("bad pattern: {e}"), at))?;
+                Node::Matches(Box::new(l), re)
+            }
+            "contains" => Node::Contains(Box::new(l), Box::new(r)),
+            "startsWith" => Node::StartsWith(Box::new(l), Box::new(r)),
+            "endsWith" => Node::EndsWith(Box::new(l), Box::new(r)),
+            _ => Node::In(Box::new(l), Box::new(r)),
+        };
+        Ok(if negate { Node::Not(Box::new(node)) } else { node })
+    }
+    fn primary(&mut self) -> Result<Node, (String, usize)> {
+        let at = self.pos();
+        let Some((tok, _)) = self.toks.get(self.i).cloned() else { return self.err("unexpected end") };
+        self.i += 1;
+        match tok {
+            Tok::Num(v) => Ok(Node::Num(v)),
+            Tok::Str(s) => Ok(Node::Str(s)),
+            Tok::Op("-") => match self.primary()? {
+                Node::Num(v) => Ok(Node::Num(-v)),
+                _ => Err(("'-' needs a number".into(), at)),
+            },
+            Tok::Op("(") => {
+                let e = self.or()?;
+                self.expect_op(")")?;
+                Ok(e)
+            }
+            Tok::Op("[") => {
+                let mut items = Vec::new();
+                while !self.is_op("]") {
+                    items.push(self.primary()?);
+                    if !self.is_op("]") {
+                        self.expect_op(",")?;
+                    }
+                }
+                self.i += 1;
+                Ok(Node::List(items))
+            }
+            Tok::Ident(w) => {
+                let var = match w.as_str() {
+                    "true" => return Ok(Node::Bool(true)),
+                    "false" => return Ok(Node::Bool(false)),
+                    "Uri" | "uri" | "URI" => Var::Uri,
+                    "Method" | "method" => Var::Method,
+                    "Time" | "time" => Var::Time,
+                    "ResponseTime" | "response_time" | "responseTime" | "restime" => Var::ResponseTime,
+                    "BodyBytes" | "body_bytes" | "bodyBytes" | "size" => Var::BodyBytes,
+                    "Status" | "status" => Var::Status,
+                    "TimeAgo" => {
+                        self.expect_op("(")?;
+                        let a = self.pos();
+                        let Some((Tok::Str(d), _)) = self.toks.get(self.i).cloned() else {
+                            return Err(("TimeAgo needs a duration string such as \"5m\"".into(), a));
+                        };
+                        self.i += 1;
+                        self.expect_op(")")?;
+                        let secs = timestamp::parse_duration(&d).ok_or((format!("bad duration {d:?}"), a))?;
+                        return Ok(Node::TimeAgo(secs));
+                    }
+                    "BetweenTime" => {
+                        self.expect_op("(")?;
+                        let t = self.or()?;
+                        self.expect_op(",")?;
+                        let s = self.or()?;
+                        self.expect_op(",")?;
+                        let e = self.or()?;
+                        self.expect_op(")")?;
+                        return Ok(Node::Between(Box::new(t), Box::new(s), Box::new(e)));
+                    }
+                    other => return Err((format!("unknown name {other:?} (use Uri, Method, Time, ResponseTime, BodyBytes, Status)"), at)),
+                };
+                Ok(Node::Var(var))
+            }
+            Tok::Op(o) => Err((format!("unexpected {o:?}"), at)),
+        }
+    }
+}
+
+fn uses_time(n: &Node) -> bool {
+    match n {
+        Node::Var(Var::Time) | Node::TimeAgo(_) => true,
+        Node::Not(a) | Node::Matches(a, _) => uses_time(a),
+        Node::And(a, b) | Node::Or(a, b) | Node::Cmp(_, a, b) | Node::Contains(a, b) | Node::StartsWith(a, b) | Node::EndsWith(a, b) | Node::In(a, b) => {
+            uses_time(a) || uses_time(b)
+        }
+        Node::Between(a, b, c) => uses_time(a) || uses_time(b) || uses_time(c),
+        Node::List(v) => v.iter().any(uses_time),
+        _ => false,
+    }
+}
+
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Filter {
+    /// Compiles an expression.
+    pub fn new(expr: &str) -> Result<Filter, FilterError> {
+        let wrap = |(msg, pos): (String, usize)| FilterError { expr: expr.to_string(), msg, pos };
+        let toks = lex(expr).map_err(wrap)?;
+        let mut p = P { len: expr.len(), toks, i: 0, _src: expr };
+        let root = p.or().map_err(wrap)?;
+        if p.i < p.toks.len() {
+            return Err(wrap(("unexpected trailing input".into(), p.pos())));
+        }
+        Ok(Filter { needs_time: uses_time(&root), root })
+    }
+
+    /// Whether evaluating needs the request timestamp.
+    pub fn needs_time(&self) -> bool {
+        self.needs_time
+    }
+
+    /// Whether `rec` passes.
+    pub fn matches(&self, rec: &Record<'_>) -> bool {
+        truthy(&eval(&self.root, rec))
+    }
+}
+
+fn truthy(v: &Val) -> bool {
+    match v {
+        Val::Bool(b) => *b,
+        Val::Num(n) => *n != 0.0,
+        Val::Str(s) => !s.is_empty(),
+        Val::Time(t) => t.is_some(),
+        Val::List(l) => !l.is_empty(),
+    }
+}
+
+fn as_time(v: &Val) -> Option<f64> {
+    match v {
+        Val::Time(t) => *t,
+        Val::Str(s) => timestamp::parse(s.as_bytes()),
+        Val::Num(n) => Some(*n),
+        _ => None,
+    }
+}
+
+fn equal(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::Time(_), _) | (_, Val::Time(_)) => as_time(a).is_some() && as_time(a) == as_time(b),
+        (Val::Num(x), Val::Num(y)) => x == y,
+        (Val::Str(x), Val::Str(y)) => x == y,
+        (Val::Bool(x), Val::Bool(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn order(a: &Val, b: &Val) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Val::Time(_), _) | (_, Val::Time(_)) => as_time(a)?.partial_cmp(&as_time(b)?),
+        (Val::Num(x), Val::Num(y)) => x.partial_cmp(y),
+        (Val::Str(x), Val::Str(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+fn text(v: &Val) -> Option<&str> {
+    match v {
+        Val::Str(s) => Some(s),
+        _ => None,
+    }
+}
+
+fn eval(n: &Node, r: &Record<'_>) -> Val {
+    match n {
+        Node::Num(v) => Val::Num(*v),
+        Node::Str(s) => Val::Str(s.clone()),
+        Node::Bool(b) => Val::Bool(*b),
+        Node::Var(v) => match v {
+            Var::Uri => Val::Str(r.uri.to_string()),
+            Var::Method => Val::Str(String::from_utf8_lossy(&r.method).into_owned()),
+            Var::Time => Val::Time(timestamp::parse(&r.time)),
+            Var::ResponseTime => Val::Num(r.response_time),
+            Var::BodyBytes => Val::Num(r.body_bytes),
+            Var::Status => Val::Num(r.status as f64),
+        },
+        Node::TimeAgo(secs) => Val::Time(Some(now_secs() - secs)),
+        Node::List(items) => Val::List(items.iter().map(|i| eval(i, r)).collect()),
+        Node::Not(a) => Val::Bool(!truthy(&eval(a, r))),
+        Node::And(a, b) => Val::Bool(truthy(&eval(a, r)) && truthy(&eval(b, r))),
+        Node::Or(a, b) => Val::Bool(truthy(&eval(a, r)) || truthy(&eval(b, r))),
+        Node::Cmp(c, a, b) => {
+            let (a, b) = (eval(a, r), eval(b, r));
+            Val::Bool(match c {
+                Cmp::Eq => equal(&a, &b),
+                Cmp::Ne => !equal(&a, &b),
+                Cmp::Lt => order(&a, &b).is_some_and(|o| o.is_lt()),
+                Cmp::Le => order(&a, &b).is_some_and(|o| o.is_le()),
+                Cmp::Gt => order(&a, &b).is_some_and(|o| o.is_gt()),
+                Cmp::Ge => order(&a, &b).is_some_and(|o| o.is_ge()),
+            })
+        }
+        Node::Matches(a, re) => Val::Bool(text(&eval(a, r)).is_some_and(|s| re.is_match(s))),
+        Node::Contains(a, b) => {
+            let (a, b) = (eval(a, r), eval(b, r));
+            Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.contains(y)))
+        }
+        Node::StartsWith(a, b) => {
+            let (a, b) = (eval(a, r), eval(b, r));
+            Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.starts_with(y)))
+        }
+        Node::EndsWith(a, b) => {
+            let (a, b) = (eval(a, r), eval(b, r));
+            Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.ends_with(y)))
+        }
+        Node::In(a, b) => {
+            let a = eval(a, r);
+            Val::Bool(match eval(b, r) {
+                Val::List(items) => items.iter().any(|i| equal(&a, i)),
+                Val::Str(s) => text(&a).is_some_and(|x| s.contains(x)),
+                _ => false,
+            })
+        }
+        Node::Between(t, s, e) => {
+            let (t, s, e) = (as_time(&eval(t, r)), as_time(&eval(s, r)), as_time(&eval(e, r)));
+            Val::Bool(matches!((t, s, e), (Some(t), Some(s), Some(e)) if s <= t && t <= e))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn rec() -> Record<'static> {
+        Record {
+            uri: Cow::Borrowed("/api/users"),
+            method: Cow::Borrowed(b"POST"),
+            time: Cow::Borrowed(b"2026-11-21T10:00:30+00:00"),
+            response_time: 0.75,
+            body_bytes: 1234.0,
+            status: 503,
+        }
+    }
+
+    fn t(e: &str) -> bool {
+        Filter::new(e).unwrap().matches(&rec())
+    }
+
+    #[test]
+    fn expressions() {
+        assert!(t("Status >= 500"));
+        assert!(t("Status == 503 && Method == 'POST'"));
+        assert!(!t("Status < 500 or Method == \"GET\""));
+        assert!(t("Uri matches '^/api/'"));
+        assert!(t("not (Status in [200, 304])"));
+        assert!(t("Status not in [200, 304]"));
+        assert!(t("ResponseTime > 0.5 and BodyBytes <= 1234"));
+        assert!(t("Uri startsWith '/api' and Uri endsWith 'users' and Uri contains 'pi/u'"));
+        assert!(t("Time >= '2026-11-21T10:00:00Z' and Time < '2026-11-21T10:01:00Z'"));
+        assert!(t("BetweenTime(Time, '2026-11-21T10:00:00Z', '2026-11-21T10:00:59Z')"));
+        assert!(!t("Time >= TimeAgo('5m')"));
+        assert!(t("status == 503"));
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let e = Filter::new("Status >").unwrap_err();
+        assert_eq!(e.pos, 8);
+        assert!(Filter::new("Status = 5").unwrap_err().msg.contains("=="));
+        assert!(Filter::new("Bogus == 1").unwrap_err().msg.contains("unknown name"));
+        assert!(Filter::new("Uri matches '('").is_err());
+        assert!(Filter::new("(Status == 1").is_err());
+        assert!(Filter::new("Status == 1 2").is_err());
+    }
+}

@@ -1,0 +1,382 @@
+//! Line parsers for the three alp input formats: LTSV, JSON lines and a
+//! regular expression with named groups.
+//!
+//! Field names default to alp's (`--uri-label`, `--apptime-key`, ... change
+//! them), and a line becomes a [`Record`] by alp's rules: the response time is
+//! the app time (`apptime` / `response_time`) or, when that is not a number
+//! (nginx writes `-` without an upstream), the request time; the URI goes
+//! through Go-compatible normalisation ([`crate::uri`]).
+
+use crate::uri::{self, QueryMode};
+use std::borrow::Cow;
+
+/// alp's default pattern for `regexp`: the combined log format followed by a
+/// response time and an optional request time.
+pub const DEFAULT_PATTERN: &str = concat!(
+    r#"^(\S+)\s"#,
+    r#"\S+\s+"#,
+    r#"(\S+\s+)+"#,
+    r#"\[(?P<time>[^]]+)\]\s"#,
+    r#""(?P<method>\S*)\s?"#,
+    r#"(?P<uri>(?:[^"]*(?:\\")?)*)\s"#,
+    r#"([^"]*)"\s"#,
+    r#"(?P<status>\S+)\s"#,
+    r#"(?P<body_bytes>\S+)\s"#,
+    r#""((?:[^"]*(?:\\")?)*)"\s"#,
+    r#""(?:.+)""#,
+    r#"\s(?P<response_time>\S+)(?:\s(?P<request_time>\S+))?$"#,
+);
+
+/// Names of the fields a record is built from (labels, keys or group names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldNames {
+    /// Request URI.
+    pub uri: String,
+    /// HTTP method.
+    pub method: String,
+    /// Request timestamp.
+    pub time: String,
+    /// Upstream/application response time (preferred).
+    pub response_time: String,
+    /// Whole request time (used when the response time is not a number).
+    pub request_time: String,
+    /// Response body size.
+    pub body_bytes: String,
+    /// Status code.
+    pub status: String,
+}
+
+impl FieldNames {
+    /// alp's LTSV labels: uri, method, time, apptime, reqtime, size, status.
+    pub fn ltsv() -> Self {
+        Self::new("uri", "method", "time", "apptime", "reqtime", "size", "status")
+    }
+
+    /// alp's JSON keys (and regexp group names): uri, method, time,
+    /// response_time, request_time, body_bytes, status.
+    pub fn json() -> Self {
+        Self::new("uri", "method", "time", "response_time", "request_time", "body_bytes", "status")
+    }
+
+    fn new(u: &str, m: &str, t: &str, rt: &str, qt: &str, b: &str, s: &str) -> Self {
+        FieldNames {
+            uri: u.into(),
+            method: m.into(),
+            time: t.into(),
+            response_time: rt.into(),
+            request_time: qt.into(),
+            body_bytes: b.into(),
+            status: s.into(),
+        }
+    }
+}
+
+/// An input format with its field names.
+#[derive(Debug, Clone)]
+pub enum Format {
+    /// Labelled tab-separated values.
+    Ltsv(FieldNames),
+    /// One JSON object per line.
+    Json(FieldNames),
+    /// A regular expression with named groups.
+    Regexp {
+        /// The compiled pattern (bytes, so invalid UTF-8 still matches).
+        pattern: regex::bytes::Regex,
+        /// Group names.
+        names: FieldNames,
+    },
+}
+
+impl Format {
+    /// The subcommand name of the format.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Ltsv(_) => "ltsv",
+            Format::Json(_) => "json",
+            Format::Regexp { .. } => "regexp",
+        }
+    }
+
+    /// Compiles a regexp format; the error names the pattern problem.
+    pub fn regexp(pattern: &str, names: FieldNames) -> Result<Format, regex::Error> {
+        Ok(Format::Regexp { pattern: regex::bytes::Regex::new(pattern)?, names })
+    }
+}
+
+/// One access-log line, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<'a> {
+    /// Normalised URI (query handled per [`QueryMode`]).
+    pub uri: Cow<'a, str>,
+    /// Method as written.
+    pub method: Cow<'a, [u8]>,
+    /// Timestamp text as written (parsed lazily, only when needed).
+    pub time: Cow<'a, [u8]>,
+    /// Response time in seconds (after the configured scale).
+    pub response_time: f64,
+    /// Response body size in bytes.
+    pub body_bytes: f64,
+    /// HTTP status code.
+    pub status: i64,
+}
+
+/// Why a line is not a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LineError {
+    /// Not valid JSON / no pattern match.
+    #[error("not a {0} line")]
+    Syntax(&'static str),
+    /// The URI is missing or Go's URL parser would reject it.
+    #[error("missing or malformed uri")]
+    Uri,
+    /// Neither the response time nor the request time is a number.
+    #[error("response time is not a number")]
+    ResponseTime,
+    /// The body size is not a number.
+    #[error("body size is not a number")]
+    BodyBytes,
+    /// The status is not an integer.
+    #[error("status is not an integer")]
+    Status,
+}
+
+/// Parses lines of one format into [`Record`]s.
+#[derive(Debug, Clone)]
+pub struct LineParser {
+    format: Format,
+    query: QueryMode,
+    time_scale: f64,
+    /// Group indexes for the regexp format, resolved once.
+    groups: [Option<usize>; 7],
+}
+
+fn names_array(n: &FieldNames) -> [&str; 7] {
+    [&n.uri, &n.method, &n.time, &n.response_time, &n.request_time, &n.body_bytes, &n.status]
+}
+
+/// Go's `strconv.ParseFloat` on the common inputs (Rust's parser rounds the
+/// same way; both accept `inf`/`nan` spellings).
+#[inline]
+fn parse_f64(b: &[u8]) -> Option<f64> {
+    if b.is_empty() || b.len() > 64 {
+        return None;
+    }
+    // Fast path for plain decimals such as "0.123", the overwhelming case.
+    std::str::from_utf8(b).ok()?.parse::<f64>().ok()
+}
+
+#[inline]
+fn parse_int(b: &[u8]) -> Option<i64> {
+    let (neg, digits) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || digits.len() > 18 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(d - b'0');
+    }
+    Some(if neg { -v } else { v })
+}
+
+impl LineParser {
+    /// A parser for `format`; `time_scale` multiplies response times (1 for
+    /// seconds, 1e-3 for milliseconds, 1e-6 for Apache `%D` microseconds).
+    pub fn new(format: Format, query: QueryMode, time_scale: f64) -> LineParser {
+        let mut groups = [None; 7];
+        if let Format::Regexp { pattern, names } = &format {
+            for (slot, name) in groups.iter_mut().zip(names_array(names)) {
+                *slot = pattern.capture_names().position(|n| n == Some(name));
+            }
+        }
+        LineParser { format, query, time_scale, groups }
+    }
+
+    /// The format this parser reads.
+    pub fn format(&self) -> &Format {
+        &self.format
+    }
+
+    /// Parses one line (without its line terminator).
+    pub fn parse<'a>(&self, line: &'a [u8]) -> Result<Record<'a>, LineError> {
+        match &self.format {
+            Format::Ltsv(n) => self.ltsv(line, n),
+            Format::Json(n) => self.json(line, n),
+            Format::Regexp { pattern, .. } => self.regexp(line, pattern),
+        }
+    }
+
+    fn build<'a>(&self, f: [Option<Cow<'a, [u8]>>; 7]) -> Result<Record<'a>, LineError> {
+        let [uri, method, time, rt, qt, body, status] = f;
+        let uri = uri::normalize_cow(uri.unwrap_or(Cow::Borrowed(b"")), self.query).ok_or(LineError::Uri)?;
+        let rt = rt
+            .and_then(|v| parse_f64(&v))
+            .or_else(|| qt.and_then(|v| parse_f64(&v)))
+            .ok_or(LineError::ResponseTime)?;
+        let body = body.and_then(|v| parse_f64(&v)).ok_or(LineError::BodyBytes)?;
+        let status = status.and_then(|v| parse_int(&v)).ok_or(LineError::Status)?;
+        let response_time = if self.time_scale == 1.0 { rt } else { rt * self.time_scale };
+        Ok(Record {
+            uri,
+            method: method.unwrap_or(Cow::Borrowed(b"")),
+            time: time.unwrap_or(Cow::Borrowed(b"")),
+            response_time,
+            body_bytes: body,
+            status,
+        })
+    }
+
+    fn ltsv<'a>(&self, line: &'a [u8], n: &FieldNames) -> Result<Record<'a>, LineError> {
+        let names = names_array(n);
+        let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
+        let mut any = false;
+        for field in line.split(|&b| b == b'\t') {
+            let Some(colon) = memchr::memchr(b':', field) else { continue };
+            any = true;
+            let (label, value) = (&field[..colon], &field[colon + 1..]);
+            for (i, name) in names.iter().enumerate() {
+                // Later duplicates win, as in a Go map.
+                if label == name.as_bytes() {
+                    f[i] = Some(Cow::Borrowed(value));
+                }
+            }
+        }
+        if !any {
+            return Err(LineError::Syntax("LTSV"));
+        }
+        self.build(f)
+    }
+
+    fn json<'a>(&self, line: &'a [u8], n: &FieldNames) -> Result<Record<'a>, LineError> {
+        let obj: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(line).map_err(|_| LineError::Syntax("JSON"))?;
+        let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
+        for (i, name) in names_array(n).iter().enumerate() {
+            f[i] = obj.get(*name).map(|v| Cow::Owned(go_value_text(v).into_bytes()));
+        }
+        self.build(f)
+    }
+
+    fn regexp<'a>(&self, line: &'a [u8], re: &regex::bytes::Regex) -> Result<Record<'a>, LineError> {
+        let caps = re.captures(line).ok_or(LineError::Syntax("regexp"))?;
+        let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
+        for (slot, g) in f.iter_mut().zip(self.groups) {
+            // A group that did not take part reads as "" in Go.
+            *slot = g.map(|g| Cow::Borrowed(caps.get(g).map_or(&b""[..], |m| m.as_bytes())));
+        }
+        self.build(f)
+    }
+}
+
+/// A JSON value as Go's `fmt.Sprintf("%v")` prints it, which is what alp
+/// parses numbers from.
+fn go_value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{}", f as i128),
+            Some(f) => format!("{f}"),
+            None => n.to_string(),
+        },
+        serde_json::Value::Null => "<nil>".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Splits a buffer into lines the way alp reads them: `\n`-terminated,
+/// trailing `\r`/`\n` trimmed; yields `(line, is_blank)`.
+#[inline]
+pub fn trim_line(mut line: &[u8]) -> &[u8] {
+    while let [rest @ .., b'\r' | b'\n'] = line {
+        line = rest;
+    }
+    line
+}
+
+/// Which format a handful of lines look like, for "this looks like a JSON
+/// log" messages. `None` when nothing fits.
+pub fn detect(lines: &[&[u8]]) -> Option<&'static str> {
+    let lines: Vec<&[u8]> = lines.iter().map(|l| trim_line(l)).filter(|l| !l.is_empty()).collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let all = |f: &dyn Fn(&[u8]) -> bool| lines.iter().all(|l| f(l));
+    if all(&|l| l.first() == Some(&b'{') && serde_json::from_slice::<serde_json::Value>(l).is_ok()) {
+        return Some("json");
+    }
+    if all(&|l| {
+        let fields: Vec<&[u8]> = l.split(|&b| b == b'\t').collect();
+        fields.len() >= 2 && fields.iter().all(|f| f.iter().position(|&b| b == b':').is_some_and(|i| i > 0))
+    }) {
+        return Some("ltsv");
+    }
+    let re = regex::bytes::Regex::new(DEFAULT_PATTERN).ok()?;
+    if all(&|l| re.is_match(l)) {
+        return Some("regexp");
+    }
+    let clf = regex::bytes::Regex::new(r#"^\S+ \S+ \S+ \[[^\]]+\] "[^"]*" \d{3} \S+"#).ok()?;
+    if all(&|l| clf.is_match(l)) {
+        return Some("common/combined log without a response time (use `regexp --pattern`)");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(f: Format) -> LineParser {
+        LineParser::new(f, QueryMode::Drop, 1.0)
+    }
+
+    #[test]
+    fn ltsv_defaults_and_fallback() {
+        let lp = p(Format::Ltsv(FieldNames::ltsv()));
+        let r = lp.parse(b"time:x\tmethod:GET\turi:/a?b=1\tstatus:200\tsize:12\treqtime:0.5\tapptime:-").unwrap();
+        assert_eq!(r.uri, "/a");
+        assert_eq!(&*r.method, b"GET");
+        assert_eq!(r.response_time, 0.5);
+        assert_eq!(r.body_bytes, 12.0);
+        assert_eq!(r.status, 200);
+        let r = lp.parse(b"method:GET\turi:/a\tstatus:200\tsize:12\treqtime:0.5\tapptime:0.25").unwrap();
+        assert_eq!(r.response_time, 0.25);
+        assert_eq!(lp.parse(b"method:GET\turi:/a\tstatus:x\tsize:1\treqtime:1"), Err(LineError::Status));
+        assert_eq!(lp.parse(b"hello world"), Err(LineError::Syntax("LTSV")));
+    }
+
+    #[test]
+    fn json_numbers_and_strings() {
+        let lp = p(Format::Json(FieldNames::json()));
+        let r = lp
+            .parse(br#"{"uri":"/x","method":"POST","status":201,"body_bytes":"7","response_time":0.125}"#)
+            .unwrap();
+        assert_eq!((r.status, r.body_bytes, r.response_time), (201, 7.0, 0.125));
+        assert_eq!(lp.parse(b"{nope"), Err(LineError::Syntax("JSON")));
+        assert_eq!(lp.parse(br#"{"uri":"/x","status":200.5,"body_bytes":1,"response_time":1}"#), Err(LineError::Status));
+    }
+
+    #[test]
+    fn default_regexp_reads_combined_plus_time() {
+        let lp = p(Format::regexp(DEFAULT_PATTERN, FieldNames::json()).unwrap());
+        let line = br#"127.0.0.1 - - [21/Nov/2026:10:00:00 +0000] "GET /a/b?x=1 HTTP/1.1" 200 612 "-" "curl/8.0" 0.004 0.003"#;
+        let r = lp.parse(line).unwrap();
+        assert_eq!(r.uri, "/a/b");
+        assert_eq!(&*r.method, b"GET");
+        assert_eq!(r.response_time, 0.004);
+        assert_eq!(r.status, 200);
+        assert_eq!(&*r.time, b"21/Nov/2026:10:00:00 +0000");
+    }
+
+    #[test]
+    fn detection() {
+        assert_eq!(detect(&[br#"{"a":1}"#]), Some("json"));
+        assert_eq!(detect(&[b"a:1\tb:2"]), Some("ltsv"));
+        assert_eq!(detect(&[b"just words"]), None);
+    }
+}

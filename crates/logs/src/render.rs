@@ -1,0 +1,605 @@
+//! Route tables in alp's output formats: table, markdown, tsv, csv, json
+//! and html, with alp's columns, headers and number formatting (`%.3f`).
+
+use crate::stats::RouteStats;
+use crate::uri::decode_for_display;
+use std::fmt::Write as _;
+
+/// One output column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    /// Requests.
+    Count,
+    /// Requests of a status class (1..=5).
+    Status(u8),
+    /// Method.
+    Method,
+    /// Route.
+    Uri,
+    /// Response time minimum (alp's arithmetic).
+    Min,
+    /// Response time maximum.
+    Max,
+    /// Response time sum.
+    Sum,
+    /// Response time mean.
+    Avg,
+    /// Response time percentile.
+    P(u32),
+    /// Response time standard deviation.
+    Stddev,
+    /// Body size minimum.
+    MinBody,
+    /// Body size maximum.
+    MaxBody,
+    /// Body size sum.
+    SumBody,
+    /// Body size mean.
+    AvgBody,
+}
+
+impl Column {
+    /// alp's keyword (`-o` name and JSON key).
+    pub fn keyword(&self) -> String {
+        match self {
+            Column::Count => "count".into(),
+            Column::Status(c) => format!("{c}xx"),
+            Column::Method => "method".into(),
+            Column::Uri => "uri".into(),
+            Column::Min => "min".into(),
+            Column::Max => "max".into(),
+            Column::Sum => "sum".into(),
+            Column::Avg => "avg".into(),
+            Column::P(p) => format!("p{p}"),
+            Column::Stddev => "stddev".into(),
+            Column::MinBody => "min_body".into(),
+            Column::MaxBody => "max_body".into(),
+            Column::SumBody => "sum_body".into(),
+            Column::AvgBody => "avg_body".into(),
+        }
+    }
+
+    /// alp's header text.
+    pub fn header(&self) -> String {
+        match self {
+            Column::Count => "Count".into(),
+            Column::Status(c) => format!("{c}xx"),
+            Column::Method => "Method".into(),
+            Column::Uri => "Uri".into(),
+            Column::Min => "Min".into(),
+            Column::Max => "Max".into(),
+            Column::Sum => "Sum".into(),
+            Column::Avg => "Avg".into(),
+            Column::P(p) => format!("P{p}"),
+            Column::Stddev => "Stddev".into(),
+            Column::MinBody => "Min(Body)".into(),
+            Column::MaxBody => "Max(Body)".into(),
+            Column::SumBody => "Sum(Body)".into(),
+            Column::AvgBody => "Avg(Body)".into(),
+        }
+    }
+
+    /// Parses one `-o` keyword.
+    pub fn parse(k: &str) -> Option<Column> {
+        Some(match k {
+            "count" => Column::Count,
+            "1xx" => Column::Status(1),
+            "2xx" => Column::Status(2),
+            "3xx" => Column::Status(3),
+            "4xx" => Column::Status(4),
+            "5xx" => Column::Status(5),
+            "method" => Column::Method,
+            "uri" => Column::Uri,
+            "min" => Column::Min,
+            "max" => Column::Max,
+            "sum" => Column::Sum,
+            "avg" => Column::Avg,
+            "stddev" => Column::Stddev,
+            "min_body" => Column::MinBody,
+            "max_body" => Column::MaxBody,
+            "sum_body" => Column::SumBody,
+            "avg_body" => Column::AvgBody,
+            p => Column::P(p.strip_prefix('p')?.parse().ok().filter(|v| *v <= 100)?),
+        })
+    }
+
+    /// alp's default columns for the given percentiles.
+    pub fn all(percentiles: &[u32]) -> Vec<Column> {
+        let mut v = vec![Column::Count];
+        v.extend((1..=5).map(Column::Status));
+        v.extend([Column::Method, Column::Uri, Column::Min, Column::Max, Column::Sum, Column::Avg]);
+        v.extend(percentiles.iter().map(|&p| Column::P(p)));
+        v.extend([Column::Stddev, Column::MinBody, Column::MaxBody, Column::SumBody, Column::AvgBody]);
+        v
+    }
+
+    /// Parses `-o`: `all` or comma-separated keywords. Unknown keywords are
+    /// returned as the error, comma-joined like alp's message.
+    pub fn parse_list(spec: &str, percentiles: &[u32]) -> Result<Vec<Column>, String> {
+        let keys: Vec<&str> = spec.split(',').map(str::trim).collect();
+        if keys.contains(&"all") {
+            return Ok(Column::all(percentiles));
+        }
+        let bad: Vec<&str> = keys.iter().copied().filter(|k| Column::parse(k).is_none()).collect();
+        if !bad.is_empty() {
+            return Err(bad.join(","));
+        }
+        Ok(keys.iter().filter_map(|k| Column::parse(k)).collect())
+    }
+
+    fn is_text(&self) -> bool {
+        matches!(self, Column::Method | Column::Uri)
+    }
+}
+
+/// alp's number format (`%.3f`).
+pub fn fmt3(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn signed3(v: f64) -> String {
+    if v >= 0.0 {
+        format!("+{}", fmt3(v))
+    } else {
+        fmt3(v)
+    }
+}
+
+fn signed_int(v: i128) -> String {
+    if v >= 0 {
+        format!("+{v}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// Rendering options.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// Columns in order.
+    pub columns: Vec<Column>,
+    /// No header line (tsv, csv).
+    pub no_headers: bool,
+    /// Totals line (table, markdown).
+    pub show_footers: bool,
+    /// Show URIs percent-decoded.
+    pub decode_uri: bool,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// ASCII table (alp's default).
+    Table,
+    /// Markdown table.
+    Markdown,
+    /// Tab-separated.
+    Tsv,
+    /// Comma-separated.
+    Csv,
+    /// JSON array of rows, first row the keywords (alp's layout).
+    Json,
+    /// A standalone HTML page with a sortable table.
+    Html,
+}
+
+impl OutputFormat {
+    /// Parses alp's format names (`md` too).
+    pub fn parse(s: &str) -> Option<OutputFormat> {
+        Some(match s {
+            "table" => OutputFormat::Table,
+            "markdown" | "md" => OutputFormat::Markdown,
+            "tsv" => OutputFormat::Tsv,
+            "csv" => OutputFormat::Csv,
+            "json" => OutputFormat::Json,
+            "html" => OutputFormat::Html,
+            _ => return None,
+        })
+    }
+}
+
+fn cell(c: &Column, r: &RouteStats, quote_uri: bool, decode: bool) -> String {
+    match c {
+        Column::Count => r.count.to_string(),
+        Column::Status(k) => r.status[(*k - 1) as usize].to_string(),
+        Column::Method => r.method.clone(),
+        Column::Uri => {
+            if quote_uri && r.uri.contains(',') {
+                format!("\"{}\"", r.uri)
+            } else if decode {
+                decode_for_display(&r.uri)
+            } else {
+                r.uri.clone()
+            }
+        }
+        Column::Min => fmt3(r.time.min),
+        Column::Max => fmt3(r.time.max),
+        Column::Sum => fmt3(r.time.sum),
+        Column::Avg => fmt3(r.avg()),
+        Column::P(p) => fmt3(r.percentile(f64::from(*p))),
+        Column::Stddev => fmt3(r.stddev()),
+        Column::MinBody => fmt3(r.body.min),
+        Column::MaxBody => fmt3(r.body.max),
+        Column::SumBody => fmt3(r.body.sum),
+        Column::AvgBody => fmt3(r.body.avg()),
+    }
+}
+
+fn with_diff(val: String, diff: String) -> String {
+    if diff == "+0" || diff == "+0.000" {
+        val
+    } else {
+        format!("{val} ({diff})")
+    }
+}
+
+fn diff_cell(c: &Column, from: &RouteStats, to: &RouteStats, decode: bool) -> String {
+    let now = cell(c, to, false, decode);
+    let d = |a: f64, b: f64| signed3(b - a);
+    let diff = match c {
+        Column::Method | Column::Uri => return now,
+        Column::Count => signed_int(i128::from(to.count) - i128::from(from.count)),
+        Column::Status(k) => {
+            let i = (*k - 1) as usize;
+            signed_int(i128::from(to.status[i]) - i128::from(from.status[i]))
+        }
+        Column::Min => d(from.time.min, to.time.min),
+        Column::Max => d(from.time.max, to.time.max),
+        Column::Sum => d(from.time.sum, to.time.sum),
+        Column::Avg => d(from.avg(), to.avg()),
+        Column::P(p) => d(from.percentile(f64::from(*p)), to.percentile(f64::from(*p))),
+        Column::Stddev => d(from.stddev(), to.stddev()),
+        Column::MinBody => d(from.body.min, to.body.min),
+        Column::MaxBody => d(from.body.max, to.body.max),
+        Column::SumBody => d(from.body.sum, to.body.sum),
+        Column::AvgBody => d(from.body.avg(), to.body.avg()),
+    };
+    with_diff(now, diff)
+}
+
+/// Rows of cells for `routes` (already sorted); with `from`, each cell of a
+/// route also present there carries alp's `value (+diff)`.
+fn rows(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptions, quote_uri: bool) -> Vec<Vec<String>> {
+    routes
+        .iter()
+        .map(|r| {
+            let before = from.and_then(|f| f.iter().find(|x| x.uri == r.uri && x.method == r.method));
+            opts.columns
+                .iter()
+                .map(|c| match before {
+                    Some(b) => diff_cell(c, b, r, opts.decode_uri),
+                    None => cell(c, r, quote_uri, opts.decode_uri),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn totals(routes: &[RouteStats]) -> (u64, [u64; 5]) {
+    let mut n = 0;
+    let mut s = [0u64; 5];
+    for r in routes {
+        n += r.count;
+        for (a, b) in s.iter_mut().zip(r.status) {
+            *a += b;
+        }
+    }
+    (n, s)
+}
+
+fn footer(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptions) -> Vec<String> {
+    let (n, s) = totals(routes);
+    let before = from.map(totals);
+    opts.columns
+        .iter()
+        .map(|c| {
+            let (now, was) = match c {
+                Column::Count => (n, before.map(|b| b.0)),
+                Column::Status(k) => (s[(*k - 1) as usize], before.map(|b| b.1[(*k - 1) as usize])),
+                _ => return String::new(),
+            };
+            match was {
+                Some(w) => with_diff(now.to_string(), signed_int(i128::from(now) - i128::from(w))),
+                None => now.to_string(),
+            }
+        })
+        .collect()
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let mut o = s.to_string();
+    o.extend(std::iter::repeat_n(' ', w.saturating_sub(width(s))));
+    o
+}
+
+fn center(s: &str, w: usize) -> String {
+    let gap = w.saturating_sub(width(s));
+    let left = gap / 2;
+    format!("{}{}{}", " ".repeat(left), s, " ".repeat(gap - left))
+}
+
+fn render_grid(headers: &[String], body: &[Vec<String>], foot: Option<&[String]>, markdown: bool) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
+    for row in body {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(width(c));
+        }
+    }
+    if let Some(f) = foot {
+        for (w, c) in widths.iter_mut().zip(f) {
+            *w = (*w).max(width(c));
+        }
+    }
+    let border = {
+        let mut s = String::from("+");
+        for w in &widths {
+            s.push_str(&"-".repeat(w + 2));
+            s.push('+');
+        }
+        s
+    };
+    let line = |cells: &[String], centered: bool| {
+        let mut s = String::from("|");
+        for (w, c) in widths.iter().zip(cells) {
+            let _ = write!(s, " {} |", if centered { center(c, *w) } else { pad(c, *w) });
+        }
+        s
+    };
+    let mut out = String::new();
+    let upper: Vec<String> = headers.iter().map(|h| h.to_uppercase()).collect();
+    if markdown {
+        out.push_str(&line(&upper, true));
+        out.push('\n');
+        let mut s = String::from("|");
+        for w in &widths {
+            s.push_str(&"-".repeat(w + 2));
+            s.push('|');
+        }
+        out.push_str(&s);
+        out.push('\n');
+        for r in body {
+            out.push_str(&line(r, false));
+            out.push('\n');
+        }
+        if let Some(f) = foot {
+            out.push_str(&line(f, false));
+            out.push('\n');
+        }
+        return out;
+    }
+    out.push_str(&border);
+    out.push('\n');
+    out.push_str(&line(&upper, true));
+    out.push('\n');
+    out.push_str(&border);
+    out.push('\n');
+    for r in body {
+        out.push_str(&line(r, false));
+        out.push('\n');
+    }
+    if let Some(f) = foot {
+        out.push_str(&border);
+        out.push('\n');
+        // tablewriter's footer: filled cells framed, empty cells blank.
+        let mut s = String::from("|");
+        for (w, c) in widths.iter().zip(f) {
+            if c.is_empty() {
+                s.push_str(&" ".repeat(w + 3));
+            } else {
+                let _ = write!(s, " {} |", pad(&c.to_uppercase(), *w));
+            }
+        }
+        let total = width(&border);
+        let mut s: String = s.chars().take(total).collect();
+        let have = width(&s);
+        s.push_str(&" ".repeat(total - have));
+        out.push_str(&s);
+        out.push('\n');
+    }
+    out.push_str(&border);
+    out.push('\n');
+    out
+}
+
+fn json_value(cell: &str) -> serde_json::Value {
+    if let Ok(i) = cell.parse::<i64>() {
+        return serde_json::Value::from(i);
+    }
+    let numeric = !cell.is_empty()
+        && cell.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        && cell.bytes().any(|b| b.is_ascii_digit());
+    if numeric {
+        if let Ok(f) = cell.parse::<f64>() {
+            if let Some(n) = serde_json::Number::from_f64(f) {
+                return serde_json::Value::Number(n);
+            }
+        }
+    }
+    serde_json::Value::String(cell.to_string())
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Renders `routes` (in the order given) as `format`. With `from`, the
+/// output is alp's diff view: every value of a route also present in
+/// `from` is followed by its change, e.g. `0.120 (+0.020)`.
+pub fn render(routes: &[RouteStats], from: Option<&[RouteStats]>, format: OutputFormat, opts: &RenderOptions) -> String {
+    let headers: Vec<String> = opts.columns.iter().map(Column::header).collect();
+    match format {
+        OutputFormat::Table | OutputFormat::Markdown => {
+            let body = rows(routes, from, opts, false);
+            let foot = opts.show_footers.then(|| footer(routes, from, opts));
+            render_grid(&headers, &body, foot.as_deref(), format == OutputFormat::Markdown)
+        }
+        OutputFormat::Tsv | OutputFormat::Csv => {
+            let sep = if format == OutputFormat::Tsv { "\t" } else { "," };
+            let mut out = String::new();
+            if !opts.no_headers {
+                out.push_str(&headers.join(sep));
+                out.push('\n');
+            }
+            for r in rows(routes, from, opts, format == OutputFormat::Csv && from.is_none()) {
+                out.push_str(&r.join(sep));
+                out.push('\n');
+            }
+            out
+        }
+        OutputFormat::Json => {
+            let mut all = vec![serde_json::Value::Array(
+                opts.columns.iter().map(|c| serde_json::Value::String(c.keyword())).collect(),
+            )];
+            for r in rows(routes, from, opts, from.is_none()) {
+                all.push(serde_json::Value::Array(r.iter().map(|c| json_value(c)).collect()));
+            }
+            let mut s = serde_json::Value::Array(all).to_string();
+            s.push('\n');
+            s
+        }
+        OutputFormat::Html => {
+            let body = rows(routes, from, opts, false);
+            let mut s = String::from(HTML_HEAD);
+            s.push_str("<table id=\"routes\"><thead><tr>");
+            for (i, h) in headers.iter().enumerate() {
+                let _ = write!(s, "<th data-col=\"{i}\">{}</th>", html_escape(h));
+            }
+            s.push_str("</tr></thead><tbody>\n");
+            for r in body {
+                s.push_str("<tr>");
+                for (c, v) in opts.columns.iter().zip(&r) {
+                    let cls = if c.is_text() { "t" } else { "n" };
+                    let _ = write!(s, "<td class=\"{cls}\">{}</td>", html_escape(v));
+                }
+                s.push_str("</tr>\n");
+            }
+            s.push_str("</tbody></table>\n");
+            s.push_str(HTML_TAIL);
+            s
+        }
+    }
+}
+
+const HTML_HEAD: &str = r#"<!doctype html>
+<html><head><meta charset="utf-8"><title>keisoku logs</title>
+<style>
+body{font:13px system-ui,sans-serif;margin:1.5em;color:#222}
+table{border-collapse:collapse}th,td{padding:3px 8px;border-bottom:1px solid #ddd;white-space:nowrap}
+th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+tr:hover td{background:#fafae0}
+</style></head><body>
+<h1>Routes</h1><p>Click a header to sort.</p>
+"#;
+
+const HTML_TAIL: &str = r#"<script>
+document.querySelectorAll('#routes th').forEach(function (th) {
+  th.addEventListener('click', function () {
+    var i = +th.dataset.col, tb = document.querySelector('#routes tbody');
+    var asc = th.dataset.asc !== '1'; th.dataset.asc = asc ? '1' : '0';
+    var rows = Array.prototype.slice.call(tb.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[i].textContent, y = b.cells[i].textContent;
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+      return asc ? c : -c;
+    });
+    rows.forEach(function (r) { tb.appendChild(r); });
+  });
+});
+</script></body></html>
+"#;
+
+/// A sort order (alp's `--sort`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SortKey {
+    /// Requests.
+    Count,
+    /// Route name.
+    Uri,
+    /// Method.
+    Method,
+    /// Max response time.
+    Max,
+    /// Min response time.
+    Min,
+    /// Mean response time.
+    Avg,
+    /// Total response time.
+    Sum,
+    /// Standard deviation.
+    Stddev,
+    /// A percentile.
+    P(u32),
+    /// Max body.
+    MaxBody,
+    /// Min body.
+    MinBody,
+    /// Mean body.
+    AvgBody,
+    /// Total body.
+    SumBody,
+}
+
+impl SortKey {
+    /// Parses alp's sort names.
+    pub fn parse(s: &str) -> Option<SortKey> {
+        Some(match s {
+            "count" => SortKey::Count,
+            "uri" => SortKey::Uri,
+            "method" => SortKey::Method,
+            "max" => SortKey::Max,
+            "min" => SortKey::Min,
+            "avg" => SortKey::Avg,
+            "sum" => SortKey::Sum,
+            "stddev" => SortKey::Stddev,
+            "max-body" => SortKey::MaxBody,
+            "min-body" => SortKey::MinBody,
+            "avg-body" => SortKey::AvgBody,
+            "sum-body" => SortKey::SumBody,
+            p => SortKey::P(p.strip_prefix('p')?.parse().ok().filter(|v| *v <= 100)?),
+        })
+    }
+}
+
+/// Sorts routes like alp (ascending unless `reverse`); ties keep
+/// first-seen order.
+pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
+    let num = |r: &RouteStats| -> f64 {
+        match key {
+            SortKey::Count => r.count as f64,
+            SortKey::Max => r.time.max,
+            SortKey::Min => r.time.min,
+            SortKey::Avg => r.avg(),
+            SortKey::Sum => r.time.sum,
+            SortKey::Stddev => r.stddev(),
+            SortKey::P(p) => r.percentile(f64::from(p)),
+            SortKey::MaxBody => r.body.max,
+            SortKey::MinBody => r.body.min,
+            SortKey::AvgBody => r.body.avg(),
+            SortKey::SumBody => r.body.sum,
+            SortKey::Uri | SortKey::Method => 0.0,
+        }
+    };
+    routes.sort_by(|a, b| {
+        let o = match key {
+            SortKey::Uri => a.uri.cmp(&b.uri),
+            SortKey::Method => a.method.cmp(&b.method),
+            _ => num(a).total_cmp(&num(b)),
+        };
+        if reverse {
+            o.reverse()
+        } else {
+            o
+        }
+    });
+}

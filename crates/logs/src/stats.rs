@@ -1,0 +1,643 @@
+//! Per-route statistics, the streaming accumulator that feeds them line by
+//! line, and the mergeable result of an analysis.
+
+use crate::filter::Filter;
+use crate::format::{trim_line, LineError, LineParser, Record};
+use crate::group::Grouper;
+use crate::summary::{Moments, Summary};
+use crate::timeline::{TimelineAcc, Timeline};
+use crate::timestamp;
+use hdrhistogram::Histogram;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// Significant digits kept by the latency histograms: values are stored in
+/// whole microseconds and a reported percentile is within 0.1% (or 1 µs) of
+/// the sample alp would pick.
+pub const HISTOGRAM_SIGFIGS: u8 = 3;
+
+/// Largest response time the histograms store (about 11.6 days).
+const MAX_MICROS: u64 = 1_000_000_000_000;
+
+/// Everything an analysis needs to know besides the input.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The line parser (format, field names, query handling, time unit).
+    pub parser: LineParser,
+    /// Route grouping.
+    pub grouper: Grouper,
+    /// Only lines matching this are counted.
+    pub filter: Option<Filter>,
+    /// Bucket width in seconds for the timeline, if wanted.
+    pub timeline: Option<f64>,
+    /// How many of the slowest single requests to keep.
+    pub slow: usize,
+    /// At most this many distinct routes (alp's `--limit`), so memory stays
+    /// bounded on ungrouped logs.
+    pub route_limit: usize,
+    /// How many malformed lines to keep as examples.
+    pub malformed_examples: usize,
+}
+
+impl Config {
+    /// A configuration with alp's defaults around `parser`.
+    pub fn new(parser: LineParser) -> Config {
+        Config {
+            parser,
+            grouper: Grouper::default(),
+            filter: None,
+            timeline: None,
+            slow: 0,
+            route_limit: 5000,
+            malformed_examples: 5,
+        }
+    }
+
+    fn needs_time(&self) -> bool {
+        self.timeline.is_some()
+    }
+}
+
+/// Statistics of one route (method + grouped URI), exact where alp is exact.
+#[derive(Debug, Clone)]
+pub struct RouteStats {
+    /// HTTP method.
+    pub method: String,
+    /// Route name: the normalised URI or the matching group / auto-group name.
+    pub uri: String,
+    /// Number of requests.
+    pub count: u64,
+    /// Requests per status class: 1xx, 2xx, 3xx, 4xx, 5xx.
+    pub status: [u64; 5],
+    /// Response time (seconds), alp's min/max/sum arithmetic.
+    pub time: Summary,
+    /// Response body bytes, alp's min/max/sum arithmetic.
+    pub body: Summary,
+    /// Moments of the response time, for the standard deviation.
+    pub moments: Moments,
+    /// True smallest response time (alp's `min` column has a quirk; see [`Summary`]).
+    pub low: f64,
+    /// Response times in microseconds.
+    pub hist: Histogram<u32>,
+}
+
+fn new_hist() -> Histogram<u32> {
+    // Bounds 1..2 with auto-resize: a route costs only what its range needs.
+    let mut h = Histogram::new_with_bounds(1, 2, HISTOGRAM_SIGFIGS).unwrap_or_else(|_| Histogram::new(HISTOGRAM_SIGFIGS).unwrap_or_else(|_| unreachable!()));
+    h.auto(true);
+    h
+}
+
+#[inline]
+fn micros(v: f64) -> u64 {
+    if v.is_nan() || v <= 0.0 {
+        0
+    } else {
+        ((v * 1e6).round() as u64).min(MAX_MICROS)
+    }
+}
+
+/// alp's percentile rank: the 0-based index of the sorted sample it prints.
+pub fn alp_rank(n: u64, p: f64) -> u64 {
+    if p <= 0.0 {
+        return 0;
+    }
+    if p >= 100.0 {
+        return n.saturating_sub(1);
+    }
+    let pos = ((n + 1) as f64 * (p / 100.0)) as u64;
+    pos.saturating_sub(1)
+}
+
+impl RouteStats {
+    /// An empty route.
+    pub fn new(method: String, uri: String) -> RouteStats {
+        RouteStats {
+            method,
+            uri,
+            count: 0,
+            status: [0; 5],
+            time: Summary::default(),
+            body: Summary::default(),
+            moments: Moments::default(),
+            low: f64::INFINITY,
+            hist: new_hist(),
+        }
+    }
+
+    /// Counts one request in order (updates the order-dependent summaries too).
+    pub fn add(&mut self, status: i64, response_time: f64, body: f64) {
+        self.add_unordered(status, response_time);
+        self.time.add(response_time);
+        self.body.add(body);
+    }
+
+    /// The order-independent part of [`RouteStats::add`].
+    #[inline]
+    fn add_unordered(&mut self, status: i64, rt: f64) {
+        self.count += 1;
+        if (100..600).contains(&status) {
+            self.status[(status / 100 - 1) as usize] += 1;
+        }
+        self.moments.add(rt);
+        if rt < self.low {
+            self.low = rt;
+        }
+        self.hist.saturating_record(micros(rt));
+    }
+
+    /// Adds the order-independent parts of `o` (histogram, moments, counts).
+    fn merge_unordered(&mut self, o: &RouteStats) {
+        self.count += o.count;
+        for (a, b) in self.status.iter_mut().zip(o.status) {
+            *a += b;
+        }
+        self.moments.merge(&o.moments);
+        self.low = self.low.min(o.low);
+        // Both auto-resize, so adding cannot fail for lack of range.
+        let _ = self.hist.add(&o.hist);
+    }
+
+    /// Appends `later`, the statistics of lines after these ones.
+    pub fn merge(&mut self, later: &RouteStats) {
+        self.merge_unordered(later);
+        self.time.merge(&later.time);
+        self.body.merge(&later.body);
+    }
+
+    /// Mean response time (alp: sum / count).
+    pub fn avg(&self) -> f64 {
+        self.time.avg()
+    }
+
+    /// Population standard deviation of the response time.
+    pub fn stddev(&self) -> f64 {
+        self.moments.stddev()
+    }
+
+    /// The `p`th percentile response time in seconds, using alp's rank rule
+    /// on the histogram: within 0.1% (or 1 µs) of alp's value, and exactly
+    /// alp's value at p0 and p100.
+    pub fn percentile(&self, p: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        if p >= 100.0 {
+            return self.time.max;
+        }
+        let rank = alp_rank(self.count, p) + 1;
+        let mut seen = 0u64;
+        let mut value = self.hist.max();
+        for v in self.hist.iter_recorded() {
+            seen += v.count_since_last_iteration();
+            if seen >= rank {
+                value = self.hist.median_equivalent(v.value_iterated_to());
+                break;
+            }
+        }
+        let secs = value as f64 / 1e6;
+        secs.clamp(self.low.min(self.time.max), self.time.max)
+    }
+
+    /// The histogram as `(microseconds, count)` pairs, for dumps.
+    pub fn hist_pairs(&self) -> Vec<(u64, u64)> {
+        self.hist.iter_recorded().map(|v| (v.value_iterated_to(), u64::from(v.count_at_value()))).collect()
+    }
+
+    /// Rebuilds the histogram from [`RouteStats::hist_pairs`].
+    pub fn set_hist_pairs(&mut self, pairs: &[(u64, u64)]) {
+        self.hist = new_hist();
+        for &(v, c) in pairs {
+            let _ = self.hist.record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
+        }
+    }
+}
+
+/// One line that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Malformed {
+    /// 1-based line number.
+    pub line: u64,
+    /// What was wrong.
+    pub reason: String,
+    /// The start of the line.
+    pub text: String,
+}
+
+/// One of the slowest requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowRequest {
+    /// Response time in seconds.
+    pub response_time: f64,
+    /// 1-based line number.
+    pub line: u64,
+    /// Timestamp as written in the log.
+    pub time: String,
+    /// Method.
+    pub method: String,
+    /// The request's URI (normalised, not grouped).
+    pub uri: String,
+    /// Its route (grouped).
+    pub route: String,
+    /// Status code.
+    pub status: i64,
+    /// Body bytes.
+    pub body_bytes: f64,
+}
+
+/// Position of a line before chunk offsets are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Pos {
+    pub chunk: u32,
+    pub line: u64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SlowEntry {
+    pub pos: Pos,
+    pub req: SlowRequest,
+}
+
+impl PartialEq for SlowEntry {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for SlowEntry {}
+impl PartialOrd for SlowEntry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for SlowEntry {
+    /// Reversed so a `BinaryHeap` keeps the fastest of the kept requests on
+    /// top; ties go to the earlier line.
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.req.response_time.total_cmp(&self.req.response_time).then(self.pos.cmp(&o.pos))
+    }
+}
+
+/// Counters of what happened to the lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineCounts {
+    /// All lines read.
+    pub lines: u64,
+    /// Empty lines (skipped silently, as alp does).
+    pub blank: u64,
+    /// Lines that parsed into a request.
+    pub parsed: u64,
+    /// Parsed requests excluded by the filter.
+    pub filtered: u64,
+    /// Lines that could not be read.
+    pub malformed: u64,
+    /// Requests whose timestamp could not be read (left out of the timeline).
+    pub bad_time: u64,
+}
+
+impl LineCounts {
+    fn add(&mut self, o: &LineCounts) {
+        self.lines += o.lines;
+        self.blank += o.blank;
+        self.parsed += o.parsed;
+        self.filtered += o.filtered;
+        self.malformed += o.malformed;
+        self.bad_time += o.bad_time;
+    }
+}
+
+/// Why a line could not be counted in a route at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FeedError {
+    /// More distinct routes than the configured limit.
+    #[error("more than {0} distinct routes; group them with -m/--matching-groups or --auto-group, or raise --limit")]
+    TooManyRoutes(usize),
+}
+
+/// The result of analysing a log: routes in first-seen order plus the
+/// extras (slowest requests, timeline, malformed examples).
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Routes in the order they first appear in the log.
+    pub routes: Vec<RouteStats>,
+    /// Line counters.
+    pub counts: LineCounts,
+    /// The first few malformed lines.
+    pub malformed: Vec<Malformed>,
+    /// The slowest requests, slowest first.
+    pub slow: Vec<SlowRequest>,
+    /// Per-bucket statistics, if asked for.
+    pub timeline: Option<Timeline>,
+    /// The first non-blank lines, to say what a wrong-format input looks like.
+    pub head: Vec<Vec<u8>>,
+}
+
+fn route_key(method: &[u8], uri: &str, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(method);
+    buf.push(0xff); // never valid UTF-8, so no method/uri pair can collide
+    buf.extend_from_slice(uri.as_bytes());
+}
+
+impl Analysis {
+    /// Appends `later` (the analysis of input that follows this one).
+    pub fn merge(&mut self, later: Analysis) {
+        let mut index: FxHashMap<(String, String), usize> =
+            self.routes.iter().enumerate().map(|(i, r)| ((r.method.clone(), r.uri.clone()), i)).collect();
+        for r in later.routes {
+            match index.get(&(r.method.clone(), r.uri.clone())) {
+                Some(&i) => self.routes[i].merge(&r),
+                None => {
+                    index.insert((r.method.clone(), r.uri.clone()), self.routes.len());
+                    self.routes.push(r);
+                }
+            }
+        }
+        let base = self.counts.lines;
+        self.counts.add(&later.counts);
+        for mut m in later.malformed {
+            if self.malformed.len() < 5 {
+                m.line += base;
+                self.malformed.push(m);
+            }
+        }
+        let keep = self.slow.len().max(later.slow.len());
+        self.slow.extend(later.slow.into_iter().map(|mut s| {
+            s.line += base;
+            s
+        }));
+        self.slow.sort_by(|a, b| b.response_time.total_cmp(&a.response_time).then(a.line.cmp(&b.line)));
+        self.slow.truncate(keep);
+        match (&mut self.timeline, later.timeline) {
+            (Some(a), Some(b)) => a.merge(b),
+            (t @ None, b) => *t = b,
+            _ => {}
+        }
+        if self.head.is_empty() {
+            self.head = later.head;
+        }
+    }
+
+    /// Totals over all routes: count and status classes.
+    pub fn totals(&self) -> (u64, [u64; 5]) {
+        let mut st = [0u64; 5];
+        let mut n = 0;
+        for r in &self.routes {
+            n += r.count;
+            for (a, b) in st.iter_mut().zip(r.status) {
+                *a += b;
+            }
+        }
+        (n, st)
+    }
+}
+
+/// Line-by-line accumulator. One per worker thread; the parallel reader
+/// folds the ordered parts chunk by chunk and merges the rest at the end.
+pub(crate) struct Accumulator {
+    pub cfg: Arc<Config>,
+    index: FxHashMap<Box<[u8]>, u32>,
+    pub routes: Vec<RouteStats>,
+    /// Order-dependent summaries of the current chunk, per route.
+    scratch: Vec<(Summary, Summary)>,
+    /// Routes touched in the current chunk, in first-touch order.
+    pub touched: Vec<u32>,
+    /// Routes created in the current chunk.
+    pub created: Vec<u32>,
+    /// (method, normalised uri) -> route, skipping grouping for repeat URIs.
+    cache: FxHashMap<Box<[u8]>, u32>,
+    key: Vec<u8>,
+    pub counts: LineCounts,
+    pub malformed: Vec<(Pos, Malformed)>,
+    pub slow: BinaryHeap<SlowEntry>,
+    pub timeline: Option<TimelineAcc>,
+    pub head: Vec<Vec<u8>>,
+}
+
+const CACHE_LIMIT: usize = 100_000;
+
+impl Accumulator {
+    pub fn new(cfg: Arc<Config>) -> Accumulator {
+        let timeline = cfg.timeline.map(TimelineAcc::new);
+        Accumulator {
+            cfg,
+            index: FxHashMap::default(),
+            routes: Vec::new(),
+            scratch: Vec::new(),
+            touched: Vec::new(),
+            created: Vec::new(),
+            cache: FxHashMap::default(),
+            key: Vec::new(),
+            counts: LineCounts::default(),
+            malformed: Vec::new(),
+            slow: BinaryHeap::new(),
+            timeline,
+            head: Vec::new(),
+        }
+    }
+
+    /// The route key bytes of local route `id`.
+    pub fn key_of(&self, id: u32) -> Vec<u8> {
+        let r = &self.routes[id as usize];
+        let mut k = Vec::new();
+        route_key(r.method.as_bytes(), &r.uri, &mut k);
+        k
+    }
+
+    fn route_id(&mut self, rec: &Record<'_>) -> Result<u32, FeedError> {
+        route_key(&rec.method, &rec.uri, &mut self.key);
+        if let Some(&id) = self.cache.get(self.key.as_slice()) {
+            return Ok(id);
+        }
+        let grouped = self.cfg.grouper.route(&rec.uri);
+        let mut rkey = Vec::new();
+        route_key(&rec.method, &grouped, &mut rkey);
+        let id = match self.index.get(rkey.as_slice()) {
+            Some(&id) => id,
+            None => {
+                if self.routes.len() >= self.cfg.route_limit {
+                    return Err(FeedError::TooManyRoutes(self.cfg.route_limit));
+                }
+                let id = self.routes.len() as u32;
+                self.index.insert(rkey.into_boxed_slice(), id);
+                self.routes.push(RouteStats::new(String::from_utf8_lossy(&rec.method).into_owned(), grouped.into_owned()));
+                self.scratch.push((Summary::default(), Summary::default()));
+                self.created.push(id);
+                id
+            }
+        };
+        if self.cache.len() >= CACHE_LIMIT {
+            self.cache.clear();
+        }
+        self.cache.insert(self.key.clone().into_boxed_slice(), id);
+        Ok(id)
+    }
+
+    /// Feeds one raw line (terminator optional). `pos` locates it for reports.
+    pub fn feed(&mut self, raw: &[u8], pos: Pos) -> Result<(), FeedError> {
+        self.counts.lines += 1;
+        let line = trim_line(raw);
+        if line.is_empty() {
+            self.counts.blank += 1;
+            return Ok(());
+        }
+        if self.head.len() < 5 && pos.chunk == 0 {
+            self.head.push(line[..line.len().min(512)].to_vec());
+        }
+        let cfg = Arc::clone(&self.cfg);
+        let rec = match cfg.parser.parse(line) {
+            Ok(r) => r,
+            Err(e) => {
+                self.bad_line(line, e, pos);
+                return Ok(());
+            }
+        };
+        self.counts.parsed += 1;
+        if let Some(f) = &cfg.filter {
+            if !f.matches(&rec) {
+                self.counts.filtered += 1;
+                return Ok(());
+            }
+        }
+        let id = self.route_id(&rec)?;
+        let r = &mut self.routes[id as usize];
+        r.add_unordered(rec.status, rec.response_time);
+        let sc = &mut self.scratch[id as usize];
+        if sc.0.n == 0 {
+            self.touched.push(id);
+        }
+        sc.0.add(rec.response_time);
+        sc.1.add(rec.body_bytes);
+        if cfg.needs_time() {
+            match timestamp::parse(&rec.time) {
+                Some(t) => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.add(id, t, rec.response_time, rec.status);
+                    }
+                }
+                None => self.counts.bad_time += 1,
+            }
+        }
+        if cfg.slow > 0 {
+            self.offer_slow(&rec, id, pos);
+        }
+        Ok(())
+    }
+
+    fn offer_slow(&mut self, rec: &Record<'_>, id: u32, pos: Pos) {
+        let n = self.cfg.slow;
+        if self.slow.len() >= n {
+            if let Some(top) = self.slow.peek() {
+                if rec.response_time <= top.req.response_time {
+                    return;
+                }
+            }
+        }
+        let r = &self.routes[id as usize];
+        self.slow.push(SlowEntry {
+            pos,
+            req: SlowRequest {
+                response_time: rec.response_time,
+                line: pos.line,
+                time: String::from_utf8_lossy(&rec.time).into_owned(),
+                method: r.method.clone(),
+                uri: rec.uri.to_string(),
+                route: r.uri.clone(),
+                status: rec.status,
+                body_bytes: rec.body_bytes,
+            },
+        });
+        if self.slow.len() > n {
+            self.slow.pop();
+        }
+    }
+
+    fn bad_line(&mut self, line: &[u8], e: LineError, pos: Pos) {
+        self.counts.malformed += 1;
+        if self.malformed.len() < self.cfg.malformed_examples {
+            let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+            self.malformed.push((pos, Malformed { line: pos.line, reason: e.to_string(), text }));
+        }
+    }
+
+    /// Takes the current chunk's ordered summaries, in first-touch order.
+    pub fn take_chunk(&mut self) -> Vec<(u32, Summary, Summary)> {
+        let out = self
+            .touched
+            .iter()
+            .map(|&id| {
+                let s = std::mem::take(&mut self.scratch[id as usize]);
+                (id, s.0, s.1)
+            })
+            .collect();
+        self.touched.clear();
+        self.created.clear();
+        out
+    }
+
+    /// Folds the current chunk into the routes' own summaries (sequential use).
+    pub fn fold_chunk(&mut self) {
+        for (id, t, b) in self.take_chunk() {
+            let r = &mut self.routes[id as usize];
+            r.time.merge(&t);
+            r.body.merge(&b);
+        }
+    }
+
+    /// The analysis of everything fed so far (sequential use: line numbers are absolute).
+    pub fn into_analysis(mut self) -> Analysis {
+        self.fold_chunk();
+        self.analysis_clone()
+    }
+
+    fn analysis_clone(&self) -> Analysis {
+        let mut slow: Vec<SlowRequest> = self.slow.iter().map(|e| e.req.clone()).collect();
+        slow.sort_by(|a, b| b.response_time.total_cmp(&a.response_time).then(a.line.cmp(&b.line)));
+        let names: Vec<(String, String)> = self.routes.iter().map(|r| (r.method.clone(), r.uri.clone())).collect();
+        Analysis {
+            routes: self.routes.clone(),
+            counts: self.counts,
+            malformed: self.malformed.iter().map(|(_, m)| m.clone()).collect(),
+            slow,
+            timeline: self.timeline.as_ref().map(|t| t.finish(&names, None)),
+            head: self.head.clone(),
+        }
+    }
+}
+
+/// A streaming analysis fed one line at a time, e.g. while following a live
+/// access log. Mergeable, so several threads can each own one.
+pub struct Aggregator {
+    acc: Accumulator,
+}
+
+impl Aggregator {
+    /// An empty aggregator.
+    pub fn new(cfg: Arc<Config>) -> Aggregator {
+        Aggregator { acc: Accumulator::new(cfg) }
+    }
+
+    /// Feeds one line (with or without its `\n`).
+    pub fn feed(&mut self, line: &[u8]) -> Result<(), FeedError> {
+        let n = self.acc.counts.lines + 1;
+        self.acc.feed(line, Pos { chunk: 0, line: n })
+    }
+
+    /// Lines fed so far.
+    pub fn lines(&self) -> u64 {
+        self.acc.counts.lines
+    }
+
+    /// The analysis so far; the aggregator keeps going afterwards.
+    pub fn snapshot(&mut self) -> Analysis {
+        self.acc.fold_chunk();
+        self.acc.analysis_clone()
+    }
+
+    /// The final analysis.
+    pub fn finish(self) -> Analysis {
+        self.acc.into_analysis()
+    }
+}
+
