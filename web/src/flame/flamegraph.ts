@@ -71,6 +71,8 @@ export interface FlameEvents {
 }
 
 const ROW = 18;
+/** Above this many stack nodes the first paint uses a preview tree. */
+const PREVIEW_NODES = 300_000;
 const MIN_PX = 0.5;
 const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
 let firstPaintMarked = false;
@@ -132,11 +134,26 @@ export class FlameGraph extends Emitter<FlameEvents> {
       this.renderLegend();
       this.scheduleDraw();
     });
-    this.rebuild();
-    if (options.search) this.search(options.search);
+    // Large profiles paint a preview first (only frames wide enough to
+    // see), then build the full tree in the next task.
+    const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES;
+    this.rebuild(big ? 1 / (4 * Math.max(800, container.clientWidth || 1366)) : 0);
+    if (!firstPaintMarked) performance.mark('keisoku:tree-built');
+    if (options.search && !big) this.search(options.search);
     this.draw();
     if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.ready = new Promise((resolve) => {
+      if (!big) return resolve();
+      setTimeout(() => {
+        this.refresh();
+        if (options.search) this.search(options.search);
+        resolve();
+      }, 0);
+    });
   }
+
+  /** Resolves once the full tree is built (large profiles paint a preview first). */
+  readonly ready: Promise<void>;
 
   /** The current call tree (after filters). */
   get tree(): CallTree {
@@ -350,11 +367,11 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.afterZoom(false);
   }
 
-  private rebuild(): void {
+  private rebuild(previewShare = 0): void {
     const src = this.source;
     if (src instanceof Profile) {
       this.diff = null;
-      this._tree = buildTree(src, this.treeOpts);
+      this._tree = buildTree(src, previewShare > 0 ? { ...this.treeOpts, minShare: previewShare } : this.treeOpts);
     } else {
       const side = (p: Profile, r: [number, number] | null | undefined): CallTree =>
         buildTree(p, { ...this.treeOpts, fromMs: r ? r[0] : this.treeOpts.fromMs, toMs: r ? r[1] : this.treeOpts.toMs });
@@ -547,18 +564,22 @@ export class FlameGraph extends Emitter<FlameEvents> {
       );
       return;
     }
-    // Kinds present, then the heaviest modules with their colours.
+    // Kinds present, then the heaviest modules with their colours. Sum
+    // self weight per function first (typed), then group the functions.
+    const fw = new Float64Array(t.funcs.name.length);
+    for (let i = 1; i < t.n; i++) fw[t.func[i]] += t.self[i];
     const kindW = new Map<string, number>();
     const modW = new Map<string, { w: number; kind: string }>();
-    for (let i = 1; i < t.n; i++) {
-      const f = t.func[i];
+    for (let f = 0; f < fw.length; f++) {
+      const w = fw[f];
+      if (w <= 0) continue;
       const k = t.funcs.kind[f];
-      kindW.set(k, (kindW.get(k) ?? 0) + t.self[i]);
+      kindW.set(k, (kindW.get(k) ?? 0) + w);
       const m = t.funcs.module[f];
       if (m) {
         const e = modW.get(m);
-        if (e) e.w += t.self[i];
-        else modW.set(m, { w: t.self[i], kind: k });
+        if (e) e.w += w;
+        else modW.set(m, { w, kind: k });
       }
     }
     for (const [k] of [...kindW].sort((a, b) => b[1] - a[1])) {

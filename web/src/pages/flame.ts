@@ -19,8 +19,10 @@ const app = document.getElementById('app') as HTMLElement;
 try {
   // Either a bare profile or { title, view, profile } from crates/report.
   const raw = pageData<ProfileJson | FlamePageData>();
+  performance.mark('keisoku:data-parsed');
   const wrapped = 'profile' in raw && typeof raw.profile === 'object' ? (raw as FlamePageData) : null;
   const profile = Profile.from(wrapped ? wrapped.profile : raw);
+  performance.mark('keisoku:profile-ready');
   const view = wrapped?.view ?? {};
   const pageTitle = wrapped?.title || profile.title;
   const facts: string[] = [];
