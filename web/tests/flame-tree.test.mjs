@@ -1,0 +1,120 @@
+// Unit tests of the call-tree code (web/src/flame/tree.ts, difftree.ts)
+// in Node: the typed-array fast path and the hashing builder agree, the
+// preview tree keeps exact widths, matched shares never double-count, and
+// invert/focus/diff keep their totals. Bundled on the fly with esbuild.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { build } from 'esbuild';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { WEB } from './helpers/browser.mjs';
+import { syntheticProfile, weightWhere, forEachStack } from './helpers/profiles.mjs';
+
+const dir = mkdtempSync(join(tmpdir(), 'keisoku-tree-'));
+const entry = join(dir, 'entry.ts');
+writeFileSync(entry, `export * from '${join(WEB, 'src/flame/tree.ts')}';\nexport * from '${join(WEB, 'src/flame/difftree.ts')}';\nexport { Profile } from '${join(WEB, 'src/flame/profile.ts')}';\n`);
+await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile: join(dir, 'tree.mjs'), logLevel: 'error' });
+const { buildTree, matchShare, funcStats, diffTrees, Profile } = await import(pathToFileURL(join(dir, 'tree.mjs')).href);
+
+const data = syntheticProfile({ samples: 8000, frames: 300, seconds: 3, threads: 3, seed: 3 });
+const profile = Profile.from(data);
+
+/** Weight per root-to-node name path of a tree. */
+function pathWeights(tree) {
+  const out = new Map();
+  const names = new Array(tree.n);
+  for (let i = 1; i < tree.n; i++) {
+    names[i] = (tree.parent[i] === 0 ? '' : names[tree.parent[i]] + ';') + tree.name(i);
+    out.set(names[i], (out.get(names[i]) ?? 0) + tree.total[i]);
+  }
+  return out;
+}
+
+test('fast path and hashing builder build the same tree', () => {
+  const fast = buildTree(profile, {});
+  const slow = buildTree(profile, { hide: /^no such frame$/ });
+  assert.equal(fast.total[0], 8000);
+  assert.deepEqual(pathWeights(fast), pathWeights(slow));
+  // Children sorted by name, x offsets contiguous.
+  for (let i = 0; i < fast.n; i++) {
+    let cur = fast.x[i];
+    let prev = '';
+    for (let k = fast.childStart[i]; k < fast.childStart[i + 1]; k++) {
+      const c = fast.childList[k];
+      assert.ok(prev <= fast.name(c));
+      prev = fast.name(c);
+      assert.equal(fast.x[c], cur);
+      cur += fast.total[c];
+    }
+    assert.ok(cur <= fast.x[i] + fast.total[i] + 1e-9);
+  }
+});
+
+test('preview tree keeps exact totals of the nodes it keeps', () => {
+  const full = buildTree(profile, {});
+  const pre = buildTree(profile, { minShare: 0.01 });
+  assert.ok(pre.n < full.n / 5, `${pre.n} vs ${full.n}`);
+  assert.equal(pre.total[0], full.total[0]);
+  const fw = pathWeights(full);
+  for (const [path, w] of pathWeights(pre)) assert.equal(w, fw.get(path), path);
+});
+
+test('matched share counts nested matches once, in the whole tree and in a zoomed subtree', () => {
+  const tree = buildTree(profile, {});
+  const re = /malloc|memcpy|_hash/;
+  const m = new Uint8Array(tree.funcs.name.length);
+  tree.funcs.name.forEach((n, i) => (m[i] = re.test(n) ? 1 : 0));
+  const s = matchShare(tree, m, 0);
+  assert.equal(s.all, weightWhere(data, { match: re }));
+  assert.equal(s.zoom, s.all);
+  const libc = tree.childList[tree.childStart[0]];
+  let main = -1;
+  for (let k = tree.childStart[libc]; k < tree.childStart[libc + 1]; k++) if (tree.name(tree.childList[k]) === 'main') main = tree.childList[k];
+  assert.ok(main > 0);
+  const z = matchShare(tree, m, main);
+  assert.equal(z.zoom, weightWhere(data, { prefix: ['__libc_start_main', 'main'], match: re }));
+});
+
+test('function totals count recursion once; self sums to the total', () => {
+  const tree = buildTree(profile, {});
+  const st = funcStats(tree, 0);
+  const total = st.self.reduce((a, b) => a + b, 0);
+  assert.equal(total, 8000);
+  const idx = tree.funcs.name.indexOf('malloc');
+  assert.equal(st.total[idx], weightWhere(data, { match: /^malloc$/ }));
+});
+
+test('time range, threads, idle, invert, focus and split keep the right totals', () => {
+  assert.equal(buildTree(profile, { fromMs: 500, toMs: 1500 }).total[0], weightWhere(data, { from: 500, to: 1500 }));
+  assert.equal(buildTree(profile, { threads: new Set([0, 2]) }).total[0], weightWhere(data, { threads: [0, 2] }));
+  assert.equal(buildTree(profile, { hideIdle: true }).total[0], weightWhere(data, { idle: false }));
+  const inv = buildTree(profile, { invert: true });
+  let leafMemcpy = 0;
+  forEachStack(data, (names, w) => names.at(-1) === 'memcpy' && (leafMemcpy += w));
+  const top = new Map();
+  for (let k = inv.childStart[0]; k < inv.childStart[1]; k++) top.set(inv.name(inv.childList[k]), inv.total[inv.childList[k]]);
+  assert.equal(top.get('memcpy'), leafMemcpy);
+  const foc = buildTree(profile, { focus: 'memcpy' });
+  assert.equal(foc.total[0], weightWhere(data, { match: /^memcpy$/ }));
+  const split = buildTree(profile, { split: 'process' });
+  const groups = [];
+  for (let k = split.childStart[0]; k < split.childStart[1]; k++) groups.push([split.name(split.childList[k]), split.total[split.childList[k]]]);
+  assert.deepEqual(groups.map((g) => g[0]).sort(), ['server [pid 4242]', 'worker [pid 5151]']);
+  assert.equal(groups.find((g) => g[0] === 'worker [pid 5151]')[1], weightWhere(data, { threads: [2] }));
+});
+
+test('diff: vanished stacks keep their before width; normalised deltas are shares', () => {
+  const a = buildTree(profile, { fromMs: 0, toMs: 1000 });
+  const b = buildTree(profile, { fromMs: 1000, toMs: 3000 });
+  const d = diffTrees(a, b, 'absolute');
+  assert.equal(d.beforeTotal[0], a.total[0]);
+  assert.equal(d.afterTotal[0], b.total[0]);
+  for (let i = 1; i < d.tree.n; i++) {
+    if (d.afterTotal[i] === 0) assert.ok(d.tree.total[i] >= d.beforeTotal[i] - 1e-9);
+  }
+  const n = diffTrees(a, b, 'normalized');
+  assert.equal(n.delta[0], 0);
+  assert.ok(Math.abs(n.beforeTotal[0] - b.total[0]) < 1e-6);
+});
