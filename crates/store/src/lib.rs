@@ -1,1 +1,1065 @@
 //! The run model and its SQLite persistence.
+//!
+//! A run store is one SQLite file (default `./.keisoku/runs.db`) in WAL mode,
+//! so `keisoku runs`, `show` or a report can read while a run is being
+//! written. Writers append as they go (series in chunks, histograms per
+//! second), so a killed keisoku leaves a readable run; a run whose writer
+//! process is gone is reported as interrupted. The schema is in
+//! docs/store.md; [`model`] holds the serde types of the Run JSON
+//! (docs/run-json.md).
+//!
+//! ```no_run
+//! use keisoku_store::{Store, NewRun, RunStatus, SeriesBuffer};
+//! let store = Store::open("runs.db".as_ref())?;
+//! let run = store.create_run(&NewRun { name: "baseline".into(), ..NewRun::default() })?;
+//! let mut buf = SeriesBuffer::default();
+//! buf.push("cpu.0.user", "%", 0.0, 12.5);
+//! buf.flush(&store, &run)?;
+//! store.finish(&run, RunStatus::Complete, 1000.0)?;
+//! let json = store.load(&run)?;
+//! # Ok::<(), keisoku_store::StoreError>(())
+//! ```
+
+mod codec;
+pub mod csv;
+mod error;
+pub mod model;
+mod schema;
+
+pub use error::{Result, StoreError};
+pub use model::*;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = schema::MIGRATIONS.len() as i64;
+
+/// Environment variable naming the store file when `--store` is absent.
+pub const STORE_ENV: &str = "KEISOKU_STORE";
+
+/// Profile samples per stored chunk; bounds the memory of one read.
+const SAMPLE_CHUNK: usize = 1 << 16;
+
+/// The store path from a `--store` flag, else `$KEISOKU_STORE`, else
+/// `./.keisoku/runs.db`.
+pub fn store_path(flag: Option<&Path>) -> PathBuf {
+    if let Some(p) = flag {
+        return p.to_path_buf();
+    }
+    match std::env::var_os(STORE_ENV) {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => PathBuf::from(".keisoku").join("runs.db"),
+    }
+}
+
+/// A run store: one SQLite connection. Open one per thread; SQLite's WAL
+/// lets any number of readers work beside one writer.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens the store for writing, creating the file, its directory and
+    /// the schema when missing, and migrating an older schema.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            if !dir.as_os_str().is_empty() && !dir.exists() {
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        let conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let store = Store::configure(conn, path)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens an existing store; a missing file is [`StoreError::Missing`]
+    /// rather than an empty store, so readers do not litter directories.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let store = Store::configure(conn, path)?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn configure(conn: Connection, path: &Path) -> Result<Store> {
+        // Writers from several threads (sampler, log follower, load) and
+        // readers from other processes share the file: wait instead of failing.
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(Store {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn migrate(&self) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")?;
+        let current: i64 = tx
+            .query_row("SELECT MAX(version) FROM schema_version", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })?
+            .unwrap_or(0);
+        if current > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                found: current,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        for (i, sql) in schema::MIGRATIONS.iter().enumerate().skip(current as usize) {
+            tx.execute_batch(sql)?;
+            tx.execute(
+                "INSERT INTO schema_version (version) VALUES (?1)",
+                [i as i64 + 1],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Creates a run with status "running", owned by this process.
+    pub fn create_run(&self, new: &NewRun) -> Result<String> {
+        let machine = serde_json::to_string(&new.machine)?;
+        let host = new.machine.hostname.clone();
+        let mut attempt = 0u32;
+        loop {
+            let id = run_id(new.started_unix_ms, attempt);
+            let tx = self.conn.unchecked_transaction()?;
+            let inserted = tx.execute(
+                "INSERT OR IGNORE INTO runs (id, name, started_unix_ms, target, command, machine, model, status, writer_pid, writer_host)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9)",
+                params![id, new.name, new.started_unix_ms, new.target, new.command, machine, new.model, i64::from(std::process::id()), host],
+            )?;
+            if inserted == 0 {
+                attempt += 1;
+                continue;
+            }
+            for (k, v) in &new.tags {
+                tx.execute(
+                    "INSERT INTO run_tags (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![id, k, v],
+                )?;
+            }
+            tx.commit()?;
+            return Ok(id);
+        }
+    }
+
+    /// Adds or replaces a phase.
+    pub fn put_phase(&self, run: &str, phase: &Phase) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO phases (run_id, idx, label, start_ms, end_ms, warmup, connections, rate)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![
+                run,
+                phase.index,
+                phase.label,
+                phase.start_ms,
+                phase.end_ms,
+                phase.warmup,
+                phase.connections.map(|c| c as i64),
+                phase.rate
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Appends one chunk of points to each given series (created on first
+    /// use) in one transaction, and advances the run's duration to the
+    /// latest point so a run cut short still shows how long it lasted.
+    pub fn append_series(&self, run: &str, chunks: &[Series]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let mut last_t = f64::NEG_INFINITY;
+        {
+            let mut find =
+                tx.prepare_cached("SELECT id FROM series WHERE run_id = ?1 AND name = ?2")?;
+            let mut create =
+                tx.prepare_cached("INSERT INTO series (run_id, name, unit) VALUES (?1, ?2, ?3)")?;
+            let mut next_seq = tx.prepare_cached(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM series_chunks WHERE series_id = ?1",
+            )?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO series_chunks (series_id, seq, n, t, v) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for s in chunks {
+                let n = s.t_ms.len().min(s.v.len());
+                if n == 0 {
+                    continue;
+                }
+                let id: i64 = match find
+                    .query_row(params![run, s.name], |r| r.get(0))
+                    .optional()?
+                {
+                    Some(id) => id,
+                    None => {
+                        create.execute(params![run, s.name, s.unit])?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                let seq: i64 = next_seq.query_row([id], |r| r.get(0))?;
+                insert.execute(params![
+                    id,
+                    seq,
+                    n as i64,
+                    codec::encode_times(&s.t_ms[..n]),
+                    codec::encode_values(&s.v[..n])
+                ])?;
+                last_t = last_t.max(s.t_ms[n - 1]);
+            }
+        }
+        if last_t.is_finite() {
+            tx.execute(
+                "UPDATE runs SET duration_ms = MAX(duration_ms, ?2) WHERE id = ?1",
+                params![run, last_t],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores one second of per-route histograms (HdrHistogram V2 encoding).
+    pub fn put_route_seconds(
+        &self,
+        run: &str,
+        source: RouteSource,
+        seconds: &[RouteSecond],
+    ) -> Result<()> {
+        use hdrhistogram::serialization::{Serializer, V2Serializer};
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR REPLACE INTO route_histograms (run_id, source, method, route, second, hdr)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut ser = V2Serializer::new();
+            let mut buf = Vec::new();
+            for s in seconds {
+                buf.clear();
+                ser.serialize(&s.histogram, &mut buf)
+                    .map_err(|e| StoreError::Histogram(format!("{e:?}")))?;
+                insert.execute(params![
+                    run,
+                    source.as_str(),
+                    s.method,
+                    s.route,
+                    s.second,
+                    buf
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Reads the per-second per-route histograms of one source, ordered by
+    /// route then second.
+    pub fn route_seconds(&self, run: &str, source: RouteSource) -> Result<Vec<RouteSecond>> {
+        use hdrhistogram::serialization::Deserializer;
+        let mut stmt = self.conn.prepare(
+            "SELECT method, route, second, hdr FROM route_histograms
+             WHERE run_id = ?1 AND source = ?2 ORDER BY method, route, second",
+        )?;
+        let rows = stmt.query_map(params![run, source.as_str()], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u32>(2)?,
+                r.get::<_, Vec<u8>>(3)?,
+            ))
+        })?;
+        let mut de = Deserializer::new();
+        let mut out = Vec::new();
+        for row in rows {
+            let (method, route, second, hdr) = row?;
+            let histogram = de
+                .deserialize(&mut hdr.as_slice())
+                .map_err(|e| StoreError::Histogram(format!("{e:?}")))?;
+            out.push(RouteSecond {
+                method,
+                route,
+                second,
+                histogram,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Replaces the per-route aggregate table of one source.
+    pub fn put_routes(&self, run: &str, source: RouteSource, rows: &[RouteRow]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "DELETE FROM route_stats WHERE run_id = ?1 AND source = ?2",
+            params![run, source.as_str()],
+        )?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO route_stats (run_id, source, seq, method, uri, count, row) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (i, row) in rows.iter().enumerate() {
+                insert.execute(params![
+                    run,
+                    source.as_str(),
+                    i as i64,
+                    row.method,
+                    row.uri,
+                    row.count as i64,
+                    serde_json::to_string(row)?
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores the load's results (the `keisoku bench --json` object) and the
+    /// headline numbers `keisoku runs` lists.
+    pub fn put_results(
+        &self,
+        run: &str,
+        results: &serde_json::Value,
+        rps: Option<f64>,
+        p99_ms: Option<f64>,
+    ) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET results = ?2, rps = ?3, p99_ms = ?4 WHERE id = ?1",
+            params![run, serde_json::to_string(results)?, rps, p99_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Stores (or replaces) the run's profile: frames and nodes as rows,
+    /// samples as compact blobs in chunks.
+    pub fn put_profile(&self, run: &str, p: &Profile) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        for table in [
+            "profiles",
+            "profile_frames",
+            "profile_nodes",
+            "profile_samples",
+        ] {
+            tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [run])?;
+        }
+        let samples = p.samples.as_ref();
+        tx.execute(
+            "INSERT INTO profiles (run_id, title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                run,
+                p.title,
+                p.unit,
+                serde_json::to_string(&p.kinds)?,
+                serde_json::to_string(&p.threads)?,
+                p.start_unix_ns,
+                p.duration_ms,
+                p.counts.as_ref().map(|c| codec::encode_values(c)),
+                samples.map_or(0, |s| s.node.len() as i64),
+                samples.is_some_and(|s| s.time_ms.is_some()),
+                samples.is_some_and(|s| s.thread.is_some()),
+                samples.is_some_and(|s| s.weight.is_some()),
+            ],
+        )?;
+        {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO profile_frames (run_id, id, name, module, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (i, name) in p.frames.name.iter().enumerate() {
+                let module = p.frames.module.get(i).map_or("", String::as_str);
+                let kind = p.frames.kind.get(i).copied().unwrap_or(0);
+                ins.execute(params![run, i as i64, name, module, kind])?;
+            }
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO profile_nodes (run_id, id, parent, frame) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for (i, (parent, frame)) in p.nodes.parent.iter().zip(&p.nodes.frame).enumerate() {
+                ins.execute(params![run, i as i64, parent, frame])?;
+            }
+        }
+        if let Some(s) = samples {
+            let mut ins = tx.prepare_cached(
+                "INSERT INTO profile_samples (run_id, seq, n, node, time, thread, weight) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for (seq, start) in (0..s.node.len()).step_by(SAMPLE_CHUNK).enumerate() {
+                let end = (start + SAMPLE_CHUNK).min(s.node.len());
+                let col = |v: &Option<Vec<f64>>| -> Option<Vec<f64>> {
+                    v.as_ref()
+                        .map(|v| v.get(start..end.min(v.len())).unwrap_or(&[]).to_vec())
+                };
+                let times = col(&s.time_ms).map(|t| codec::encode_times(&t));
+                let weights = col(&s.weight).map(|w| codec::encode_values(&w));
+                let threads = s
+                    .thread
+                    .as_ref()
+                    .map(|t| codec::encode_indexes(t.get(start..end.min(t.len())).unwrap_or(&[])));
+                ins.execute(params![
+                    run,
+                    seq as i64,
+                    (end - start) as i64,
+                    codec::encode_indexes(&s.node[start..end]),
+                    times,
+                    threads,
+                    weights
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Appends findings (any JSON objects from crates/findings).
+    pub fn add_findings(&self, run: &str, findings: &[serde_json::Value]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let base: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM findings WHERE run_id = ?1",
+            [run],
+            |r| r.get(0),
+        )?;
+        for (i, f) in findings.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO findings (run_id, seq, finding) VALUES (?1, ?2, ?3)",
+                params![run, base + i as i64, serde_json::to_string(f)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Replaces the run's findings.
+    pub fn set_findings(&self, run: &str, findings: &[serde_json::Value]) -> Result<()> {
+        self.conn
+            .execute("DELETE FROM findings WHERE run_id = ?1", [run])?;
+        self.add_findings(run, findings)
+    }
+
+    /// Appends bytes to one of the run's output streams (e.g. the started
+    /// server's "server.stdout").
+    pub fn append_output(&self, run: &str, stream: &str, data: &[u8]) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.conn.execute(
+            "INSERT INTO outputs (run_id, stream, seq, data)
+             VALUES (?1, ?2, (SELECT COALESCE(MAX(seq) + 1, 0) FROM outputs WHERE run_id = ?1 AND stream = ?2), ?3)",
+            params![run, stream, data],
+        )?;
+        Ok(())
+    }
+
+    /// The whole of one output stream.
+    pub fn output(&self, run: &str, stream: &str) -> Result<Vec<u8>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT data FROM outputs WHERE run_id = ?1 AND stream = ?2 ORDER BY seq")?;
+        let mut out = Vec::new();
+        for chunk in stmt.query_map(params![run, stream], |r| r.get::<_, Vec<u8>>(0))? {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
+
+    /// Marks the run finished (complete or interrupted) with its length.
+    pub fn finish(&self, run: &str, status: RunStatus, duration_ms: f64) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET status = ?2, duration_ms = MAX(duration_ms, ?3), writer_pid = NULL WHERE id = ?1",
+            params![run, status.as_str(), duration_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Every run, newest first.
+    pub fn list(&self) -> Result<Vec<RunListing>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, name, started_unix_ms, duration_ms, target, status, rps, p99_ms, writer_pid, writer_host
+             FROM runs ORDER BY started_unix_ms DESC, id DESC",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                RunListing {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    started_unix_ms: r.get(2)?,
+                    duration_ms: r.get(3)?,
+                    target: r.get(4)?,
+                    status: r.get(5)?,
+                    rps: r.get(6)?,
+                    p99_ms: r.get(7)?,
+                    tags: BTreeMap::new(),
+                },
+                r.get::<_, Option<i64>>(8)?,
+                r.get::<_, Option<String>>(9)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut l, pid, host) = row?;
+            l.status = effective_status(&l.status, pid, host.as_deref()).to_string();
+            out.push(l);
+        }
+        let mut tags = self
+            .conn
+            .prepare("SELECT run_id, key, value FROM run_tags")?;
+        let mut by_run: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for t in tags.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })? {
+            let (run, k, v) = t?;
+            by_run.entry(run).or_default().insert(k, v);
+        }
+        for l in &mut out {
+            if let Some(t) = by_run.remove(&l.id) {
+                l.tags = t;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Finds the run the user means: `last`, a full id, a unique id prefix,
+    /// or a name (the newest run of that name).
+    pub fn resolve(&self, spec: &str) -> Result<String> {
+        let spec_t = spec.trim();
+        let unknown = || StoreError::UnknownRun {
+            spec: spec.to_string(),
+        };
+        if spec_t.is_empty() {
+            return Err(unknown());
+        }
+        if spec_t == "last" || spec_t == "latest" {
+            return self
+                .conn
+                .query_row(
+                    "SELECT id FROM runs ORDER BY started_unix_ms DESC, id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .ok_or_else(unknown);
+        }
+        let exact: Option<String> = self
+            .conn
+            .query_row("SELECT id FROM runs WHERE id = ?1", [spec_t], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = exact {
+            return Ok(id);
+        }
+        let by_name: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT id FROM runs WHERE name = ?1 ORDER BY started_unix_ms DESC, id DESC LIMIT 1",
+                [spec_t],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = by_name {
+            return Ok(id);
+        }
+        // substr() rather than LIKE: ids never contain wildcards, user input might.
+        let mut stmt = self.conn.prepare(
+            "SELECT id FROM runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id LIMIT 6",
+        )?;
+        let ids: Vec<String> = stmt
+            .query_map([spec_t], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        match ids.len() {
+            0 => Err(unknown()),
+            1 => Ok(ids.into_iter().next().unwrap_or_default()),
+            _ => Err(StoreError::Ambiguous {
+                spec: spec.to_string(),
+                candidates: ids.join(", "),
+            }),
+        }
+    }
+
+    /// Deletes a run and everything recorded with it.
+    pub fn remove(&self, run: &str) -> Result<bool> {
+        let n = self.conn.execute("DELETE FROM runs WHERE id = ?1", [run])?;
+        Ok(n > 0)
+    }
+
+    /// Reads the run's identity and context.
+    pub fn run_info(&self, run: &str) -> Result<RunInfo> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT id, name, started_unix_ms, duration_ms, target, command, machine, model, status, writer_pid, writer_host
+                 FROM runs WHERE id = ?1",
+                [run],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, f64>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                        r.get::<_, String>(5)?,
+                        r.get::<_, String>(6)?,
+                        r.get::<_, Option<String>>(7)?,
+                        r.get::<_, String>(8)?,
+                        r.get::<_, Option<i64>>(9)?,
+                        r.get::<_, Option<String>>(10)?,
+                    ))
+                },
+            )
+            .optional()?
+            .ok_or_else(|| StoreError::UnknownRun {
+                spec: run.to_string(),
+            })?;
+        let (id, name, started, duration, target, command, machine, model, status, pid, host) = row;
+        let status = effective_status(&status, pid, host.as_deref());
+        let mut tags = BTreeMap::new();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, value FROM run_tags WHERE run_id = ?1 ORDER BY key")?;
+        for t in stmt.query_map([run], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })? {
+            let (k, v) = t?;
+            tags.insert(k, v);
+        }
+        Ok(RunInfo {
+            id,
+            name,
+            tags,
+            started_unix_ms: started,
+            duration_ms: duration,
+            target,
+            command,
+            machine: serde_json::from_str(&machine)?,
+            interrupted: status == "interrupted",
+            model,
+            status: status.to_string(),
+        })
+    }
+
+    /// Names and units of the run's series, in name order, without points.
+    pub fn series_names(&self, run: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, unit FROM series WHERE run_id = ?1 ORDER BY name")?;
+        let out = stmt
+            .query_map([run], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(out)
+    }
+
+    /// Every series of the run, points in time order, sorted by name.
+    pub fn series(&self, run: &str) -> Result<Vec<Series>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.name, s.unit, c.n, c.t, c.v FROM series s JOIN series_chunks c ON c.series_id = s.id
+             WHERE s.run_id = ?1 ORDER BY s.name, c.seq",
+        )?;
+        let rows = stmt.query_map([run], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Vec<u8>>(3)?,
+                r.get::<_, Vec<u8>>(4)?,
+            ))
+        })?;
+        let mut out: Vec<Series> = Vec::new();
+        for row in rows {
+            let (name, unit, n, t, v) = row?;
+            let n = usize::try_from(n).map_err(|_| StoreError::Corrupt("negative count".into()))?;
+            if out.last().is_none_or(|s| s.name != name) {
+                out.push(Series {
+                    name,
+                    unit,
+                    t_ms: Vec::new(),
+                    v: Vec::new(),
+                });
+            }
+            if let Some(s) = out.last_mut() {
+                codec::decode_times(&t, n, &mut s.t_ms)?;
+                codec::decode_values(&v, n, &mut s.v)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's phases in order.
+    pub fn phases(&self, run: &str) -> Result<Vec<Phase>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT idx, label, start_ms, end_ms, warmup, connections, rate FROM phases WHERE run_id = ?1 ORDER BY idx",
+        )?;
+        let out = stmt
+            .query_map([run], |r| {
+                Ok(Phase {
+                    index: r.get(0)?,
+                    label: r.get(1)?,
+                    start_ms: r.get(2)?,
+                    end_ms: r.get(3)?,
+                    warmup: r.get(4)?,
+                    connections: r.get::<_, Option<i64>>(5)?.map(|c| c.max(0) as u64),
+                    rate: r.get(6)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(out)
+    }
+
+    /// Per-route aggregates of one source.
+    pub fn routes(&self, run: &str, source: RouteSource) -> Result<Vec<RouteRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT row FROM route_stats WHERE run_id = ?1 AND source = ?2 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map(params![run, source.as_str()], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(serde_json::from_str(&row?)?);
+        }
+        Ok(out)
+    }
+
+    /// The load's results object, `null` when none was stored.
+    pub fn results(&self, run: &str) -> Result<serde_json::Value> {
+        let raw: Option<String> = self
+            .conn
+            .query_row("SELECT results FROM runs WHERE id = ?1", [run], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .flatten();
+        match raw {
+            Some(s) => Ok(serde_json::from_str(&s)?),
+            None => Ok(serde_json::Value::Null),
+        }
+    }
+
+    /// The run's findings in the order they were added.
+    pub fn findings(&self, run: &str) -> Result<Vec<serde_json::Value>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT finding FROM findings WHERE run_id = ?1 ORDER BY seq")?;
+        let rows = stmt.query_map([run], |r| r.get::<_, String>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(serde_json::from_str(&row?)?);
+        }
+        Ok(out)
+    }
+
+    /// The run's profile, if one was stored.
+    pub fn profile(&self, run: &str) -> Result<Option<Profile>> {
+        let head = self
+            .conn
+            .query_row(
+                "SELECT title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight
+                 FROM profiles WHERE run_id = ?1",
+                [run],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<i64>>(4)?,
+                        r.get::<_, Option<f64>>(5)?,
+                        r.get::<_, Option<Vec<u8>>>(6)?,
+                        r.get::<_, i64>(7)?,
+                        r.get::<_, bool>(8)?,
+                        r.get::<_, bool>(9)?,
+                        r.get::<_, bool>(10)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((
+            title,
+            unit,
+            kinds,
+            threads,
+            start_unix_ns,
+            duration_ms,
+            counts,
+            n,
+            has_time,
+            has_thread,
+            has_weight,
+        )) = head
+        else {
+            return Ok(None);
+        };
+        let mut frames = Frames::default();
+        let mut stmt = self.conn.prepare(
+            "SELECT name, module, kind FROM profile_frames WHERE run_id = ?1 ORDER BY id",
+        )?;
+        for f in stmt.query_map([run], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, u32>(2)?,
+            ))
+        })? {
+            let (name, module, kind) = f?;
+            frames.name.push(name);
+            frames.module.push(module);
+            frames.kind.push(kind);
+        }
+        let mut nodes = Nodes::default();
+        let mut stmt = self
+            .conn
+            .prepare("SELECT parent, frame FROM profile_nodes WHERE run_id = ?1 ORDER BY id")?;
+        for nrow in stmt.query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)))? {
+            let (parent, frame) = nrow?;
+            nodes.parent.push(parent);
+            nodes.frame.push(frame);
+        }
+        let counts = match counts {
+            Some(blob) => {
+                let mut c = Vec::new();
+                codec::decode_values(&blob, blob.len() / 8, &mut c)?;
+                Some(c)
+            }
+            None => None,
+        };
+        let samples = if counts.is_some() && n == 0 {
+            None
+        } else {
+            let cap = usize::try_from(n).unwrap_or(0);
+            let mut s = Samples {
+                node: Vec::with_capacity(cap),
+                weight: has_weight.then(|| Vec::with_capacity(cap)),
+                time_ms: has_time.then(|| Vec::with_capacity(cap)),
+                thread: has_thread.then(|| Vec::with_capacity(cap)),
+            };
+            let mut stmt = self.conn.prepare(
+                "SELECT n, node, time, thread, weight FROM profile_samples WHERE run_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([run], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, Option<Vec<u8>>>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                    r.get::<_, Option<Vec<u8>>>(4)?,
+                ))
+            })?;
+            for row in rows {
+                let (cn, node, time, thread, weight) = row?;
+                let cn = usize::try_from(cn)
+                    .map_err(|_| StoreError::Corrupt("negative count".into()))?;
+                codec::decode_indexes(&node, cn, &mut s.node)?;
+                if let (Some(out), Some(b)) = (s.time_ms.as_mut(), time) {
+                    codec::decode_times(&b, cn, out)?;
+                }
+                if let (Some(out), Some(b)) = (s.thread.as_mut(), thread) {
+                    codec::decode_indexes(&b, cn, out)?;
+                }
+                if let (Some(out), Some(b)) = (s.weight.as_mut(), weight) {
+                    codec::decode_values(&b, cn, out)?;
+                }
+            }
+            Some(s)
+        };
+        Ok(Some(Profile {
+            version: 1,
+            title,
+            unit,
+            kinds: serde_json::from_str(&kinds)?,
+            frames,
+            nodes,
+            threads: serde_json::from_str(&threads)?,
+            samples,
+            counts,
+            start_unix_ns,
+            duration_ms,
+        }))
+    }
+
+    /// The whole run as the Run JSON model.
+    pub fn load(&self, run: &str) -> Result<RunJson> {
+        // One read transaction: a run being written shows one consistent moment.
+        let tx = self.conn.unchecked_transaction()?;
+        let out = RunJson {
+            version: RUN_JSON_VERSION,
+            run: self.run_info(run)?,
+            results: self.results(run)?,
+            phases: self.phases(run)?,
+            series: self.series(run)?,
+            routes: Routes {
+                client: self.routes(run, RouteSource::Client)?,
+                access_log: self.routes(run, RouteSource::AccessLog)?,
+            },
+            profile: self.profile(run)?,
+            findings: self.findings(run)?,
+        };
+        tx.finish()?;
+        Ok(out)
+    }
+}
+
+/// A run left "running" by a process that no longer exists on this host was
+/// cut short (killed keisoku, power loss): report it as interrupted.
+fn effective_status(stored: &str, pid: Option<i64>, host: Option<&str>) -> &'static str {
+    match RunStatus::parse(stored) {
+        Some(RunStatus::Running) => {
+            let alive = match (pid, host) {
+                (Some(pid), Some(h)) if h == local_hostname() => {
+                    Path::new(&format!("/proc/{pid}")).exists()
+                }
+                // Another host's writer: trust the stored word.
+                (Some(_), Some(_)) => true,
+                _ => false,
+            };
+            if alive {
+                "running"
+            } else {
+                "interrupted"
+            }
+        }
+        Some(s) => s.as_str(),
+        None => "interrupted",
+    }
+}
+
+/// This machine's host name (from /proc, "" when unknown).
+pub fn local_hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// A run id from its start time: `YYYYMMDD-HHMMSS-xxxx`, the suffix
+/// derived from the clock's sub-second bits, the pid and `attempt`.
+fn run_id(started_unix_ms: i64, attempt: u32) -> String {
+    let secs = started_unix_ms.div_euclid(1000);
+    let (y, mo, d, h, mi, s) = civil_from_unix(secs);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x =
+        u64::from(nanos) ^ (u64::from(std::process::id()) << 20) ^ (u64::from(attempt) << 40);
+    // splitmix64 finaliser: spreads close inputs over all four hex digits.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^= x >> 31;
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{:04x}", x & 0xffff)
+}
+
+/// UTC calendar fields of a Unix time (Howard Hinnant's days_from_civil inverse).
+pub fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        ((rem % 3600) / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+/// Buffers series points between flushes so the store gets one chunk per
+/// series every few seconds instead of one row per point.
+#[derive(Debug, Default)]
+pub struct SeriesBuffer {
+    pending: BTreeMap<String, Series>,
+}
+
+impl SeriesBuffer {
+    /// Adds one point.
+    pub fn push(&mut self, name: &str, unit: &str, t_ms: f64, v: f64) {
+        let s = self
+            .pending
+            .entry(name.to_string())
+            .or_insert_with(|| Series {
+                name: name.to_string(),
+                unit: unit.to_string(),
+                t_ms: Vec::new(),
+                v: Vec::new(),
+            });
+        s.t_ms.push(t_ms);
+        s.v.push(v);
+    }
+
+    /// Points waiting to be written.
+    pub fn len(&self) -> usize {
+        self.pending.values().map(|s| s.t_ms.len()).sum()
+    }
+
+    /// True when nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Writes every pending point as one chunk per series and empties the buffer.
+    pub fn flush(&mut self, store: &Store, run: &str) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let chunks: Vec<Series> = std::mem::take(&mut self.pending).into_values().collect();
+        store.append_series(run, &chunks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_unix(0), (1970, 1, 1, 0, 0, 0));
+        assert_eq!(civil_from_unix(1_763_760_600), (2025, 11, 21, 21, 30, 0));
+        assert_eq!(civil_from_unix(951_782_400), (2000, 2, 29, 0, 0, 0));
+    }
+
+    #[test]
+    fn run_ids_have_the_documented_shape() {
+        let id = run_id(1_763_760_600_000, 0);
+        assert!(id.starts_with("20251121-213000-"), "{id}");
+        assert_eq!(id.len(), 20);
+    }
+}

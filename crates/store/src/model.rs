@@ -1,0 +1,351 @@
+//! The run model: serde types of the Run JSON (docs/run-json.md), shared by
+//! the store, `keisoku export` and the report crate.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the Run JSON this crate writes.
+pub const RUN_JSON_VERSION: u32 = 1;
+
+/// One stored run, everything on one clock (ms since the run's start).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunJson {
+    /// Format version ([`RUN_JSON_VERSION`]).
+    pub version: u32,
+    /// Identity and context of the run.
+    pub run: RunInfo,
+    /// What `keisoku bench --json` printed for the load; `null` for `record`.
+    pub results: serde_json::Value,
+    /// The load's phases (sweep steps), in order.
+    pub phases: Vec<Phase>,
+    /// Host, process, client and access-log time series.
+    pub series: Vec<Series>,
+    /// Per-route aggregates from the client and from the access log.
+    pub routes: Routes,
+    /// The CPU profile (docs/profile-json.md), if one was recorded.
+    pub profile: Option<Profile>,
+    /// Findings (crates/findings); empty until it reports.
+    pub findings: Vec<serde_json::Value>,
+}
+
+/// Identity and context of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunInfo {
+    /// Unique id, `YYYYMMDD-HHMMSS-xxxx` (UTC start time plus 4 hex digits).
+    pub id: String,
+    /// The user's name for the run (`--name`), or "".
+    pub name: String,
+    /// `--tag k=v` pairs.
+    pub tags: BTreeMap<String, String>,
+    /// Wall-clock time of the run's clock origin (t = 0).
+    pub started_unix_ms: i64,
+    /// Length of the run; for a run still being written, up to its last data.
+    pub duration_ms: f64,
+    /// The load's target URL; `null` for `keisoku record`.
+    pub target: Option<String>,
+    /// The keisoku command line that made the run.
+    pub command: String,
+    /// The machine the run was recorded on.
+    pub machine: Machine,
+    /// True when the run did not finish (Ctrl-C, dying server, killed keisoku).
+    pub interrupted: bool,
+    /// "closed" or "open" load model; `null` when keisoku did not drive the load.
+    pub model: Option<String>,
+    /// "running", "complete" or "interrupted" (additive to version 1).
+    #[serde(default = "default_status")]
+    pub status: String,
+}
+
+fn default_status() -> String {
+    RunStatus::Complete.as_str().to_string()
+}
+
+/// The machine a run was recorded on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Machine {
+    /// Host name.
+    pub hostname: String,
+    /// Online CPU cores.
+    pub cores: u32,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Total memory.
+    pub memory_bytes: u64,
+}
+
+/// Lifecycle of a stored run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    /// Being written now.
+    Running,
+    /// Finished as planned.
+    Complete,
+    /// Stopped early; everything recorded until then is kept.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The word stored in the database and shown to users.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+
+    /// Parses the stored word.
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        match s {
+            "running" => Some(RunStatus::Running),
+            "complete" => Some(RunStatus::Complete),
+            "interrupted" => Some(RunStatus::Interrupted),
+            _ => None,
+        }
+    }
+}
+
+/// One step of the load (a connection count or a rate), or the whole run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Phase {
+    /// Position in the run, from 0.
+    pub index: u32,
+    /// Short label, e.g. "c=10" or "rate=500".
+    pub label: String,
+    /// Start on the run's clock.
+    pub start_ms: f64,
+    /// End on the run's clock.
+    pub end_ms: f64,
+    /// Warm-up phases are excluded from results.
+    pub warmup: bool,
+    /// Connections of a closed-model phase.
+    pub connections: Option<u64>,
+    /// Target rate (requests/s) of an open-model phase.
+    pub rate: Option<f64>,
+}
+
+/// A named time series.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Series {
+    /// Dot-separated name, e.g. `cpu.0.user` (docs/run-json.md lists them).
+    pub name: String,
+    /// Unit: "%", "/s", "bytes", "ms", "count"...
+    pub unit: String,
+    /// Times on the run's clock, ascending.
+    pub t_ms: Vec<f64>,
+    /// One value per time.
+    pub v: Vec<f64>,
+}
+
+/// Per-route aggregates.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Routes {
+    /// As the load client saw them.
+    pub client: Vec<RouteRow>,
+    /// As the server's access log recorded them.
+    pub access_log: Vec<RouteRow>,
+}
+
+/// One route's aggregate in alp's columns. Times in milliseconds, body
+/// sizes in bytes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RouteRow {
+    /// HTTP method.
+    pub method: String,
+    /// Normalised path (`/orders/:id`).
+    pub uri: String,
+    /// Requests.
+    pub count: u64,
+    /// Responses with status 1xx.
+    #[serde(rename = "1xx", default)]
+    pub s1xx: u64,
+    /// Responses with status 2xx.
+    #[serde(rename = "2xx", default)]
+    pub s2xx: u64,
+    /// Responses with status 3xx.
+    #[serde(rename = "3xx", default)]
+    pub s3xx: u64,
+    /// Responses with status 4xx.
+    #[serde(rename = "4xx", default)]
+    pub s4xx: u64,
+    /// Responses with status 5xx.
+    #[serde(rename = "5xx", default)]
+    pub s5xx: u64,
+    /// Fastest response.
+    pub min: f64,
+    /// Slowest response.
+    pub max: f64,
+    /// Sum of response times.
+    pub sum: f64,
+    /// Mean response time.
+    pub avg: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+    /// Smallest body.
+    #[serde(default)]
+    pub min_body: f64,
+    /// Largest body.
+    #[serde(default)]
+    pub max_body: f64,
+    /// Sum of body sizes.
+    #[serde(default)]
+    pub sum_body: f64,
+    /// Mean body size.
+    #[serde(default)]
+    pub avg_body: f64,
+}
+
+/// A profile in the columnar form of docs/profile-json.md.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Profile {
+    /// Format version (1).
+    pub version: u32,
+    /// Shown in page headers.
+    pub title: String,
+    /// What a weight counts: "samples", "nanoseconds" or "bytes".
+    pub unit: String,
+    /// Names of frame kinds; `frames.kind` indexes into it.
+    pub kinds: Vec<String>,
+    /// Interned frames.
+    pub frames: Frames,
+    /// Stack prefix tree.
+    pub nodes: Nodes,
+    /// Threads that samples refer to.
+    #[serde(default)]
+    pub threads: Vec<ThreadInfo>,
+    /// Per-sample columns, for inputs with time.
+    pub samples: Option<Samples>,
+    /// Self weight per node, for inputs without time.
+    pub counts: Option<Vec<f64>>,
+    /// Wall-clock origin of `samples.time_ms`.
+    pub start_unix_ns: Option<i64>,
+    /// Span of the profile.
+    pub duration_ms: Option<f64>,
+}
+
+/// Interned frames, one entry per frame id.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Frames {
+    /// Function (or symbol) name.
+    pub name: Vec<String>,
+    /// Module, "" when unknown.
+    pub module: Vec<String>,
+    /// Index into `Profile::kinds`.
+    pub kind: Vec<u32>,
+}
+
+/// Stack prefix tree, one entry per node id.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Nodes {
+    /// Parent node, -1 for a root.
+    pub parent: Vec<i64>,
+    /// Frame of this node.
+    pub frame: Vec<u32>,
+}
+
+/// A thread samples refer to.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ThreadInfo {
+    /// Process id.
+    pub pid: i64,
+    /// Thread id.
+    pub tid: i64,
+    /// Command name.
+    #[serde(default)]
+    pub comm: String,
+}
+
+/// Per-sample columns.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Samples {
+    /// Leaf node of each sample's stack.
+    pub node: Vec<u32>,
+    /// Weight per sample; `None` when every sample weighs 1.
+    pub weight: Option<Vec<f64>>,
+    /// Time of each sample, ms since `start_unix_ns`.
+    pub time_ms: Option<Vec<f64>>,
+    /// Index into `Profile::threads`.
+    pub thread: Option<Vec<u32>>,
+}
+
+/// One line of `keisoku runs`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunListing {
+    /// Run id.
+    pub id: String,
+    /// User's name for it.
+    pub name: String,
+    /// Wall-clock start.
+    pub started_unix_ms: i64,
+    /// Length so far.
+    pub duration_ms: f64,
+    /// Load target, if keisoku drove the load.
+    pub target: Option<String>,
+    /// "running", "complete" or "interrupted".
+    pub status: String,
+    /// Throughput of the measured phases.
+    pub rps: Option<f64>,
+    /// 99th percentile latency of the measured phases.
+    pub p99_ms: Option<f64>,
+    /// `--tag` pairs.
+    pub tags: BTreeMap<String, String>,
+}
+
+/// What a new run starts with.
+#[derive(Debug, Clone, Default)]
+pub struct NewRun {
+    /// `--name`, or "".
+    pub name: String,
+    /// `--tag` pairs.
+    pub tags: BTreeMap<String, String>,
+    /// Wall-clock time of t = 0.
+    pub started_unix_ms: i64,
+    /// Target URL, if keisoku drives the load.
+    pub target: Option<String>,
+    /// The command line.
+    pub command: String,
+    /// Where it runs.
+    pub machine: Machine,
+    /// "closed"/"open", if keisoku drives the load.
+    pub model: Option<String>,
+}
+
+/// Where per-route data came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteSource {
+    /// The load client.
+    Client,
+    /// The server's access log.
+    AccessLog,
+}
+
+impl RouteSource {
+    /// The word stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteSource::Client => "client",
+            RouteSource::AccessLog => "access_log",
+        }
+    }
+}
+
+/// One second of one route's latency histogram (microseconds).
+#[derive(Debug, Clone)]
+pub struct RouteSecond {
+    /// HTTP method.
+    pub method: String,
+    /// Normalised route.
+    pub route: String,
+    /// Second on the run's clock (0 = the first second).
+    pub second: u32,
+    /// Latencies in microseconds.
+    pub histogram: hdrhistogram::Histogram<u64>,
+}

@@ -1,0 +1,426 @@
+//! The run store end to end: round trips, concurrent readers, size budget.
+
+use hdrhistogram::Histogram;
+use keisoku_store::*;
+use std::collections::BTreeMap;
+
+fn new_run(name: &str, started: i64) -> NewRun {
+    NewRun {
+        name: name.into(),
+        tags: BTreeMap::from([("commit".to_string(), "abc".to_string())]),
+        started_unix_ms: started,
+        target: Some("http://127.0.0.1:1/".into()),
+        command: "keisoku run".into(),
+        machine: Machine {
+            hostname: local_hostname(),
+            cores: 2,
+            kernel: "6.1".into(),
+            memory_bytes: 1 << 30,
+        },
+        model: Some("closed".into()),
+    }
+}
+
+fn profile(samples: usize) -> Profile {
+    // Five distinct stacks, two threads, 99 Hz.
+    let frames = Frames {
+        name: vec![
+            "main".into(),
+            "ngx_process".into(),
+            "read".into(),
+            "write".into(),
+        ],
+        module: vec![
+            "nginx".into(),
+            "nginx".into(),
+            "[kernel]".into(),
+            "[kernel]".into(),
+        ],
+        kind: vec![1, 1, 0, 0],
+    };
+    let nodes = Nodes {
+        parent: vec![-1, 0, 1, 1, 0],
+        frame: vec![0, 1, 2, 3, 3],
+    };
+    Profile {
+        version: 1,
+        title: "perf".into(),
+        unit: "samples".into(),
+        kinds: vec!["kernel".into(), "native".into()],
+        frames,
+        nodes,
+        threads: vec![
+            ThreadInfo {
+                pid: 10,
+                tid: 10,
+                comm: "nginx".into(),
+            },
+            ThreadInfo {
+                pid: 10,
+                tid: 11,
+                comm: "nginx".into(),
+            },
+        ],
+        samples: Some(Samples {
+            node: (0..samples).map(|i| (i * 7 % 5) as u32).collect(),
+            weight: None,
+            time_ms: Some((0..samples).map(|i| (i * 5051) as f64 / 1000.0).collect()),
+            thread: Some((0..samples).map(|i| (i % 2) as u32).collect()),
+        }),
+        counts: None,
+        start_unix_ns: Some(1_763_760_600_000_000_000),
+        duration_ms: Some(samples as f64 * 5.05),
+    }
+}
+
+#[test]
+fn a_run_round_trips_through_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub").join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store
+        .create_run(&new_run("before", 1_763_760_600_000))
+        .unwrap();
+    assert_eq!(store.run_info(&run).unwrap().status, "running");
+
+    store
+        .put_phase(
+            &run,
+            &Phase {
+                index: 0,
+                label: "warmup".into(),
+                start_ms: 0.0,
+                end_ms: 1000.0,
+                warmup: true,
+                connections: Some(4),
+                rate: None,
+            },
+        )
+        .unwrap();
+    store
+        .put_phase(
+            &run,
+            &Phase {
+                index: 1,
+                label: "c=4".into(),
+                start_ms: 1000.0,
+                end_ms: 3000.0,
+                warmup: false,
+                connections: Some(4),
+                rate: None,
+            },
+        )
+        .unwrap();
+    let mut buf = SeriesBuffer::default();
+    for sec in 0..3 {
+        buf.push("cpu.0.user", "%", sec as f64 * 1000.0, 10.0 + sec as f64);
+        buf.push("proc.rss", "bytes", sec as f64 * 1000.0, 1e6);
+        if sec == 1 {
+            buf.flush(&store, &run).unwrap();
+        }
+    }
+    buf.flush(&store, &run).unwrap();
+    assert!(buf.is_empty());
+
+    let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+    h.record(1500).unwrap();
+    h.record(2500).unwrap();
+    store
+        .put_route_seconds(
+            &run,
+            RouteSource::AccessLog,
+            &[RouteSecond {
+                method: "GET".into(),
+                route: "/a".into(),
+                second: 2,
+                histogram: h.clone(),
+            }],
+        )
+        .unwrap();
+    let row = RouteRow {
+        method: "GET".into(),
+        uri: "/a".into(),
+        count: 2,
+        s2xx: 2,
+        p99: 2.5,
+        ..RouteRow::default()
+    };
+    store
+        .put_routes(&run, RouteSource::AccessLog, std::slice::from_ref(&row))
+        .unwrap();
+    store
+        .put_routes(&run, RouteSource::Client, std::slice::from_ref(&row))
+        .unwrap();
+    let results = serde_json::json!({"rps": 123.0});
+    store
+        .put_results(&run, &results, Some(123.0), Some(2.5))
+        .unwrap();
+    let p = profile(1000);
+    store.put_profile(&run, &p).unwrap();
+    store
+        .add_findings(&run, &[serde_json::json!({"rule": "cpu-saturated"})])
+        .unwrap();
+    store
+        .append_output(&run, "server.stdout", b"hello ")
+        .unwrap();
+    store
+        .append_output(&run, "server.stdout", b"world")
+        .unwrap();
+    store.finish(&run, RunStatus::Complete, 3000.0).unwrap();
+
+    let json = store.load(&run).unwrap();
+    assert_eq!(json.run.name, "before");
+    assert_eq!(json.run.status, "complete");
+    assert!(!json.run.interrupted);
+    assert_eq!(json.run.duration_ms, 3000.0);
+    assert_eq!(json.run.tags["commit"], "abc");
+    assert_eq!(json.phases.len(), 2);
+    assert!(json.phases[0].warmup);
+    assert_eq!(json.series.len(), 2);
+    assert_eq!(json.series[0].name, "cpu.0.user");
+    assert_eq!(json.series[0].t_ms, vec![0.0, 1000.0, 2000.0]);
+    assert_eq!(json.series[0].v, vec![10.0, 11.0, 12.0]);
+    assert_eq!(json.routes.access_log, vec![row.clone()]);
+    assert_eq!(json.routes.client, vec![row]);
+    assert_eq!(json.results, results);
+    assert_eq!(json.profile.as_ref(), Some(&p));
+    assert_eq!(json.findings.len(), 1);
+    assert_eq!(store.output(&run, "server.stdout").unwrap(), b"hello world");
+    let hs = store.route_seconds(&run, RouteSource::AccessLog).unwrap();
+    assert_eq!(hs.len(), 1);
+    assert_eq!(hs[0].histogram.len(), 2);
+    assert_eq!(hs[0].histogram.max(), h.max());
+
+    // The JSON form parses back into the same model (the report crate's path).
+    let text = serde_json::to_string(&json).unwrap();
+    let back: RunJson = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, json);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["routes"]["access_log"][0]["2xx"], 2);
+    assert!(v["profile"]["samples"]["time_ms"].is_array());
+}
+
+#[test]
+fn runs_are_found_by_last_prefix_and_name_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let a = store.create_run(&new_run("alpha", 1_000_000)).unwrap();
+    let b = store.create_run(&new_run("beta", 2_000_000)).unwrap();
+    store.finish(&a, RunStatus::Complete, 1.0).unwrap();
+    store.finish(&b, RunStatus::Interrupted, 1.0).unwrap();
+    let list = store.list().unwrap();
+    assert_eq!(
+        list.iter().map(|l| l.id.as_str()).collect::<Vec<_>>(),
+        vec![b.as_str(), a.as_str()]
+    );
+    assert_eq!(list[0].status, "interrupted");
+    assert_eq!(list[0].tags["commit"], "abc");
+    assert_eq!(store.resolve("last").unwrap(), b);
+    assert_eq!(store.resolve("alpha").unwrap(), a);
+    assert_eq!(store.resolve(&a).unwrap(), a);
+    assert_eq!(store.resolve(&b[..17]).unwrap(), b);
+    // Both ids start with 1970: a prefix matching both is ambiguous.
+    assert!(matches!(
+        store.resolve("1970"),
+        Err(StoreError::Ambiguous { .. })
+    ));
+    let err = store.resolve("nope").unwrap_err();
+    assert!(err.is_user_error());
+    assert!(err.to_string().contains("keisoku runs"), "{err}");
+    assert!(matches!(
+        store.resolve("%"),
+        Err(StoreError::UnknownRun { .. })
+    ));
+
+    store
+        .append_series(
+            &a,
+            &[Series {
+                name: "x".into(),
+                unit: "".into(),
+                t_ms: vec![0.0],
+                v: vec![1.0],
+            }],
+        )
+        .unwrap();
+    store.put_profile(&a, &profile(10)).unwrap();
+    assert!(store.remove(&a).unwrap());
+    assert!(!store.remove(&a).unwrap());
+    assert_eq!(store.list().unwrap().len(), 1);
+    assert!(store.series(&a).unwrap().is_empty());
+    assert!(store.profile(&a).unwrap().is_none());
+}
+
+#[test]
+fn a_run_whose_writer_died_reads_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run("killed", 5_000)).unwrap();
+    store
+        .append_series(
+            &run,
+            &[Series {
+                name: "cpu.all.user".into(),
+                unit: "%".into(),
+                t_ms: vec![0.0, 1000.0],
+                v: vec![1.0, 2.0],
+            }],
+        )
+        .unwrap();
+    // Our own pid is alive: still running.
+    assert_eq!(store.run_info(&run).unwrap().status, "running");
+    // Pretend the writer was a process that has exited.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET writer_pid = ?1 WHERE id = ?2",
+            rusqlite::params![dead, run],
+        )
+        .unwrap();
+    let info = store.run_info(&run).unwrap();
+    assert_eq!(info.status, "interrupted");
+    assert!(info.interrupted);
+    assert_eq!(info.duration_ms, 1000.0);
+    assert_eq!(store.load(&run).unwrap().series[0].v, vec![1.0, 2.0]);
+}
+
+#[test]
+fn readers_see_a_run_while_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let writer = Store::open(&path).unwrap();
+    let run = writer.create_run(&new_run("live", 9_000)).unwrap();
+    let reader_path = path.clone();
+    let run_r = run.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_r = stop.clone();
+    let reader = std::thread::spawn(move || {
+        let reader = Store::open_existing(&reader_path).unwrap();
+        let mut seen = 0usize;
+        let mut reads = 0;
+        while !stop_r.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
+            let json = reader.load(&run_r).unwrap();
+            let n = json.series.first().map_or(0, |s| s.t_ms.len());
+            assert!(n >= seen, "points went backwards");
+            // Every series gets its chunk in one transaction: never torn.
+            assert!(json.series.iter().all(|s| s.t_ms.len() == n));
+            seen = n;
+            reads += 1;
+        }
+        (seen, reads)
+    });
+    let mut buf = SeriesBuffer::default();
+    for sec in 0..200 {
+        for i in 0..20 {
+            buf.push(&format!("s.{i}"), "", sec as f64 * 1000.0, sec as f64);
+        }
+        buf.flush(&writer, &run).unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (seen, reads) = reader.join().unwrap();
+    assert!(reads > 0 && seen <= 200);
+    assert_eq!(writer.load(&run).unwrap().series[0].t_ms.len(), 200);
+}
+
+#[test]
+fn a_long_run_with_a_large_profile_stays_under_50_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run("big", 1_000)).unwrap();
+    // 10 minutes at 1 s, 300 series, flushed every 5 s as the recorder does.
+    let mut buf = SeriesBuffer::default();
+    for sec in 0..600 {
+        for i in 0..300 {
+            let v = ((sec * 31 + i * 17) % 1000) as f64 / 7.0;
+            buf.push(&format!("series.{i}"), "%", sec as f64 * 1000.0 + 0.5, v);
+        }
+        if sec % 5 == 4 {
+            buf.flush(&store, &run).unwrap();
+        }
+    }
+    buf.flush(&store, &run).unwrap();
+    // Per-second histograms for 10 routes from two sources.
+    for src in [RouteSource::Client, RouteSource::AccessLog] {
+        let mut secs = Vec::new();
+        for sec in 0..600u32 {
+            for r in 0..10 {
+                let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+                for k in 0..200u64 {
+                    h.record(500 + k * 37 + u64::from(sec)).unwrap();
+                }
+                secs.push(RouteSecond {
+                    method: "GET".into(),
+                    route: format!("/r{r}"),
+                    second: sec,
+                    histogram: h,
+                });
+            }
+        }
+        store.put_route_seconds(&run, src, &secs).unwrap();
+    }
+    // A profile with 1,000,000 samples over 2,000 distinct stacks.
+    let mut p = profile(0);
+    p.frames.name = (0..500).map(|i| format!("function_{i}")).collect();
+    p.frames.module = vec!["app".into(); 500];
+    p.frames.kind = vec![1; 500];
+    p.nodes.parent = (0..2000i64)
+        .map(|i| if i < 10 { -1 } else { i / 3 })
+        .collect();
+    p.nodes.frame = (0..2000u32).map(|i| i % 500).collect();
+    let n = 1_000_000;
+    p.samples = Some(Samples {
+        node: (0..n).map(|i| ((i * 7919) % 2000) as u32).collect(),
+        weight: None,
+        time_ms: Some(
+            (0..n)
+                .map(|i| i as f64 * 0.6 + (i % 3) as f64 * 0.0137)
+                .collect(),
+        ),
+        thread: Some((0..n).map(|i| (i % 2) as u32).collect()),
+    });
+    store.put_profile(&run, &p).unwrap();
+    store.finish(&run, RunStatus::Complete, 600_000.0).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    // Fold the WAL into the main file so its size is the store's size.
+    drop(store);
+    let size = std::fs::metadata(&path).unwrap().len()
+        + std::fs::metadata(path.with_extension("db-wal")).map_or(0, |m| m.len());
+    eprintln!("store size: {:.1} MB", size as f64 / 1e6);
+    assert!(size < 50_000_000, "store is {size} bytes");
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.profile(&run).unwrap().unwrap();
+    assert_eq!(loaded.samples.as_ref().unwrap().node.len(), n);
+    assert_eq!(
+        loaded.samples,
+        p.samples.map(|mut s| {
+            // Times are kept to the microsecond.
+            s.time_ms = s
+                .time_ms
+                .map(|t| t.iter().map(|x| (x * 1000.0).round() / 1000.0).collect());
+            s
+        })
+    );
+    let series = store.series(&run).unwrap();
+    assert_eq!(series.len(), 300);
+    assert!(series.iter().all(|s| s.t_ms.len() == 600));
+}
+
+#[test]
+fn missing_store_and_damaged_data_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = Store::open_existing(&dir.path().join("none.db")).unwrap_err();
+    assert!(err.is_user_error());
+    let junk = dir.path().join("junk.db");
+    std::fs::write(
+        &junk,
+        b"this is not a database, just text that is long enough to look like a header..",
+    )
+    .unwrap();
+    assert!(Store::open_existing(&junk).is_err());
+}
