@@ -6,8 +6,8 @@
 // Two numbers per run, both from the page's own clock (ms since navigation):
 //   first-paint  the `keisoku:first-paint` mark, emitted right after the
 //                flame graph's first canvas draw;
-//   interactive  a double requestAnimationFrame after the page script
-//                finished (function table and legend built, frame shown).
+//   interactive  the full tree built (after the preview), function table and
+//                legend done, and the next frame shown.
 // The page comes from `keisoku flame` when --via binary (KEISOKU_BIN) and
 // otherwise from the same template crates/report uses, with per-sample data
 // (time and thread per sample: the heavier form, as `scope` pages embed).
@@ -24,21 +24,33 @@ const samples = Number(arg('samples', 1000000));
 const frames = Number(arg('frames', 120000));
 const runs = Number(arg('runs', 5));
 const via = arg('via', 'template');
+// samples: per-sample columns (time, thread), as `scope` pages and perf
+// input carry; counts: self weight per stack node, as folded input gives.
+const form = arg('form', 'samples');
 
 const dir = scratch('flame-paint');
 const t0 = Date.now();
 const profile = syntheticProfile({ samples, frames, seconds: 300, threads: 8, seed: 42 });
-const distinct = new Set(profile.frames.name).size;
+// Distinct frames that occur in sampled stacks (not merely in the table).
+const used = new Set();
+for (const leaf of new Set(profile.samples.node)) for (let n = leaf; n >= 0; n = profile.nodes.parent[n]) used.add(profile.frames.name[profile.nodes.frame[n]]);
+const distinct = used.size;
 console.error(`generated ${samples} samples, ${distinct} distinct frames, ${profile.nodes.parent.length} stack nodes in ${Date.now() - t0} ms`);
 
-let html = join(dir, `flame-${samples}.html`);
+let html = join(dir, `flame-${samples}-${via === 'binary' ? 'binary' : form}.html`);
 if (via === 'binary') {
   if (!keisokuBin()) throw new Error('--via binary needs KEISOKU_BIN');
   const folded = join(dir, `flame-${samples}.folded`);
   writeFileSync(folded, toFolded(profile));
   runBin(['flame', folded, '-o', html]);
 } else {
-  writeFileSync(html, templatePage(profile.title, 'flame', JSON.stringify({ title: profile.title, view: {}, profile })));
+  let p = profile;
+  if (form === 'counts') {
+    const counts = new Array(p.nodes.parent.length).fill(0);
+    for (const n of p.samples.node) counts[n]++;
+    p = { ...p, samples: null, counts, threads: [] };
+  }
+  writeFileSync(html, templatePage(profile.title, 'flame', JSON.stringify({ title: profile.title, view: {}, profile: p })));
 }
 const mb = statSync(html).size / 1e6;
 console.error(`page: ${html} (${mb.toFixed(1)} MB, via ${via})`);
@@ -54,12 +66,17 @@ for (let r = 0; r < runs; r++) {
         requestAnimationFrame(() =>
           requestAnimationFrame(() => {
             const mark = performance.getEntriesByName('keisoku:first-paint')[0];
-            resolve({ fp: mark ? mark.startTime : NaN, ready: performance.now() });
+            const fp = mark ? mark.startTime : NaN;
+            // Then wait for the full tree (large profiles paint a preview first).
+            window.keisoku.flame.ready.then(() =>
+              requestAnimationFrame(() => resolve({ fp, ready: performance.now(), total: window.keisoku.flame.stats().total })),
+            );
           }),
         );
       }),
   );
   if (errors.length) throw new Error(`page errors: ${errors.join('; ')}`);
+  if (m.total !== samples) throw new Error(`the page's flame graph holds ${m.total} samples, expected ${samples}`);
   firstPaint.push(m.fp);
   interactive.push(m.ready);
   console.error(`run ${r + 1}: first-paint ${m.fp.toFixed(0)} ms, interactive ${m.ready.toFixed(0)} ms`);
@@ -68,5 +85,5 @@ for (let r = 0; r < runs; r++) {
 }
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const out = { samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
 console.log(JSON.stringify(out));

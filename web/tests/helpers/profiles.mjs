@@ -69,14 +69,26 @@ export function syntheticProfile({ samples = 20000, frames = 400, seconds = 6, t
   const leaves = [];
   const nStacks = Math.max(8, Math.floor(frames * 1.5));
   const idleNode = child(child(0, 6), 12); // entry_SYSCALL_64 -> cpu_idle (an idle stack)
+  const pool = frames - COMMON.length;
+  // Hierarchical like real programs: few subsystems near the root, fan-out
+  // growing with depth; a frame is a hash of (parent, choice) so repeated
+  // choices merge into the same node.
   for (let s = 0; s < nStacks; s++) {
     let n = 1;
-    const depth = 3 + Math.floor(r() * 14);
+    const depth = 4 + Math.floor(r() * 16);
     for (let d = 0; d < depth; d++) {
-      const pick = r();
-      const f = pick < 0.15 ? 2 + Math.floor(r() * 12) : COMMON.length + Math.floor(Math.pow(r(), 1.6) * (frames - COMMON.length));
-      if (f === 12) continue; // idle only in the idle stack
-      n = child(n, Math.min(f, frames - 1));
+      let f;
+      if (d > 1 && r() < 0.08) {
+        f = 2 + Math.floor(r() * 11); // shared helpers: malloc, memcpy, syscalls...
+        if (f >= 12) f = 13;
+      } else {
+        const fan = d < 2 ? 5 : d < 5 ? 20 : 300;
+        const k = Math.floor(Math.pow(r(), 2) * fan);
+        let h = Math.imul(n ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(k + 1, 0xc2b2ae35) ^ d;
+        h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 0;
+        f = COMMON.length + (h % pool);
+      }
+      n = child(n, f);
     }
     leaves.push(n);
   }

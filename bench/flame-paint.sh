@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Time to first paint of a 1,000,000-sample flame graph page in headless
+# Chromium (goal: < 1 s). Runs both data forms, alternating, and prints one
+# JSON line per form. Needs node, web/node_modules and chromium
+# (scripts/setup.sh installs them). Usage: bench/flame-paint.sh [RUNS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs="${1:-5}"
+[ -d web/node_modules/playwright-core ] || (cd web && npm ci --no-audit --no-fund)
+command -v chromium >/dev/null || { echo "flame-paint: chromium is missing; run scripts/setup.sh" >&2; exit 1; }
+echo "machine: $(nproc) cpus, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
+for form in samples counts; do
+  node bench/flame-paint.mjs --form "$form" --runs "$runs"
+done
+if [ -n "${KEISOKU_BIN:-}" ] && "$KEISOKU_BIN" flame --help >/dev/null 2>&1; then
+  node bench/flame-paint.mjs --via binary --runs "$runs"
+fi
