@@ -54,6 +54,7 @@ test('flame page renders the profile with no console errors, and totals match th
   });
   assert.ok(painted > 0.05, `canvas mostly blank (${painted})`);
   assert.ok(await page.locator('.ks-functable-table tbody tr').count() > 10);
+  assert.equal(await page.locator('.ks-flame-status').textContent(), `${total.toLocaleString('en-US')} samples in view`);
   await shot(page, 'flame-render');
   assert.deepEqual(errors, []);
   await ctx.close();

@@ -139,6 +139,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES;
     this.rebuild(big ? 1 / (4 * Math.max(800, container.clientWidth || 1366)) : 0);
     if (!firstPaintMarked) performance.mark('keisoku:tree-built');
+    this.renderStatus();
+    this.renderCrumbs();
     if (options.search && !big) this.search(options.search);
     this.draw();
     if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
