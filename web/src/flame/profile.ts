@@ -32,8 +32,9 @@ export interface DiffRow {
   after_self: number;
   before_total: number;
   after_total: number;
-  delta_self_pct: number;
-  delta_total_pct: number;
+  /** Relative change in %; null when BEFORE had none (a new function). */
+  delta_self_pct: number | null;
+  delta_total_pct: number | null;
   noisy: boolean;
 }
 

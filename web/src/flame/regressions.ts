@@ -19,21 +19,27 @@ export interface RegressionOptions {
 export function regressionTables(container: HTMLElement, rows: DiffRow[], opts: RegressionOptions = {}): void {
   const limit = opts.limit ?? 25;
   const valid = rows.filter((r) => r && typeof r.frame === 'string');
-  const key = (r: DiffRow): number => (Number.isFinite(r.delta_total_pct) ? r.delta_total_pct : r.after_total > r.before_total ? 1e9 : -1e9);
+  // New functions (no BEFORE, null change) rank as the largest growth.
+  const key = (r: DiffRow): number =>
+    r.delta_total_pct !== null && Number.isFinite(r.delta_total_pct) ? r.delta_total_pct : r.after_total > r.before_total ? 1e9 : r.after_total < r.before_total ? -1e9 : 0;
   const grew = valid.filter((r) => key(r) > 0).sort((a, b) => key(b) - key(a)).slice(0, limit);
   const shrank = valid.filter((r) => key(r) < 0).sort((a, b) => key(a) - key(b)).slice(0, limit);
   const table = (title: string, list: DiffRow[], cls: string): HTMLElement => {
     const tbody = h('tbody');
     for (const r of list) {
-      const pct = (v: number): HTMLElement => h('td', { class: v > 0 ? 'ks-grew' : v < 0 ? 'ks-shrank' : '', text: fmtSignedPct(v) });
+      const pct = (v: number | null, before: number, after: number): HTMLElement => {
+        const grew = after > before;
+        const text = v === null || !Number.isFinite(v) || Math.abs(v) >= 1e9 ? (before === 0 && after > 0 ? 'new' : after === 0 && before > 0 ? 'gone' : 'n/a') : fmtSignedPct(v);
+        return h('td', { class: after === before ? '' : grew ? 'ks-grew' : 'ks-shrank', text });
+      };
       const tr = h('tr', {},
         h('td', { class: 'ks-name', title: r.module || '' }, r.frame, r.noisy ? h('span', { class: 'ks-noisy', title: 'too few samples to tell change from noise', text: ' ⚠ noisy' }) : null),
         h('td', { text: fmtCount(r.before_self) }),
         h('td', { text: fmtCount(r.after_self) }),
-        pct(r.delta_self_pct),
+        pct(r.delta_self_pct, r.before_self, r.after_self),
         h('td', { text: fmtCount(r.before_total) }),
         h('td', { text: fmtCount(r.after_total) }),
-        pct(r.delta_total_pct),
+        pct(r.delta_total_pct, r.before_total, r.after_total),
       );
       if (opts.onPick) tr.addEventListener('click', () => opts.onPick?.(r));
       tbody.append(tr);
