@@ -1,1 +1,71 @@
-document.getElementById('app')!.textContent = 'report';
+// `keisoku report` (and serve's /runs/ID): one run, top to bottom: verdict,
+// sweep, routes, timelines, profile, findings. One time range is shared by
+// every view: select it on a timeline, the heat map or a finding.
+import '../common/base.css';
+import '../report/report.css';
+import { h, pageData, showFatal } from '../common/dom';
+import { installKeys } from '../common/keyboard';
+import type { TimeRange } from '../charts/timelines';
+import { durationOf, phasesOf } from '../report/data';
+import { findingsSection } from '../report/findings';
+import { ProfileView } from '../report/profile-section';
+import { routesSection } from '../report/routes';
+import { sweepSection } from '../report/sweep-section';
+import { timelineSection } from '../report/timeline-section';
+import type { ReportData } from '../report/types';
+import { verdictSection } from '../report/verdict';
+
+const app = document.getElementById('app') as HTMLElement;
+try {
+  const data = pageData<ReportData>();
+  const run = data.run;
+  if (!run || typeof run !== 'object' || !run.run) throw new Error('the embedded data is not a run');
+  const meta = run.run;
+  const title = meta.name ? `${meta.name}` : meta.id ?? 'run';
+  const nav = h('nav', {});
+  if (data.served) nav.append(h('a', { href: '/', text: '← all runs' }), h('a', { href: `/api/runs/${encodeURIComponent(meta.id ?? '')}`, text: 'Run JSON' }));
+  app.append(
+    h('header', { class: 'ks-page-head' }, h('h1', { text: `keisoku report: ${title}` }), h('span', { class: 'ks-muted', text: meta.target ?? '' }), nav),
+    h('nav', { class: 'ks-toc', 'aria-label': 'sections' }, ...['verdict', 'sweep', 'routes', 'timelines', 'profile', 'findings'].map((s) => h('a', { href: `#${s}`, text: s }))),
+  );
+  const width = (): number => Math.max(360, app.clientWidth - 8);
+  app.append(verdictSection(run));
+  app.append(sweepSection(run.results, width()));
+  app.append(routesSection(run.routes));
+  const { sec: tlSec, timelines } = timelineSection(run.series, durationOf(run), phasesOf(run));
+  app.append(tlSec);
+  const profile = new ProfileView(run);
+  app.append(profile.sec);
+
+  // The one selected range; every view is told, except the one it came from.
+  let current: TimeRange | null = null;
+  const select = (range: TimeRange | null, from: 'timeline' | 'profile' | 'other'): void => {
+    current = range;
+    if (from !== 'timeline') timelines?.setRange(range);
+    if (from !== 'profile') profile.setRange(range);
+  };
+  timelines?.on('range', (r) => select(r, 'timeline'));
+  profile.on('range', (r) => select(r, 'profile'));
+  app.append(
+    findingsSection(run.findings, (f) => {
+      select(f.rangeMs ? { fromMs: f.rangeMs[0], toMs: f.rangeMs[1] } : null, 'other');
+      profile.highlight(f.frames.length ? f.frames : null);
+      document.getElementById(f.frames.length ? 'profile' : 'timelines')?.scrollIntoView({ behavior: 'smooth', block: 'start' });
+    }),
+  );
+  app.append(h('footer', { class: 'ks-muted ks-foot', text: 'keys: / search frames · Esc reset range, zoom and search · drag on a chart or the heat map to select a range' }));
+  if (data.range_ms) select({ fromMs: data.range_ms[0], toMs: data.range_ms[1] }, 'other');
+  installKeys({
+    search: () => profile.flame?.focusSearch(),
+    reset: () => {
+      select(null, 'other');
+      profile.flame?.search(null);
+      profile.flame?.reset();
+    },
+  });
+  // For tests and the curious: the live components.
+  (window as unknown as { keisoku: unknown }).keisoku = { run, timelines, profile, range: () => current };
+  performance.mark('keisoku:first-paint');
+} catch (e) {
+  showFatal(app, e);
+}

@@ -1,0 +1,112 @@
+/**
+ * Section 5: the profile: subsecond heat map and flame graph (the
+ * components of web/src/flame and web/src/heatmap). A range selected on the
+ * heat map or on any timeline redraws the flame graph for just that range.
+ * Profile times run on the profile's own clock; `offsetMs` maps them onto
+ * the run's.
+ */
+import { h } from '../common/dom';
+import { Emitter } from '../common/events';
+import { fmtCount } from '../common/format';
+import { FlameGraph } from '../flame/flamegraph';
+import { FunctionTable, regexEscape } from '../flame/functable';
+import { Profile } from '../flame/profile';
+import { threadFilter } from '../flame/threadfilter';
+import { HeatMap } from '../heatmap/heatmap';
+import type { TimeRange } from '../charts/timelines';
+import { fmtValue } from '../charts/units';
+import type { RunJson } from './types';
+import { profileOffsetMs } from './data';
+
+/** The profile section's components and their range wiring. */
+export class ProfileView extends Emitter<{ range: TimeRange | null }> {
+  readonly sec: HTMLElement;
+  readonly flame: FlameGraph | null = null;
+  readonly heat: HeatMap | null = null;
+  readonly profile: Profile | null = null;
+  readonly offsetMs: number;
+  private readonly rangeNote: HTMLElement;
+  private applying = false;
+
+  constructor(run: RunJson) {
+    super();
+    this.sec = h('section', { id: 'profile', class: 'ks-section' }, h('h2', { text: 'Profile' }));
+    this.offsetMs = profileOffsetMs(run);
+    this.rangeNote = h('span', { class: 'ks-range-note', 'aria-live': 'polite' });
+    if (!run.profile) {
+      this.sec.append(h('p', { class: 'ks-muted ks-empty', text: 'No profile recorded: run with --profile perf (or py-spy) to see where the server spent its CPU.' }));
+      return;
+    }
+    let profile: Profile;
+    try {
+      profile = Profile.from(run.profile);
+    } catch (e) {
+      this.sec.append(h('p', { class: 'ks-fatal', text: `The profile could not be read: ${e instanceof Error ? e.message : String(e)}` }));
+      return;
+    }
+    this.profile = profile;
+    const facts = [profile.sampleCount !== null ? `${fmtCount(profile.sampleCount)} samples` : null, `${fmtCount(profile.frameCount)} distinct frames`, profile.durationMs ? fmtValue(profile.durationMs, 'ms') : null].filter(Boolean).join(' · ');
+    const bar = h('div', { class: 'ks-toolbar' }, h('span', { class: 'ks-muted', text: facts }), this.rangeNote);
+    this.sec.append(bar);
+    if (profile.sampleTime) {
+      const heatBox = h('div', { class: 'ks-heat-box' });
+      this.sec.append(h('h3', { text: 'Subsecond heat map' }), h('p', { class: 'ks-muted ks-hint', text: 'One column per second, one cell per 1/50 s, darker = more samples. Drag across cells to select a range.' }), heatBox);
+      this.heat = new HeatMap(heatBox, profile, { rows: 50 });
+      this.heat.on('select', (s) => {
+        if (this.applying || s.which !== 'a') return;
+        this.showRange({ fromMs: s.fromMs + this.offsetMs, toMs: s.toMs + this.offsetMs });
+        this.flame?.setRange(s.fromMs, s.toMs);
+        this.emit('range', { fromMs: s.fromMs + this.offsetMs, toMs: s.toMs + this.offsetMs });
+      });
+      this.heat.on('clear', () => {
+        if (this.applying) return;
+        this.showRange(null);
+        this.flame?.setRange(null, null);
+        this.emit('range', null);
+      });
+    } else {
+      this.sec.append(h('p', { class: 'ks-muted', text: 'This profile has no sample times, so it has no heat map and ignores time ranges.' }));
+    }
+    const tf = threadFilter(profile, (s) => {
+      this.flame?.setThreads(s);
+      this.heat?.setThreads(s);
+    });
+    if (tf) bar.append(tf);
+    const flameBox = h('div', { class: 'ks-flame-box' });
+    this.sec.append(h('h3', { text: 'Flame graph' }), flameBox);
+    this.flame = new FlameGraph(flameBox, profile, { maxHeight: '60vh' });
+    const details = h('details', { class: 'ks-functions' }, h('summary', { text: 'Functions by self and total time' }));
+    this.sec.append(details);
+    new FunctionTable(details, this.flame);
+  }
+
+  /** Applies a range on the run's clock (null: everything) without emitting. */
+  setRange(range: TimeRange | null): void {
+    this.showRange(range);
+    if (!this.flame || !this.profile?.sampleTime) return;
+    this.applying = true;
+    try {
+      if (range) {
+        const from = range.fromMs - this.offsetMs;
+        const to = range.toMs - this.offsetMs;
+        this.flame.setRange(from, to);
+        this.heat?.select('a', from, to);
+      } else {
+        this.flame.setRange(null, null);
+        this.heat?.clearSelection();
+      }
+    } finally {
+      this.applying = false;
+    }
+  }
+
+  /** Highlights frames by exact name (a finding's frames); null clears. */
+  highlight(names: string[] | null): void {
+    if (!this.flame) return;
+    this.flame.search(names && names.length ? `^(${names.map(regexEscape).join('|')})$` : null);
+  }
+
+  private showRange(range: TimeRange | null): void {
+    this.rangeNote.textContent = range ? `range ${fmtValue(range.fromMs, 'ms', true)} – ${fmtValue(range.toMs, 'ms', true)} of the run` : '';
+  }
+}
