@@ -58,6 +58,9 @@ console.error(`page: ${html} (${mb.toFixed(1)} MB, via ${via})`);
 const browser = await launch();
 const firstPaint = [];
 const interactive = [];
+const zooms = [];
+const searches = [];
+const resets = [];
 for (let r = 0; r < runs; r++) {
   const { page, errors, ctx } = await open(browser, html);
   const m = await page.evaluate(
@@ -80,10 +83,37 @@ for (let r = 0; r < runs; r++) {
   firstPaint.push(m.fp);
   interactive.push(m.ready);
   console.error(`run ${r + 1}: first-paint ${m.fp.toFixed(0)} ms, interactive ${m.ready.toFixed(0)} ms`);
+  // Responsiveness on the full tree: a zoom (with the function table's
+  // update), a search over every frame, and Esc back to the root.
+  const ops = await page.evaluate(() => {
+    const fg = window.keisoku.flame;
+    const t = fg.tree;
+    let n = 0;
+    for (let d = 0; d < 3; d++) {
+      let best = -1;
+      for (let k = t.childStart[n]; k < t.childStart[n + 1]; k++) if (best < 0 || t.total[t.childList[k]] > t.total[best]) best = t.childList[k];
+      if (best < 0) break;
+      n = best;
+    }
+    const time = (f) => {
+      const t0 = performance.now();
+      f();
+      return Math.round(performance.now() - t0);
+    };
+    return {
+      zoom: time(() => fg.zoomTo(n)),
+      search: time(() => fg.search('malloc|memcpy|_parse')),
+      reset: time(() => fg.reset()),
+    };
+  });
+  zooms.push(ops.zoom);
+  searches.push(ops.search);
+  resets.push(ops.reset);
+  console.error(`run ${r + 1}: zoom ${ops.zoom} ms, search ${ops.search} ms, reset ${ops.reset} ms`);
   if (r === 0) await page.screenshot({ path: join(dir, 'flame-paint.png') });
   await ctx.close();
 }
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
 console.log(JSON.stringify(out));

@@ -446,7 +446,14 @@ export class FlameGraph extends Emitter<FlameEvents> {
       'aria-label': 'search frames by regular expression',
       spellcheck: 'false',
     });
+    let timer = 0;
     search.addEventListener('input', () => {
+      // Large trees: wait for a pause in typing rather than search every key.
+      clearTimeout(timer);
+      if (this._tree.n > 200_000) timer = window.setTimeout(apply, 120);
+      else apply();
+    });
+    const apply = (): void => {
       try {
         this.search(search.value);
         search.classList.remove('ks-invalid');
@@ -455,7 +462,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
         search.classList.add('ks-invalid');
         search.title = String(e instanceof Error ? e.message : e);
       }
-    });
+    };
     this.searchInput = search;
     const hide = h('input', { type: 'text', class: 'ks-flame-hide', placeholder: 'hide frames (regex)', 'aria-label': 'hide frames matching a regular expression', spellcheck: 'false' });
     hide.addEventListener('change', () => {

@@ -6,7 +6,7 @@
 import { h, clear } from '../common/dom';
 import { fmtPct, fmtWeight } from '../common/format';
 import { FlameGraph } from './flamegraph';
-import { funcStats } from './tree';
+import { funcStats, FuncStats } from './tree';
 
 const MAX_ROWS = 300;
 
@@ -23,6 +23,9 @@ export class FunctionTable {
   private selectedName: string | null = null;
   private main: HTMLElement;
   private side: HTMLElement;
+  /** Stats of the whole tree, kept across zooms (the costly case at 1M nodes). */
+  private rootStats: { tree: unknown; stats: FuncStats; sorted: Map<string, number[]> } | null = null;
+  private pending = 0;
 
   constructor(container: HTMLElement, private readonly graph: FlameGraph) {
     this.main = h('div', { class: 'ks-functable-main' });
@@ -36,7 +39,8 @@ export class FunctionTable {
       if (this.selected !== null && this.selected < 0) this.selected = null;
       this.render();
     });
-    graph.on('zoom', () => this.render());
+    // After a zoom the graph paints first; the table follows a frame later.
+    graph.on('zoom', () => this.renderSoon());
     graph.on('select', (s) => this.select(s.func));
     this.render();
   }
@@ -49,20 +53,41 @@ export class FunctionTable {
     this.render();
   }
 
+  private renderSoon(): void {
+    if (this.pending) return;
+    this.pending = requestAnimationFrame(() =>
+      setTimeout(() => {
+        this.pending = 0;
+        this.render();
+      }, 0),
+    );
+  }
+
   private render(): void {
     const t = this.graph.tree;
     const unit = this.graph.profile?.unit ?? 'samples';
     const zoom = this.graph.stats().zoomNode;
-    const st = funcStats(t, zoom);
-    const whole = t.total[zoom] || 1;
-    const ids: number[] = [];
-    for (let f = 0; f < st.total.length; f++) {
-      const k = t.funcs.kind[f];
-      if (st.total[f] > 0 && k !== 'root' && k !== 'process' && k !== 'thread') ids.push(f);
+    let st: FuncStats;
+    if (zoom !== 0) st = funcStats(t, zoom);
+    else if (this.rootStats && this.rootStats.tree === t) st = this.rootStats.stats;
+    else {
+      st = funcStats(t, 0);
+      this.rootStats = { tree: t, stats: st, sorted: new Map() };
     }
-    const key = this.sortBy === 'self' ? st.self : st.total;
-    const other = this.sortBy === 'self' ? st.total : st.self;
-    ids.sort((a, b) => key[b] - key[a] || other[b] - other[a]);
+    const whole = t.total[zoom] || 1;
+    const cache = zoom === 0 && this.rootStats && this.rootStats.tree === t ? this.rootStats.sorted : null;
+    let ids = cache?.get(this.sortBy);
+    if (!ids) {
+      ids = [];
+      for (let f = 0; f < st.total.length; f++) {
+        const k = t.funcs.kind[f];
+        if (st.total[f] > 0 && k !== 'root' && k !== 'process' && k !== 'thread') ids.push(f);
+      }
+      const key = this.sortBy === 'self' ? st.self : st.total;
+      const other = this.sortBy === 'self' ? st.total : st.self;
+      ids.sort((a, b) => key[b] - key[a] || other[b] - other[a]);
+      cache?.set(this.sortBy, ids);
+    }
 
     clear(this.main);
     const th = (label: string, col: 'self' | 'total' | null): HTMLElement => {
