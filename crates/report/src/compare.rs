@@ -262,10 +262,16 @@ pub fn route_deltas(a: &RunSummary, b: &RunSummary) -> Vec<RouteDelta> {
     let mut joined: BTreeMap<(String, String), (Option<&RouteRow>, Option<&RouteRow>)> =
         BTreeMap::new();
     for r in &a.routes {
-        joined.entry((r.method.clone(), r.uri.clone())).or_default().0 = Some(r);
+        joined
+            .entry((r.method.clone(), r.uri.clone()))
+            .or_default()
+            .0 = Some(r);
     }
     for r in &b.routes {
-        joined.entry((r.method.clone(), r.uri.clone())).or_default().1 = Some(r);
+        joined
+            .entry((r.method.clone(), r.uri.clone()))
+            .or_default()
+            .1 = Some(r);
     }
     let mut out: Vec<RouteDelta> = joined
         .into_iter()
@@ -539,7 +545,9 @@ mod tests {
 
     #[test]
     fn gate_rejects_nonsense_with_the_clause_named() {
-        for bad in ["", "p99", "p99>>", "foo>+1%", "rps<-5ms", "p99>+x%", "p99>1<2"] {
+        for bad in [
+            "", "p99", "p99>>", "foo>+1%", "rps<-5ms", "p99>+x%", "p99>1<2",
+        ] {
             let e = parse_gate(bad).unwrap_err();
             assert!(e.to_string().contains("clause"), "{bad}: {e}");
         }

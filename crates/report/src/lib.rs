@@ -5,8 +5,8 @@
 pub mod assets;
 pub mod compare;
 pub mod compare_page;
-pub mod profile_pages;
 mod error;
+pub mod profile_pages;
 pub mod run_page;
 pub mod serve;
 

@@ -125,10 +125,9 @@ impl Server {
                         {
                             response = response.with_header(h);
                         }
-                        if let Ok(h) = tiny_http::Header::from_bytes(
-                            &b"Cache-Control"[..],
-                            &b"no-store"[..],
-                        ) {
+                        if let Ok(h) =
+                            tiny_http::Header::from_bytes(&b"Cache-Control"[..], &b"no-store"[..])
+                        {
                             response = response.with_header(h);
                         }
                         // The client may have gone; nothing to do about it.
@@ -297,8 +296,8 @@ fn api_list(source: &dyn RunSource, query: &Query) -> Answer {
 
 fn api_series(source: &dyn RunSource, id: &str, name: &str, query: &Query) -> Answer {
     let json = load(source, id)?;
-    let run: Value = serde_json::from_str(&json)
-        .map_err(|e| Reply::error(422, format!("run {id:?}: {e}")))?;
+    let run: Value =
+        serde_json::from_str(&json).map_err(|e| Reply::error(422, format!("run {id:?}: {e}")))?;
     let duration = run
         .pointer("/run/duration_ms")
         .and_then(Value::as_f64)
@@ -485,7 +484,11 @@ mod tests {
             ("/api/runs?limit=-1", 400, "limit"),
             ("/api/runs?limit=0", 400, "limit"),
             ("/api/runs/a1/series/nope", 404, "no series"),
-            ("/api/runs/a1/series/client.rps?from=0&to=1e12", 416, "outside"),
+            (
+                "/api/runs/a1/series/client.rps?from=0&to=1e12",
+                416,
+                "outside",
+            ),
             ("/runs/%zz", 400, "percent"),
             ("/runs/a1?x=%ff", 400, "UTF-8"),
             ("/nowhere", 404, "no page"),

@@ -32,10 +32,8 @@ try {
   app.append(verdictSection(run));
   app.append(sweepSection(run.results, width()));
   app.append(routesSection(run.routes));
-  const { sec: tlSec, timelines } = timelineSection(run.series, durationOf(run), phasesOf(run));
-  app.append(tlSec);
-  const profile = new ProfileView(run);
-  app.append(profile.sec);
+  const { timelines } = timelineSection(app, run.series, durationOf(run), phasesOf(run));
+  const profile = new ProfileView(run, app);
 
   // The one selected range; every view is told, except the one it came from.
   let current: TimeRange | null = null;

@@ -28,9 +28,11 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
   private readonly rangeNote: HTMLElement;
   private applying = false;
 
-  constructor(run: RunJson) {
+  /** Builds the section inside `parent` (attached first: the components size themselves from it). */
+  constructor(run: RunJson, parent: HTMLElement) {
     super();
     this.sec = h('section', { id: 'profile', class: 'ks-section' }, h('h2', { text: 'Profile' }));
+    parent.append(this.sec);
     this.offsetMs = profileOffsetMs(run);
     this.rangeNote = h('span', { class: 'ks-range-note', 'aria-live': 'polite' });
     if (!run.profile) {

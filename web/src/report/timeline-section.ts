@@ -87,9 +87,11 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
   return { specs, missing, used };
 }
 
-/** Builds the timelines section; returns it with its Timelines group. */
-export function timelineSection(series: Series[] | undefined, durationMs: number, phases: Phase[]): { sec: HTMLElement; timelines: Timelines | null } {
+/** Builds the timelines section inside `parent`; returns it with its Timelines group. */
+export function timelineSection(parent: HTMLElement, series: Series[] | undefined, durationMs: number, phases: Phase[]): { sec: HTMLElement; timelines: Timelines | null } {
   const sec = h('section', { id: 'timelines', class: 'ks-section' }, h('h2', { text: 'Timelines' }));
+  // Attached first: charts take their width from the page.
+  parent.append(sec);
   const idx = new SeriesIndex(series);
   if (!idx.size) {
     sec.append(h('p', { class: 'ks-muted ks-empty', text: 'No time series in this run.' }));

@@ -1,9 +1,97 @@
-//! `keisoku compare`: not built yet; its issue replaces this module.
+//! `keisoku compare`: two runs side by side, and a regression gate for CI.
+
+use std::path::PathBuf;
+
+use crate::cmd::report::{load_run_json, page_error, size, write_output};
+use crate::exit::{bad_input, GATE_FAILED, OK};
+use keisoku_report::compare::{parse_gate, METRICS};
+use keisoku_report::compare_page::{compare, compare_page};
 
 /// Flags of `keisoku compare`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "\
+Gate clauses: METRIC (>|<) [+|-]NUMBER[%|ms|s], comma-separated. `%` is a
+change relative to RUN_A; ms/s (latency) or a bare number is an absolute
+change. The gate fails (exit 3) when any clause's condition holds:
+  p99>+10%     p99 grew by more than 10%
+  rps<-5%      throughput fell by more than 5%
+  p50>+2ms     median grew by more than 2 ms
+Metrics: rps, requests, errors, error_rate, mean, p50, p80, p90, p99, p99.9, max.
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku compare` is not available in this build yet")
+Examples:
+  keisoku compare before after
+  keisoku compare main-build last --fail-on-regression 'p99>+10%,rps<-5%'")]
+pub struct Args {
+    /// The baseline run (id, prefix, name, `last`, or a Run JSON file).
+    pub run_a: String,
+
+    /// The run judged against it.
+    pub run_b: String,
+
+    /// Where to write the comparison page; `-` writes to standard output.
+    #[arg(short, long, value_name = "FILE", default_value = "compare.html")]
+    pub output: PathBuf,
+
+    /// Exit 3 when B regressed past these limits, e.g. 'p99>+10%,rps<-5%'.
+    #[arg(long, value_name = "GATE")]
+    pub fail_on_regression: Option<String>,
+
+    /// The run store [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    // A typo in the gate should fail before any work is done.
+    let gate = args
+        .fail_on_regression
+        .as_deref()
+        .map(parse_gate)
+        .transpose()
+        .map_err(bad_input)?;
+    let a = load_run_json(&args.run_a, args.store.as_deref())?;
+    let b = load_run_json(&args.run_b, args.store.as_deref())?;
+    let cmp = compare(&a, &b, gate.as_deref()).map_err(|e| page_error("compare", e))?;
+    let html = compare_page(&cmp, false).map_err(|e| page_error("compare", e))?;
+    write_output(&args.output, &html)?;
+
+    // The terminal gets the headline deltas and the verdict (stderr when
+    // the page itself went to stdout).
+    let mut text = format!(
+        "A: {} ({})\nB: {} ({})\n",
+        cmp.a.name, cmp.a.id, cmp.b.name, cmp.b.id
+    );
+    for d in &cmp.deltas {
+        let unit = METRICS
+            .iter()
+            .find(|(m, _, _)| *m == d.metric)
+            .map_or("", |m| m.1);
+        let pct = d.pct.map_or("new".to_string(), |p| format!("{p:+.1}%"));
+        let mark = match d.better {
+            Some(true) => "better",
+            Some(false) => "worse",
+            None => "",
+        };
+        text.push_str(&format!(
+            "  {:<10} {:>12.3} -> {:>12.3} {:<8} {:>8}  {mark}\n",
+            d.metric, d.a, d.b, unit, pct
+        ));
+    }
+    if let Some(v) = &cmp.gate {
+        text.push_str(&format!("{v}\n"));
+    }
+    if args.output.as_os_str() == "-" {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+        eprintln!(
+            "keisoku: wrote {} ({})",
+            args.output.display(),
+            size(html.len())
+        );
+    }
+    Ok(match &cmp.gate {
+        Some(v) if !v.pass => GATE_FAILED,
+        _ => OK,
+    })
 }
