@@ -12,6 +12,8 @@
 // otherwise from the same template crates/report uses, with per-sample data
 // (time and thread per sample: the heavier form, as `scope` pages embed).
 import { writeFileSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { launch, open, templatePage, scratch, runBin, keisokuBin } from '../web/tests/helpers/browser.mjs';
 import { syntheticProfile, toFolded } from '../web/tests/helpers/profiles.mjs';
@@ -54,6 +56,30 @@ if (via === 'binary') {
 }
 const mb = statSync(html).size / 1e6;
 console.error(`page: ${html} (${mb.toFixed(1)} MB, via ${via})`);
+
+// Peer: inferno's flamegraph.pl-compatible SVG of the same stacks, opened in
+// the same browser (default --minwidth 0.01%, which drops thinner frames, and
+// --minwidth 0, which keeps every frame as our canvas does).
+const inferno = [join(process.cwd(), 'bench/tools/bin/inferno-flamegraph'), 'inferno-flamegraph'].find((b) => {
+  try {
+    return execFileSync(b, ['--help'], { stdio: ['ignore', 'pipe', 'ignore'] }).length > 0;
+  } catch {
+    return false;
+  }
+});
+const peers = [];
+const PEER_TIMEOUT_MS = 60000;
+if (inferno && arg('peers', 'yes') !== 'no') {
+  const folded = join(dir, `flame-${samples}.folded`);
+  writeFileSync(folded, toFolded(profile));
+  for (const [label, extra] of [['inferno-svg', []], ['inferno-svg-minwidth0', ['--minwidth', '0']]]) {
+    const svg = join(dir, `${label}.svg`);
+    const t = Date.now();
+    writeFileSync(svg, execFileSync(inferno, [...extra, '--title', 'peer', folded], { maxBuffer: 1 << 30 }));
+    peers.push({ label, svg, mb: statSync(svg).size / 1e6, buildMs: Date.now() - t, load: [] });
+    console.error(`peer ${label}: ${(statSync(svg).size / 1e6).toFixed(1)} MB SVG in ${Date.now() - t} ms`);
+  }
+} else console.error('peer inferno-flamegraph not found (bench/stacks.sh installs it into bench/tools); measuring keisoku only');
 
 const browser = await launch();
 const firstPaint = [];
@@ -112,8 +138,36 @@ for (let r = 0; r < runs; r++) {
   console.error(`run ${r + 1}: zoom ${ops.zoom} ms, search ${ops.search} ms, reset ${ops.reset} ms`);
   if (r === 0) await page.screenshot({ path: join(dir, 'flame-paint.png') });
   await ctx.close();
+  // Alternate with the peers in the same run.
+  for (const p of peers) {
+    // A peer that timed out once is not retried (a 240 MB SVG takes minutes).
+    if (p.load.includes(Infinity)) continue;
+    const c = await browser.newContext({ viewport: { width: 1366, height: 900 } });
+    const pg = await c.newPage();
+    try {
+      await pg.goto(pathToFileURL(p.svg).href, { waitUntil: 'load', timeout: PEER_TIMEOUT_MS });
+      const ms = await pg.evaluate(() => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(() => res(performance.now())))));
+      p.load.push(Math.round(ms));
+      console.error(`run ${r + 1}: ${p.label} loaded and painted ${Math.round(ms)} ms`);
+    } catch {
+      p.load.push(Infinity);
+      console.error(`run ${r + 1}: ${p.label} not loaded within ${PEER_TIMEOUT_MS} ms`);
+    }
+    await c.close();
+  }
 }
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+for (const p of peers) {
+  const m = p.load.includes(Infinity) ? `>${PEER_TIMEOUT_MS}` : median(p.load);
+  out[`${p.label}_mb`] = Number(p.mb.toFixed(1));
+  if (typeof m === 'string') {
+    out[`${p.label}_painted_ms_median`] = m;
+    continue;
+  }
+  out[`${p.label}_painted_ms_median`] = m;
+  out[`${p.label}_vs_keisoku_first_paint`] = Number((m / out.first_paint_ms_median).toFixed(2));
+  out[`${p.label}_vs_keisoku_interactive`] = Number((m / out.interactive_ms_median).toFixed(2));
+}
 console.log(JSON.stringify(out));
