@@ -192,7 +192,7 @@ export class HeatMap extends Emitter<HeatMapEvents> {
 
   private layout(): void {
     const avail = Math.max(300, (this.root.parentElement?.clientWidth ?? 900) - LEFT - 10);
-    this.cellW = Math.max(3, Math.min(24, Math.floor(avail / this.cols)));
+    this.cellW = Math.max(3, Math.min(48, Math.floor(avail / this.cols)));
     this.cellH = Math.max(2, Math.min(10, Math.floor(400 / this.rows)));
   }
 
@@ -251,8 +251,12 @@ export class HeatMap extends Emitter<HeatMapEvents> {
     const fmt = (w: Which, r: [number, number]): string => `${w === 'a' ? 'A' : 'B'}: ${fmtMs(r[0])} – ${fmtMs(r[1])} (${fmtCount(this.samplesIn(r[0], r[1]))} samples)`;
     if (this.sel.a) parts.push(fmt('a', this.sel.a));
     if (this.sel.b) parts.push(fmt('b', this.sel.b));
+    const scale = h('span', { class: 'ks-heat-scale', title: 'samples per cell' });
+    scale.style.background = `linear-gradient(90deg, ${[0, 0.25, 0.5, 0.75, 1].map((f) => heatColor(f === 0 ? 0 : f * this.max, this.max, this.dark)).join(', ')})`;
     this.info.append(
-      `max ${fmtCount(this.max)} samples per cell (${fmtMs(1000 / this.rows)})${this.idle ? '' : ', idle excluded'} · `,
+      '0 ',
+      scale,
+      ` ${fmtCount(this.max)} samples per cell (${fmtMs(1000 / this.rows)})${this.idle ? '' : ', idle excluded'} · `,
       parts.length ? parts.join(' · ') : 'drag over cells to select a range · shift+drag a second range to compare',
     );
   }

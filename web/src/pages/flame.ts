@@ -1,7 +1,7 @@
 // `keisoku flame` HTML output: one profile as an interactive flame graph.
 import '../common/base.css';
 import { h, pageData, showFatal } from '../common/dom';
-import { fmtCount, fmtMs } from '../common/format';
+import { fmtCount, fmtMs, fmtWeight } from '../common/format';
 import { installKeys } from '../common/keyboard';
 import { FlameGraph } from '../flame/flamegraph';
 import { FunctionTable } from '../flame/functable';
@@ -28,6 +28,7 @@ try {
   const facts: string[] = [];
   const ns = profile.sampleCount;
   if (ns !== null) facts.push(`${fmtCount(ns)} samples`);
+  else if (profile.counts) facts.push(fmtWeight(profile.counts.reduce((a, b) => a + b, 0), profile.unit));
   facts.push(`${fmtCount(profile.frameCount)} distinct frames`, `${fmtCount(profile.nodeCount)} stack nodes`);
   if (profile.durationMs) facts.push(`${fmtMs(profile.durationMs)}`);
   if (profile.unit !== 'samples') facts.push(`weights in ${profile.unit}`);
