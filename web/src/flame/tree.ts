@@ -87,19 +87,38 @@ export class CallTree {
     for (let i = 1; i < n; i++) count[parent[i] + 1]++;
     for (let i = 0; i < n; i++) count[i + 1] += count[i];
     const childStart = Int32Array.from(count);
-    // Fill each parent's slots in name-rank order (a counting sort over
-    // ranks), so every child list comes out sorted without per-node sorts.
-    const rank = ranks && ranks.length === funcs.name.length ? ranks : nameRanks(funcs.name);
-    const byRank = new Int32Array(funcs.name.length + 1);
-    for (let i = 1; i < n; i++) byRank[rank[func[i]] + 1]++;
-    for (let r = 0; r < funcs.name.length; r++) byRank[r + 1] += byRank[r];
-    const ordered = new Int32Array(Math.max(0, n - 1));
-    for (let i = 1; i < n; i++) ordered[byRank[rank[func[i]]]++] = i;
-    const fill = Int32Array.from(count);
     const childList = new Int32Array(Math.max(0, n - 1));
-    for (let k = 0; k < ordered.length; k++) {
-      const c = ordered[k];
-      childList[fill[parent[c]]++] = c;
+    if (!ranks && n < SMALL_TREE) {
+      // Small trees (previews): sort each child list by name directly,
+      // cheaper than ranking every name of a large profile.
+      const fill = Int32Array.from(count);
+      for (let i = 1; i < n; i++) childList[fill[parent[i]]++] = i;
+      const names = funcs.name;
+      for (let i = 0; i < n; i++) {
+        const a = childStart[i];
+        const b = childStart[i + 1];
+        if (b - a > 1) {
+          childList.subarray(a, b).sort((p, q) => {
+            const x = names[func[p]];
+            const y = names[func[q]];
+            return x < y ? -1 : x > y ? 1 : func[p] - func[q] || p - q;
+          });
+        }
+      }
+    } else {
+      // Fill each parent's slots in name-rank order (a counting sort over
+      // ranks), so every child list comes out sorted without per-node sorts.
+      const rank = ranks && ranks.length === funcs.name.length ? ranks : nameRanks(funcs.name);
+      const byRank = new Int32Array(funcs.name.length + 1);
+      for (let i = 1; i < n; i++) byRank[rank[func[i]] + 1]++;
+      for (let r = 0; r < funcs.name.length; r++) byRank[r + 1] += byRank[r];
+      const ordered = new Int32Array(Math.max(0, n - 1));
+      for (let i = 1; i < n; i++) ordered[byRank[rank[func[i]]]++] = i;
+      const fill = Int32Array.from(count);
+      for (let k = 0; k < ordered.length; k++) {
+        const c = ordered[k];
+        childList[fill[parent[c]]++] = c;
+      }
     }
     this.childStart = childStart;
     this.childList = childList;
@@ -159,6 +178,9 @@ function profileRanks(frameNames: string[], funcCount: number): Int32Array {
   for (let i = base.length; i < funcCount; i++) out[i] = i;
   return out;
 }
+
+/** Below this many nodes a tree sorts its child lists by name directly. */
+const SMALL_TREE = 50_000;
 
 /** Rank of each name in sorted order (ties share order by id). */
 function nameRanks(names: string[]): Int32Array {
@@ -341,7 +363,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       tFunc[t] = profile.nodeFrame[n];
       tSelf[t] += weight[n];
     }
-    const tree = new CallTree(funcs, tParent, tFunc, tSelf, profileRanks(profile.frameName, funcs.name.length));
+    const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name.length));
     tree.sampleCount = sampleCount;
     return tree;
   }
