@@ -158,7 +158,7 @@ pub struct PerfRecorder {
     stderr: Option<JoinHandle<String>>,
     options: PerfOptions,
     data_path: PathBuf,
-    event: &'static str,
+    event: String,
     clock: ClockMap,
 }
 
@@ -230,7 +230,7 @@ fn spawn_perf(perf: &Path) -> Result<(), ProfileError> {
     }
 }
 
-fn record_args(o: &PerfOptions, event: &str, out: &Path) -> Vec<String> {
+fn record_args(o: &PerfOptions, event: &str, out: &Path, no_bpf: bool) -> Vec<String> {
     let mut a = vec![
         "record".to_string(),
         "-e".into(),
@@ -246,6 +246,11 @@ fn record_args(o: &PerfOptions, event: &str, out: &Path) -> Vec<String> {
         "-o".into(),
         out.display().to_string(),
     ];
+    if no_bpf {
+        // Listing BPF programs at startup costs about a second and a web
+        // server's profile does not need them.
+        a.push("--no-bpf-event".into());
+    }
     match &o.target {
         PerfTarget::Pids(pids) => {
             a.push("-p".into());
@@ -263,9 +268,11 @@ fn record_args(o: &PerfOptions, event: &str, out: &Path) -> Vec<String> {
 
 /// Tries `event` with a recording of `true` (or of all CPUs while `true`
 /// runs), which fails fast where the event or the privilege is missing.
-fn probe_event(o: &PerfOptions, event: &str) -> Result<(), ProfileError> {
+/// Returns the event perf really used: perf itself quietly swaps `cycles`
+/// for `cpu-clock` on machines without a usable PMU.
+fn probe_event(o: &PerfOptions, event: &str, no_bpf: bool) -> Result<String, ProfileError> {
     let probe_out = o.output_dir.join(".perf-probe.data");
-    let mut args = record_args(o, event, &probe_out);
+    let mut args = record_args(o, event, &probe_out, no_bpf);
     // Replace the target with a trivial child of the same privilege class.
     if let Some(i) = args.iter().position(|a| a == "-p") {
         args.truncate(i);
@@ -285,10 +292,33 @@ fn probe_event(o: &PerfOptions, event: &str) -> Result<(), ProfileError> {
             what: format!("running {}", o.perf.display()),
             source: e,
         })?;
-    let _ = std::fs::remove_file(&probe_out);
     if out.status.success() {
-        Ok(())
+        let used = Command::new(&o.perf)
+            .arg("evlist")
+            .arg("-i")
+            .arg(&probe_out)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()
+            .and_then(|mut child| {
+                let text = child.stdout.take().map(drain);
+                if wait_timeout(&mut child, Duration::from_secs(10)).is_none() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                let text = text.and_then(|h| h.join().ok()).unwrap_or_default();
+                text.lines()
+                    .next()
+                    .map(|l| l.trim().split(':').next().unwrap_or("").to_string())
+            })
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| event.to_string());
+        let _ = std::fs::remove_file(&probe_out);
+        Ok(used)
     } else {
+        let _ = std::fs::remove_file(&probe_out);
         Err(classify(
             &String::from_utf8_lossy(&out.stderr),
             &format!("perf record -e {event}"),
@@ -355,18 +385,28 @@ impl PerfRecorder {
         })?;
         // Hardware cycles where the CPU exposes them; the cpu-clock software
         // event (timer based, works in VMs and containers) otherwise.
-        let event = match probe_event(&options, "cycles") {
-            Ok(()) => "cycles",
+        let mut no_bpf = true;
+        let first = match probe_event(&options, "cycles", no_bpf) {
+            Err(ProfileError::Failed { detail, .. }) if detail.contains("no-bpf-event") => {
+                // A perf older than 5.1 does not know the option.
+                no_bpf = false;
+                probe_event(&options, "cycles", no_bpf)
+            }
+            r => r,
+        };
+        let event = match first {
+            Ok(used) if used.starts_with("cpu-clock") => "cpu-clock".to_string(),
+            Ok(_) => "cycles".to_string(),
             Err(e @ (ProfileError::NotPermitted { .. } | ProfileError::ToolMissing { .. })) => {
                 return Err(e)
             }
             Err(_) => {
-                probe_event(&options, "cpu-clock")?;
-                "cpu-clock"
+                probe_event(&options, "cpu-clock", no_bpf)?;
+                "cpu-clock".to_string()
             }
         };
         let data_path = options.output_dir.join("perf.data");
-        let args = record_args(&options, event, &data_path);
+        let args = record_args(&options, &event, &data_path, no_bpf);
         let clock = ClockMap::for_origin(options.origin);
         let mut child = Command::new(&options.perf)
             .args(&args)
@@ -408,7 +448,7 @@ impl PerfRecorder {
 
     /// The event being sampled.
     pub fn event(&self) -> &str {
-        self.event
+        &self.event
     }
 
     /// Stops perf with SIGINT (it then writes its buffers), writes JIT
@@ -523,7 +563,7 @@ impl PerfRecorder {
             script_path,
             data_path: self.data_path.clone(),
             clock: self.clock,
-            event: self.event.to_string(),
+            event: self.event.clone(),
             samples,
             notes,
         })

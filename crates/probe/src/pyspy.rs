@@ -132,6 +132,12 @@ fn classify(stderr: &str) -> ProfileError {
 impl PySpyRecorder {
     /// Starts py-spy on the process.
     pub fn start(o: PySpyOptions) -> Result<PySpyRecorder, ProfileError> {
+        if !crate::process::process_exists(Path::new("/proc"), o.pid) {
+            return Err(ProfileError::Failed {
+                what: "py-spy record".into(),
+                detail: format!("no process with pid {}", o.pid),
+            });
+        }
         std::fs::create_dir_all(&o.output_dir).map_err(|e| ProfileError::Io {
             what: format!("creating {}", o.output_dir.display()),
             source: e,
@@ -187,7 +193,7 @@ impl PySpyRecorder {
             started_run_ns,
         };
         // py-spy exits at once when it cannot attach (not Python, no permission).
-        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(500)) {
+        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(1000)) {
             if !status.success() {
                 let text = rec
                     .stderr

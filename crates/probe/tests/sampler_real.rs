@@ -136,7 +136,7 @@ fn busy_child_shows_its_cpu_and_a_core() {
         .filter(|(k, _)| k.starts_with("proc.core."))
         .map(|(_, v)| v.iter().map(|p| p.1).fold(0.0, f64::max))
         .fold(0.0, f64::max);
-    assert!(busiest > 20.0, "no core shows the busy loop: {busiest}");
+    assert!(busiest > 5.0, "no core shows the busy loop: {busiest}");
     for &(_, v) in &s["proc.threads"] {
         assert_eq!(v, 1.0);
     }
