@@ -138,6 +138,10 @@ test('search highlights matches and the matched shares equal the data, counting 
   const zst = await page.evaluate(() => window.keisoku.flame.stats());
   assert.equal(zst.matched.zoom, weightWhere(data, { prefix: path, match: new RegExp(re) }));
   assert.equal(zst.matched.all, expected, 'share of the whole is unchanged by zoom');
+  // /body/flags syntax: case-insensitive search.
+  const ci = await page.evaluate(() => window.keisoku.flame.search('/MALLOC/i').matched.all);
+  assert.equal(ci, weightWhere(data, { match: /malloc/i }));
+  await page.evaluate((r) => window.keisoku.flame.search(r), re);
   await shot(page, 'flame-search');
   await page.keyboard.press('Escape');
   assert.equal(await page.evaluate(() => window.keisoku.flame.stats().matched), null);
@@ -239,5 +243,19 @@ test('dark theme draws with the dark palette', async () => {
   await shot(page, 'flame-dark');
   assert.deepEqual(errors, []);
   void stackNames;
+  await ctx.close();
+});
+
+test('an empty profile renders an empty graph without errors', async () => {
+  const empty = { ...fixture, title: 'empty', samples: { node: [], weight: null, time_ms: [], thread: [] }, duration_ms: 0 };
+  const { html } = flamePageFromJson('flame-empty', empty);
+  const { page, errors, ctx } = await open(browser, html);
+  const st = await page.evaluate(() => window.keisoku.flame.stats());
+  assert.equal(st.total, 0);
+  assert.equal(await page.locator('.ks-flame-status').textContent(), '0 samples in view');
+  await page.mouse.click(200, 300);
+  await page.keyboard.press('/');
+  await page.keyboard.type('x');
+  assert.deepEqual(errors, []);
   await ctx.close();
 });

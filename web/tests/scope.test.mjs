@@ -100,6 +100,11 @@ test('shift+drag a second range shows the differential flame graph of A -> B', a
   assert.equal(d.mode, 'normalized');
   assert.match(await page.locator('.ks-flame-legend').textContent(), /normalised/);
   await shot(page, 'scope-diff');
+  // Esc goes back to the flame graph of all samples.
+  await page.keyboard.press('Escape');
+  assert.deepEqual(await page.evaluate(() => window.keisoku.heat.selections()), { a: null, b: null });
+  assert.equal(await page.evaluate(() => window.keisoku.diff), null);
+  assert.equal((await page.evaluate(() => window.keisoku.flame.stats())).total, weightWhere(data, { idle: false }));
   assert.deepEqual(errors, []);
   await ctx.close();
 });

@@ -248,7 +248,10 @@ export class FlameGraph extends Emitter<FlameEvents> {
   search(re: string | RegExp | null): FlameStats {
     let rx: RegExp | null = null;
     if (typeof re === 'string') {
-      if (re !== '') rx = new RegExp(re);
+      // `/body/flags` selects flags (e.g. /malloc/i); anything else is the body.
+      const lit = /^\/(.+)\/([imsu]*)$/.exec(re);
+      if (lit) rx = new RegExp(lit[1], lit[2]);
+      else if (re !== '') rx = new RegExp(re);
     } else rx = re;
     this.searchRe = rx;
     if (this.searchInput && typeof re === 'string' && this.searchInput.value !== re) this.searchInput.value = re;

@@ -90,6 +90,8 @@ try {
   bar.append(h('button', { type: 'button', class: 'ks-scope-clear', text: 'Clear selection', onclick: clearSel }));
 
   installKeys({ search: () => (diffGraph ?? graph).focusSearch(), reset: () => {
+    // Esc: back to all samples, no zoom, no search.
+    if (heat.selections().a || heat.selections().b) clearSel();
     (diffGraph ?? graph).reset();
   } });
   (window as unknown as { keisoku: unknown }).keisoku = handle;
