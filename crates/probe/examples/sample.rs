@@ -1,8 +1,9 @@
 //! Samples /proc like `keisoku record` would and prints the points, or with
 //! `--quiet` only the sampler's own CPU cost (used by bench/probe.sh).
 //!
-//! Usage: sample [--interval-ms N] [--seconds N] [--pid PID | --pidof NAME] [--quiet]
+//! Usage: sample [--interval-ms N] [--seconds N] [--pid PID | --pidof NAME] [--quiet | --out FILE]
 
+use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,6 +14,7 @@ fn main() {
     let mut seconds = 5u64;
     let mut pid = None;
     let mut quiet = false;
+    let mut out_path: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_default();
@@ -28,6 +30,7 @@ fn main() {
                 }
             },
             "--quiet" => quiet = true,
+            "--out" => out_path = Some(value()),
             other => {
                 eprintln!("sample: unknown argument {other:?}");
                 std::process::exit(2);
@@ -37,18 +40,31 @@ fn main() {
     let mut config = SamplerConfig::new(Instant::now());
     config.interval = Duration::from_millis(interval_ms);
     config.pid = pid;
-    let sampler = match Sampler::start(config, move |points| {
-        if !quiet {
-            for p in points {
-                println!(
-                    "{:.3}\t{}\t{:.3}\t{}",
-                    p.t_ns as f64 / 1e9,
-                    p.name,
-                    p.value,
-                    p.unit
-                );
+    // Points are written like a collector would keep them (sadc and dool
+    // write files too): buffered, one write per sample.
+    let mut sink: Box<dyn Write + Send> = match (&out_path, quiet) {
+        (Some(p), _) => match std::fs::File::create(p) {
+            Ok(f) => Box::new(std::io::BufWriter::with_capacity(64 * 1024, f)),
+            Err(e) => {
+                eprintln!("sample: cannot create {p}: {e}");
+                std::process::exit(2);
             }
+        },
+        (None, true) => Box::new(std::io::sink()),
+        (None, false) => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    };
+    let sampler = match Sampler::start(config, move |points| {
+        for p in points {
+            let _ = writeln!(
+                sink,
+                "{:.3}\t{}\t{:.3}\t{}",
+                p.t_ns as f64 / 1e9,
+                p.name,
+                p.value,
+                p.unit
+            );
         }
+        let _ = sink.flush();
     }) {
         Ok(s) => s,
         Err(e) => {
