@@ -246,6 +246,12 @@ fn record_args(o: &PerfOptions, event: &str, out: &Path, no_bpf: bool) -> Vec<St
         "-o".into(),
         out.display().to_string(),
     ];
+    // Start with events off and enable them 1 ms after setup: perf then
+    // prints "Events enabled", which tells `start` that recording has
+    // really begun (attaching to a big JIT process can take seconds, and
+    // a SIGINT before that leaves an empty perf.data).
+    a.push("-D".into());
+    a.push("1".into());
     if no_bpf {
         // Listing BPF programs at startup costs about a second and a web
         // server's profile does not need them.
@@ -326,13 +332,32 @@ fn probe_event(o: &PerfOptions, event: &str, no_bpf: bool) -> Result<String, Pro
     }
 }
 
-fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+fn drain(r: impl Read + Send + 'static) -> JoinHandle<String> {
+    drain_watching(r, None)
+}
+
+/// Collects a child's output; tells `ready` once perf says its events are
+/// enabled (it prints that when `-D` delays them).
+fn drain_watching(
+    mut r: impl Read + Send + 'static,
+    ready: Option<std::sync::mpsc::Sender<()>>,
+) -> JoinHandle<String> {
     std::thread::spawn(move || {
         let mut all = Vec::new();
         let mut chunk = [0u8; 4096];
+        let mut ready = ready;
         while let Ok(n) = r.read(&mut chunk) {
             if n == 0 {
                 break;
+            }
+            if ready.is_some() {
+                let seen = String::from_utf8_lossy(&all).into_owned()
+                    + &String::from_utf8_lossy(&chunk[..n]);
+                if seen.contains("Events enabled") {
+                    if let Some(tx) = ready.take() {
+                        let _ = tx.send(());
+                    }
+                }
             }
             // Keep the head and a bounded tail: perf can warn a lot.
             if all.len() < 64 * 1024 {
@@ -418,7 +443,11 @@ impl PerfRecorder {
                 what: format!("starting {}", options.perf.display()),
                 source: e,
             })?;
-        let stderr = child.stderr.take().map(drain);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stderr = child
+            .stderr
+            .take()
+            .map(|e| drain_watching(e, Some(ready_tx)));
         let mut rec = PerfRecorder {
             child,
             stderr,
@@ -427,15 +456,27 @@ impl PerfRecorder {
             event,
             clock,
         };
-        // perf fails within moments when the target is not attachable.
-        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(300)) {
-            let text = rec
-                .stderr
-                .take()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_default();
-            if !status.success() {
-                return Err(classify(&text, "perf record"));
+        // Wait until perf records, or fails (the target is not attachable).
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            match ready_rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(()) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+                | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Ok(Some(status)) = rec.child.try_wait() {
+                let text = rec
+                    .stderr
+                    .take()
+                    .and_then(|h| h.join().ok())
+                    .unwrap_or_default();
+                if !status.success() {
+                    return Err(classify(&text, "perf record"));
+                }
+                break;
+            }
+            if Instant::now() >= until {
+                break;
             }
         }
         Ok(rec)
@@ -518,6 +559,12 @@ impl PerfRecorder {
             if t.contains("lost") || t.starts_with("Warning") {
                 notes.push(format!("perf: {t}"));
             }
+        }
+        if samples.is_none() {
+            notes.push(format!(
+                "perf record did not report a sample count: {}",
+                first_line(&stderr)
+            ));
         }
         let data_ok = std::fs::metadata(&self.data_path).is_ok_and(|m| m.len() > 0);
         if !data_ok {

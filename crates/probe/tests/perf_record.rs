@@ -142,6 +142,8 @@ for a in "$@"; do
 done
 echo data > "$out"
 [ $quick = yes ] && exit 0
+echo "Events disabled" >&2
+echo "Events enabled" >&2
 trap 'echo "[ perf record: Captured and wrote 0.1 MB $out (7 samples) ]" >&2; exit 0' INT
 while :; do sleep 0.05; done
 "#,
