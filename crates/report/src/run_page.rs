@@ -22,12 +22,16 @@ pub fn run_page(run_json: &str, ctx: &PageContext) -> Result<String, ReportError
     let mut run: Value = serde_json::from_str(run_json)?;
     check_version(&run)?;
     let title = title_of(&run);
-    compact_profile_times(&mut run);
+    let deltas = take_profile_time_deltas(&mut run);
     let data = format!(
-        "{{\"served\":{},\"range_ms\":{},\"run\":{}}}",
+        "{{\"served\":{},\"range_ms\":{},\"profile_time_delta_us\":{},\"run\":{}}}",
         ctx.served,
         match ctx.range_ms {
             Some((a, b)) => format!("[{a},{b}]"),
+            None => "null".into(),
+        },
+        match deltas {
+            Some(d) => serde_json::to_string(&d)?,
             None => "null".into(),
         },
         serde_json::to_string(&run)?
@@ -68,24 +72,29 @@ pub fn title_of(run: &Value) -> String {
     }
 }
 
-/// Sample times beyond a microsecond buy nothing on screen (a heat-map cell
-/// is 1/50 s) but cost bytes: with a million samples, full `f64` digits
-/// would add megabytes to the page.
-fn compact_profile_times(run: &mut Value) {
-    let Some(times) = run
-        .pointer_mut("/profile/samples/time_ms")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    for t in times.iter_mut() {
-        if let Some(x) = t.as_f64() {
-            let rounded = (x * 1000.0).round() / 1000.0;
-            if let Some(n) = serde_json::Number::from_f64(rounded) {
-                *t = Value::Number(n);
-            }
-        }
+/// Moves the profile's sample times out of the profile as microsecond
+/// deltas (`web/src/pages/report.ts` restores them). A million samples'
+/// absolute times with full digits would be most of a report's bytes and of
+/// the browser's parse time; deltas of sorted times are a few digits each,
+/// and a microsecond is far finer than a heat-map cell (20 ms).
+fn take_profile_time_deltas(run: &mut Value) -> Option<Vec<i64>> {
+    let times = run.pointer_mut("/profile/samples/time_ms")?;
+    let list = times.as_array()?;
+    let mut deltas = Vec::with_capacity(list.len());
+    let mut prev = 0i64;
+    for t in list {
+        // Only finite, in-range numbers can round-trip; otherwise leave the
+        // profile as it was and let the UI's validation name the problem.
+        let us = t
+            .as_f64()
+            .filter(|x| x.is_finite() && x.abs() < 9.0e15 / 1000.0)?
+            * 1000.0;
+        let us = us.round() as i64;
+        deltas.push(us - prev);
+        prev = us;
     }
+    *times = Value::Null;
+    Some(deltas)
 }
 
 #[cfg(test)]
@@ -98,7 +107,11 @@ mod tests {
             "profile":{"samples":{"time_ms":[1.23456789,2]}}}"#;
         let html = run_page(json, &PageContext::default()).unwrap();
         assert!(html.contains("keisoku report: &lt;/script&gt;x (r1)"));
-        assert!(html.contains("1.235"), "times rounded to µs");
+        assert!(
+            html.contains(r#""profile_time_delta_us":[1235,765]"#),
+            "times as µs deltas"
+        );
+        assert!(html.contains(r#""time_ms":null"#));
         assert!(!html.contains("1.23456789"));
         assert_eq!(html.matches("</script>").count(), 2);
     }

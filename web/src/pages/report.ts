@@ -15,11 +15,33 @@ import { timelineSection } from '../report/timeline-section';
 import type { ReportData } from '../report/types';
 import { verdictSection } from '../report/verdict';
 
+/** Puts the profile's sample times back from the page's microsecond deltas. */
+function restoreSampleTimes(data: ReportData): void {
+  const d = data.profile_time_delta_us;
+  const samples = data.run.profile?.samples;
+  if (!Array.isArray(d) || !samples) return;
+  const t = new Array<number>(d.length);
+  let us = 0;
+  for (let i = 0; i < d.length; i++) {
+    us += d[i];
+    t[i] = us / 1000;
+  }
+  samples.time_ms = t;
+}
+
+/** Resolves after the browser has painted what is on the page so far. */
+function painted(): Promise<void> {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
 const app = document.getElementById('app') as HTMLElement;
-try {
+async function main(): Promise<void> {
+  performance.mark('keisoku:start');
   const data = pageData<ReportData>();
+  performance.mark('keisoku:parsed');
   const run = data.run;
   if (!run || typeof run !== 'object' || !run.run) throw new Error('the embedded data is not a run');
+  restoreSampleTimes(data);
   const meta = run.run;
   const title = meta.name ? `${meta.name}` : meta.id ?? 'run';
   const nav = h('nav', {});
@@ -32,8 +54,14 @@ try {
   app.append(verdictSection(run));
   app.append(sweepSection(run.results, width()));
   app.append(routesSection(run.routes));
+  // The top of the page paints first; the timelines and the profile (a
+  // million samples can take a while) are built right after.
+  await painted();
+  performance.mark('keisoku:first-paint');
   const { timelines } = timelineSection(app, run.series, durationOf(run), phasesOf(run));
+  performance.mark('keisoku:timelines');
   const profile = new ProfileView(run, app);
+  performance.mark('keisoku:profile');
 
   // The one selected range; every view is told, except the one it came from.
   let current: TimeRange | null = null;
@@ -63,7 +91,6 @@ try {
   });
   // For tests and the curious: the live components.
   (window as unknown as { keisoku: unknown }).keisoku = { run, timelines, profile, range: () => current };
-  performance.mark('keisoku:first-paint');
-} catch (e) {
-  showFatal(app, e);
+  performance.mark('keisoku:ready');
 }
+main().catch((e) => showFatal(app, e));

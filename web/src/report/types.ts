@@ -147,5 +147,7 @@ export interface RunJson {
 export interface ReportData {
   served: boolean;
   range_ms: [number, number] | null;
+  /** The profile's sample times as microsecond deltas (crates/report moves them here to keep pages small). */
+  profile_time_delta_us?: number[] | null;
   run: RunJson;
 }
