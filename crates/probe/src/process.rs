@@ -93,6 +93,9 @@ pub(crate) struct ProcessCollector {
     tids: Vec<u32>,
     all_pids: Vec<u32>,
     pairs: Vec<(u32, u32)>,
+    ppids: HashMap<u32, (u32, u64)>,
+    tree_gen: u64,
+    stale: Vec<u32>,
     proc_dir: Option<NumericDir>,
     last_tree_scan: Option<Duration>,
     cpu_user: Series,
@@ -137,6 +140,9 @@ impl ProcessCollector {
             tids: Vec::new(),
             all_pids: Vec::new(),
             pairs: Vec::new(),
+            ppids: HashMap::new(),
+            tree_gen: 0,
+            stale: Vec::new(),
             proc_dir: NumericDir::open(proc_root).ok(),
             last_tree_scan: None,
             cpu_user: Series::new("proc.cpu_user", "%"),
@@ -173,8 +179,16 @@ impl ProcessCollector {
         if dir.scan(&mut self.all_pids).is_err() {
             return;
         }
-        self.pairs.clear();
+        // A process's parent only changes when its parent dies (it is then
+        // reparented out of the tree), so each process's stat is read once,
+        // when first seen, rather than every rescan.
+        self.tree_gen += 1;
+        let gen = self.tree_gen;
         for &pid in &self.all_pids {
+            if let Some(e) = self.ppids.get_mut(&pid) {
+                e.1 = gen;
+                continue;
+            }
             pid_path(&mut self.path, &self.proc_root, pid, &["stat"]);
             let Ok(f) = ProcFile::open(&self.path) else {
                 continue;
@@ -183,9 +197,37 @@ impl ProcessCollector {
                 continue;
             }
             if let Some(ppid) = stat_field(self.buf.bytes(), 4) {
-                self.pairs.push((pid, ppid as u32));
+                self.ppids.insert(pid, (ppid as u32, gen));
             }
         }
+        self.ppids.retain(|_, e| e.1 == gen);
+        // Orphans were reparented (to init or to a subreaper, possibly the
+        // server itself): read their parent again.
+        self.stale.clear();
+        for (&pid, &(ppid, _)) in &self.ppids {
+            if ppid > 1 && !self.ppids.contains_key(&ppid) {
+                self.stale.push(pid);
+            }
+        }
+        for i in 0..self.stale.len() {
+            let pid = self.stale[i];
+            pid_path(&mut self.path, &self.proc_root, pid, &["stat"]);
+            let ppid = ProcFile::open(&self.path)
+                .ok()
+                .filter(|f| f.read(&mut self.buf).is_ok())
+                .and_then(|_| stat_field(self.buf.bytes(), 4));
+            match ppid {
+                Some(ppid) => {
+                    self.ppids.insert(pid, (ppid as u32, gen));
+                }
+                None => {
+                    self.ppids.remove(&pid);
+                }
+            }
+        }
+        self.pairs.clear();
+        self.pairs
+            .extend(self.ppids.iter().map(|(&pid, &(ppid, _))| (pid, ppid)));
         self.members.clear();
         self.members.push(self.root_pid);
         let mut i = 0;
