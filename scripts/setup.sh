@@ -12,6 +12,8 @@ command -v perf >/dev/null 2>&1 || need_apt+=(linux-perf)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v sqlite3 >/dev/null 2>&1 || need_apt+=(sqlite3)
 command -v gzip >/dev/null 2>&1 || need_apt+=(gzip)
+command -v jcmd >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 
 if ((${#need_apt[@]})); then
   echo "setup: installing Debian packages: ${need_apt[*]}" >&2
@@ -26,6 +28,12 @@ if ((${#need_apt[@]})); then
     $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/tmp/keisoku-apt.log 2>&1 ||
       { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install failed" >&2; exit 1; }
   fi
+fi
+
+# py-spy (the Python profiler keisoku drives) comes from PyPI.
+if ! command -v py-spy >/dev/null 2>&1; then
+  echo "setup: installing py-spy (pip)" >&2
+  python3 -m pip install -q py-spy 2>/dev/null || python3 -m pip install -q --break-system-packages py-spy
 fi
 
 for tool in cargo node npm; do
