@@ -1,9 +1,177 @@
-//! `keisoku collapse`: not built yet; its issue replaces this module.
+//! `keisoku collapse`: fold stacks. `collapse perf` is stackcollapse-perf.pl
+//! compatible (same flags, byte-identical sorted output); `collapse FILE`
+//! folds any supported profile format.
+
+use crate::exit::{bad_input, OK};
+use anyhow::Context;
+use keisoku_stacks::collapse::{fold_perf, fold_profile, PerfFoldOptions};
+use keisoku_stacks::{Format, Input, ReadOptions};
+use std::io::Write;
 
 /// Flags of `keisoku collapse`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    after_help = "Examples:\n  perf script | keisoku collapse perf > out.folded\n  keisoku collapse perf --all --pid perf.script.gz\n  keisoku collapse profile.cpuprofile\n  keisoku collapse cpu.pprof > go.folded"
+)]
+pub struct Args {
+    /// `perf` (then FILE), or a profile file in any supported format ("-" for stdin).
+    #[arg(value_name = "perf|FILE")]
+    first: String,
+    /// The perf script file after `perf` (default: stdin).
+    #[arg(value_name = "FILE")]
+    file: Option<String>,
+    /// Include the PID with process names.
+    #[arg(long)]
+    pid: bool,
+    /// Include the TID and PID with process names.
+    #[arg(long)]
+    tid: bool,
+    /// Annotate kernel functions with _[k].
+    #[arg(long)]
+    kernel: bool,
+    /// Annotate JIT functions (from /tmp/perf-PID.map) with _[j].
+    #[arg(long)]
+    jit: bool,
+    /// All annotations (--kernel --jit).
+    #[arg(long)]
+    all: bool,
+    /// Include raw addresses where symbols cannot be found.
+    #[arg(long)]
+    addrs: bool,
+    /// Keep only samples of this event (default: the first event in the input).
+    #[arg(long, value_name = "EVENT")]
+    event_filter: Option<String>,
+    /// Force the input format instead of detecting it: perf, folded, cpuprofile, pprof.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Worker threads for perf script input (default: all cores).
+    #[arg(long, short = 'j', value_name = "N")]
+    threads: Option<usize>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku collapse` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let (path, perf_forced) = if args.first == "perf" {
+        (args.file.clone().unwrap_or_else(|| "-".into()), true)
+    } else {
+        if args.file.is_some() {
+            return Err(bad_input(format!(
+                "collapse: unexpected second argument {:?} (only `collapse perf FILE` takes two)",
+                args.file.as_deref().unwrap_or_default()
+            )));
+        }
+        (args.first.clone(), false)
+    };
+    let forced = match &args.format {
+        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
+            bad_input(format!(
+                "--format {f:?}: expected perf, folded, cpuprofile or pprof"
+            ))
+        })?),
+        None if perf_forced => Some(Format::Perf),
+        None => None,
+    };
+    let input = Input::open(&path).map_err(|e| bad_input(e))?;
+    let format = match forced.or_else(|| keisoku_stacks::detect(&input.head)) {
+        Some(f) => f,
+        None if input.head.is_empty() => {
+            return Err(bad_input(format!("{}: the input is empty", input.name)))
+        }
+        None => {
+            return Err(bad_input(keisoku_stacks::Error::UnknownFormat {
+                path: input.name,
+            }))
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+    if format == Format::Perf {
+        let threads = args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        let opts = PerfFoldOptions {
+            include_pid: args.pid || args.tid,
+            include_tid: args.tid,
+            annotate_kernel: args.kernel || args.all,
+            annotate_jit: args.jit || args.all,
+            include_addrs: args.addrs,
+            event_filter: args.event_filter.clone(),
+            threads,
+            chunk_bytes: 0,
+        };
+        let name = input.name.clone();
+        let mut reader = input.into_reader();
+        let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
+        if folded.filtered_other_events {
+            if let Some(ev) = &folded.event {
+                eprintln!(
+                    "keisoku: filtering for events of type: {}",
+                    String::from_utf8_lossy(ev)
+                );
+            }
+        }
+        if folded.unrecognised > 0 {
+            eprintln!(
+                "keisoku: {name}: skipped {} unrecognised line{}, first at line {}",
+                folded.unrecognised,
+                if folded.unrecognised == 1 { "" } else { "s" },
+                folded.first_unrecognised.unwrap_or(0)
+            );
+        }
+        folded
+            .write_sorted(&mut out)
+            .context("writing folded stacks")?;
+    } else {
+        if args.pid
+            || args.tid
+            || args.kernel
+            || args.jit
+            || args.all
+            || args.addrs
+            || args.event_filter.is_some()
+        {
+            return Err(bad_input(format!(
+                "{}: --pid/--tid/--kernel/--jit/--all/--addrs/--event-filter apply to perf script input; this is {}",
+                input.name,
+                format.name()
+            )));
+        }
+        let loaded = keisoku_stacks::read_input(
+            input,
+            &ReadOptions {
+                format: Some(format),
+                event: None,
+            },
+        )
+        .map_err(classify)?;
+        if let Some(msg) = loaded.profile.damage.report() {
+            eprintln!("keisoku: {}: {msg}", loaded.profile.title);
+        }
+        for (stack, w) in fold_profile(&loaded.profile, false) {
+            writeln!(out, "{stack} {w}").context("writing folded stacks")?;
+        }
+    }
+    match out.flush() {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r.context("writing folded stacks")?,
+    }
+    Ok(OK)
+}
+
+/// Parse errors are the user's input being wrong (exit 2); I/O errors on
+/// an opened input are runtime failures unless they mean a corrupt stream.
+pub fn classify(e: keisoku_stacks::Error) -> anyhow::Error {
+    match &e {
+        keisoku_stacks::Error::Io { source, .. }
+            if !matches!(
+                source.kind(),
+                std::io::ErrorKind::InvalidData
+                    | std::io::ErrorKind::InvalidInput
+                    | std::io::ErrorKind::UnexpectedEof
+            ) =>
+        {
+            anyhow::Error::new(e)
+        }
+        _ => bad_input(e),
+    }
 }

@@ -1,9 +1,190 @@
-//! `keisoku diff`: not built yet; its issue replaces this module.
+//! `keisoku diff`: compare two profiles: a differential flame graph, a
+//! table of regressions and improvements, and a CI gate (`--fail-if`).
+
+use crate::exit::{bad_input, GATE_FAILED, OK};
+use anyhow::Context;
+use keisoku_stacks::diff::{diff, diff_folded, Diff, Gate};
+use std::io::Write;
 
 /// Flags of `keisoku diff`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    after_help = "Output type follows the -o extension: .html (interactive), .svg (inferno differential) or .folded (difffolded.pl: stack before after).\n\nExamples:\n  keisoku diff before.perf after.perf -o diff.html --normalize\n  keisoku diff base.pprof new.pprof --fail-if 'json\\.Marshal>+5%'\n\nExit status 3 when a --fail-if gate fails."
+)]
+pub struct Args {
+    /// The profile before the change.
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The profile after the change.
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Output file: .html, .svg or .folded (default: the table on stdout).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+    /// Compare shares of each profile's total instead of absolute weights.
+    #[arg(long)]
+    normalize: bool,
+    /// Fail (exit 3) when a function matching REGEX grew by more than N percent
+    /// of its total weight (of its share with --normalize), e.g. 'malloc>+5%'. Repeatable.
+    #[arg(long = "fail-if", value_name = "REGEX>+N%")]
+    fail_if: Vec<String>,
+    /// Title of the page.
+    #[arg(long)]
+    title: Option<String>,
+    /// Rows of the terminal table.
+    #[arg(long, default_value_t = 15)]
+    top: usize,
+    /// perf script inputs with several events: the event to compare.
+    #[arg(long, value_name = "EVENT")]
+    event: Option<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku diff` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let gates: Vec<Gate> = args
+        .fail_if
+        .iter()
+        .map(|g| Gate::parse(g).map_err(bad_input))
+        .collect::<anyhow::Result<_>>()?;
+    let ext = args
+        .output
+        .as_deref()
+        .map(|o| o.rsplit_once('.').map_or("", |(_, e)| e).to_owned());
+    if let Some(e) = &ext {
+        if !matches!(e.as_str(), "html" | "htm" | "svg" | "folded" | "txt") {
+            return Err(bad_input(format!(
+                "-o: unknown output type {e:?} (expected .html, .svg or .folded)"
+            )));
+        }
+    }
+    let before = crate::cmd::flame::load(&args.before, None, args.event.clone())?;
+    let after = crate::cmd::flame::load(&args.after, None, args.event.clone())?;
+    let d = diff(before, after, args.normalize);
+    match (args.output.as_deref(), ext.as_deref()) {
+        (None, _) => print_table(&d, args.top)?,
+        (Some(out), Some("html" | "htm")) => {
+            let json = String::from_utf8(keisoku_stacks::json::diff_json(&d))
+                .context("diff JSON is not UTF-8")?;
+            let title = args
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("{} → {}", args.before, args.after));
+            let page = keisoku_report::profile_pages::diff_page(&title, &json)
+                .map_err(|e| anyhow::anyhow!("rendering the diff page: {e}"))?;
+            crate::cmd::flame::write_output(out, page.as_bytes())?;
+            eprintln!("keisoku: wrote {out}");
+        }
+        (Some(out), Some("svg")) => {
+            let mut lines = String::new();
+            for (s, b, a) in diff_folded(&d) {
+                lines.push_str(&format!("{s} {b} {a}\n"));
+            }
+            let mut opts = inferno::flamegraph::Options::default();
+            opts.title = args
+                .title
+                .clone()
+                .unwrap_or_else(|| "Differential flame graph".into());
+            opts.subtitle =
+                Some(format!(
+                "red grew, blue shrank ({}); stacks that vanished are not drawn in SVG, use .html",
+                if d.normalized { "normalised: shares of each total" } else { "absolute counts" }
+            ));
+            let mut svg = Vec::new();
+            inferno::flamegraph::from_lines(&mut opts, lines.lines(), &mut svg)
+                .map_err(|e| anyhow::anyhow!("drawing the differential SVG: {e}"))?;
+            crate::cmd::flame::write_output(out, &svg)?;
+            eprintln!("keisoku: wrote {out}");
+        }
+        (Some(out), _) => {
+            let mut text = String::new();
+            for (s, b, a) in diff_folded(&d) {
+                text.push_str(&format!("{s} {b} {a}\n"));
+            }
+            crate::cmd::flame::write_output(out, text.as_bytes())?;
+        }
+    }
+    let mut failed = false;
+    for g in &gates {
+        for r in g.violations(&d) {
+            failed = true;
+            let change = r
+                .delta_total_pct
+                .map_or("new".to_owned(), |p| format!("{p:+.1}%"));
+            eprintln!(
+                "keisoku: gate failed: {} grew {change} (total {} -> {}), limit +{}% for /{}/",
+                r.frame,
+                r.before_total,
+                r.after_total,
+                g.max_growth_pct,
+                g.pattern.as_str()
+            );
+        }
+    }
+    Ok(if failed { GATE_FAILED } else { OK })
+}
+
+fn pct(p: Option<f64>) -> String {
+    p.map_or("new".into(), |p| format!("{p:+.1}%"))
+}
+
+fn print_table(d: &Diff, top: usize) -> anyhow::Result<()> {
+    let mut o = std::io::stdout().lock();
+    let (tb, ta) = (d.before.total_weight(), d.after.total_weight());
+    writeln!(
+        o,
+        "before: {tb} {}, after: {ta} {} ({} comparison)",
+        d.before.unit.name(),
+        d.after.unit.name(),
+        if d.normalized {
+            "normalised: shares of each total"
+        } else {
+            "absolute"
+        }
+    )?;
+    let scale = if d.normalized {
+        tb.max(1) as f64 / ta.max(1) as f64
+    } else {
+        1.0
+    };
+    let grew =
+        |r: &&keisoku_stacks::diff::DiffRow| r.after_total as f64 * scale > r.before_total as f64;
+    for (title, rows) in [
+        (
+            "Largest regressions (total):",
+            d.table.iter().filter(grew).take(top).collect::<Vec<_>>(),
+        ),
+        (
+            "Largest improvements (total):",
+            d.table
+                .iter()
+                .filter(|r| !grew(r) && r.before_total != 0)
+                .take(top)
+                .collect(),
+        ),
+    ] {
+        writeln!(o, "\n{title}")?;
+        writeln!(
+            o,
+            "{:>9} {:>9} {:>8} {:>8} {:>8}  function",
+            "before", "after", "total", "self", ""
+        )?;
+        for r in rows {
+            writeln!(
+                o,
+                "{:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+                r.before_total,
+                r.after_total,
+                pct(r.delta_total_pct),
+                pct(r.delta_self_pct),
+                if r.noisy { "noise?" } else { "" },
+                r.frame
+            )?;
+        }
+    }
+    if d.table.iter().take(top * 2).any(|r| r.noisy) {
+        writeln!(
+            o,
+            "\nnoise?: too few samples on either side to tell the change from sampling noise."
+        )?;
+    }
+    Ok(())
 }

@@ -1,9 +1,288 @@
-//! `keisoku flame`: not built yet; its issue replaces this module.
+//! `keisoku flame`: a flame graph (HTML, SVG or folded) from a profile file,
+//! or a terminal summary of the hottest functions when no -o is given.
+
+use crate::cmd::collapse::classify;
+use crate::exit::{bad_input, OK};
+use anyhow::Context;
+use keisoku_stacks::filter::{select, Selection};
+use keisoku_stacks::json::{profile_json, JsonOptions};
+use keisoku_stacks::{Format, Profile, ReadOptions};
+use std::io::Write;
 
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal"
+)]
+pub struct Args {
+    /// Profile: perf script, folded, .cpuprofile or pprof (plain or gzip; "-" for stdin).
+    #[arg(value_name = "INPUT")]
+    input: String,
+    /// Output file: .html, .svg or .folded (default: a summary on stdout).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+    /// Title shown on the graph (default: the input file name).
+    #[arg(long)]
+    title: Option<String>,
+    /// Keep only these process ids (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',')]
+    pid: Vec<u32>,
+    /// Keep only these thread ids (repeat or comma-separate).
+    #[arg(long, value_delimiter = ',')]
+    tid: Vec<u32>,
+    /// Keep only processes whose name matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    comm: Option<String>,
+    /// Keep samples from this many seconds after the first sample.
+    #[arg(long, value_name = "SEC")]
+    from: Option<f64>,
+    /// Keep samples until this many seconds after the first sample.
+    #[arg(long, value_name = "SEC")]
+    to: Option<f64>,
+    /// Invert stacks: leaf functions at the root, their callers above.
+    #[arg(long)]
+    invert: bool,
+    /// Highlight functions matching this regex (HTML opens searching; the summary reports the share).
+    #[arg(long, value_name = "REGEX")]
+    search: Option<String>,
+    /// perf script input with several events: the event to draw (default: the first).
+    #[arg(long, value_name = "EVENT")]
+    event: Option<String>,
+    /// Force the input format: perf, folded, cpuprofile, pprof.
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Rows in the terminal summary.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku flame` is not available in this build yet")
+/// Reads a profile for a command, reporting recovered damage and dropped events.
+pub fn load(path: &str, format: Option<&str>, event: Option<String>) -> anyhow::Result<Profile> {
+    let format = match format {
+        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
+            bad_input(format!(
+                "--format {f:?}: expected perf, folded, cpuprofile or pprof"
+            ))
+        })?),
+        None => None,
+    };
+    let loaded =
+        keisoku_stacks::read_profile(path, &ReadOptions { format, event }).map_err(classify)?;
+    if let Some(msg) = loaded.profile.damage.report() {
+        eprintln!("keisoku: {}: {msg}", loaded.profile.title);
+    }
+    if !loaded.dropped_events.is_empty() {
+        let dropped: Vec<String> = loaded
+            .dropped_events
+            .iter()
+            .map(|(e, n)| format!("{e} ({n} samples)"))
+            .collect();
+        eprintln!(
+            "keisoku: {}: kept event {}; dropped {} (choose with --event)",
+            loaded.profile.title,
+            loaded.profile.events.first().map_or("?", String::as_str),
+            dropped.join(", ")
+        );
+    }
+    Ok(loaded.profile)
+}
+
+/// Builds a selection from the thread and time flags.
+pub fn selection(
+    pid: &[u32],
+    tid: &[u32],
+    comm: Option<&str>,
+    from: Option<f64>,
+    to: Option<f64>,
+    invert: bool,
+) -> anyhow::Result<Selection> {
+    let secs = |v: Option<f64>, flag: &str| -> anyhow::Result<Option<u64>> {
+        match v {
+            Some(s) if !(s.is_finite() && s >= 0.0) => {
+                Err(bad_input(format!("{flag} {s}: expected seconds >= 0")))
+            }
+            Some(s) => Ok(Some((s * 1e9) as u64)),
+            None => Ok(None),
+        }
+    };
+    let from_ns = secs(from, "--from")?;
+    let to_ns = secs(to, "--to")?;
+    if let (Some(f), Some(t)) = (from_ns, to_ns) {
+        if t <= f {
+            return Err(bad_input("--to must be after --from"));
+        }
+    }
+    let comm = comm
+        .map(|c| regex::Regex::new(c).map_err(|e| bad_input(format!("--comm {c:?}: {e}"))))
+        .transpose()?;
+    Ok(Selection {
+        pids: pid.to_vec(),
+        tids: tid.to_vec(),
+        comm,
+        from_ns,
+        to_ns,
+        invert,
+    })
+}
+
+fn extension(path: &str) -> &str {
+    let p = path.strip_suffix(".gz").unwrap_or(path);
+    p.rsplit_once('.').map_or("", |(_, e)| e)
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let search = args
+        .search
+        .as_deref()
+        .map(|s| regex::Regex::new(s).map_err(|e| bad_input(format!("--search {s:?}: {e}"))))
+        .transpose()?;
+    let sel = selection(
+        &args.pid,
+        &args.tid,
+        args.comm.as_deref(),
+        args.from,
+        args.to,
+        args.invert,
+    )?;
+    let kind = args.output.as_deref().map(extension);
+    if let Some(k) = kind {
+        if !matches!(k, "html" | "htm" | "svg" | "folded" | "txt") {
+            return Err(bad_input(format!(
+                "-o {}: unknown output type {k:?} (expected .html, .svg or .folded)",
+                args.output.as_deref().unwrap_or_default()
+            )));
+        }
+    }
+    let profile = load(&args.input, args.format.as_deref(), args.event.clone())?;
+    let mut profile = select(&profile, &sel).map_err(bad_input)?;
+    if let Some(t) = &args.title {
+        profile.title = t.clone();
+    }
+    if profile.total_weight() == 0 {
+        return Err(bad_input(format!(
+            "{}: no samples left after filtering",
+            args.input
+        )));
+    }
+    let Some(output) = args.output.as_deref() else {
+        print_summary(&profile, search.as_ref(), args.top)?;
+        return Ok(OK);
+    };
+    let body: Vec<u8> = match kind.unwrap_or("") {
+        "html" | "htm" => {
+            let json = profile_json(&profile, JsonOptions::default());
+            let json = String::from_utf8(json).context("profile JSON is not UTF-8")?;
+            let view = keisoku_report::profile_pages::FlameView {
+                search: args.search.clone(),
+                icicle: false,
+                invert: false,
+            };
+            keisoku_report::profile_pages::flame_page_with(&profile.title, &json, &view)
+                .map_err(|e| anyhow::anyhow!("rendering the flame graph page: {e}"))?
+                .into_bytes()
+        }
+        "svg" => svg(&profile, &folded_lines(&profile))?,
+        _ => folded_lines(&profile).into_bytes(),
+    };
+    write_output(output, &body)?;
+    eprintln!(
+        "keisoku: wrote {output} ({} samples, {} functions, {} stacks)",
+        profile.total_weight(),
+        profile.frames.len(),
+        profile.node_count()
+    );
+    Ok(OK)
+}
+
+/// Folded text with the process name as root when the profile has threads
+/// (like stackcollapse-perf.pl), for .folded and .svg outputs.
+fn folded_lines(p: &Profile) -> String {
+    let mut s = String::new();
+    for (stack, w) in keisoku_stacks::collapse::fold_profile(p, p.samples.thread.is_some()) {
+        s.push_str(&stack);
+        s.push(' ');
+        s.push_str(&w.to_string());
+        s.push('\n');
+    }
+    s
+}
+
+/// A flamegraph.pl-compatible SVG via inferno.
+pub fn svg(p: &Profile, folded: &str) -> anyhow::Result<Vec<u8>> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = p.title.clone();
+    opts.count_name = p.unit.name().to_string();
+    let mut out = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
+        .map_err(|e| anyhow::anyhow!("drawing the SVG flame graph: {e}"))?;
+    Ok(out)
+}
+
+/// Writes a file, "-" meaning stdout.
+pub fn write_output(path: &str, body: &[u8]) -> anyhow::Result<()> {
+    if path == "-" {
+        let mut o = std::io::stdout().lock();
+        o.write_all(body).context("writing to stdout")?;
+        return Ok(());
+    }
+    std::fs::write(path, body).with_context(|| format!("writing {path}"))
+}
+
+fn print_summary(p: &Profile, search: Option<&regex::Regex>, top: usize) -> anyhow::Result<()> {
+    let total = p.total_weight().max(1) as f64;
+    let funcs = keisoku_stacks::summary::functions(p);
+    let mut o = std::io::stdout().lock();
+    let dur = p
+        .duration_ns()
+        .filter(|_| p.counts.is_none())
+        .map(|ns| format!(", {:.1} s", ns as f64 / 1e9))
+        .unwrap_or_default();
+    writeln!(
+        o,
+        "{}: {} {}{dur}, {} functions, {} distinct stacks",
+        p.title,
+        p.total_weight(),
+        p.unit.name(),
+        p.frames.len(),
+        p.node_count()
+    )?;
+    if let Some(re) = search {
+        let m = keisoku_stacks::summary::matched_weight(p, re);
+        writeln!(
+            o,
+            "search {:?}: {:.2}% of all ({m} {})",
+            re.as_str(),
+            m as f64 * 100.0 / total,
+            p.unit.name()
+        )?;
+    }
+    writeln!(o, "\nTop functions by self:")?;
+    writeln!(o, "{:>8} {:>8}  function", "self%", "total%")?;
+    for f in funcs.iter().take(top) {
+        writeln!(
+            o,
+            "{:>7.2}% {:>7.2}%  {}",
+            f.self_weight as f64 * 100.0 / total,
+            f.total_weight as f64 * 100.0 / total,
+            f.name
+        )?;
+    }
+    let mut by_total = funcs.clone();
+    by_total.sort_by(|a, b| {
+        b.total_weight
+            .cmp(&a.total_weight)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    writeln!(o, "\nTop functions by total:")?;
+    writeln!(o, "{:>8} {:>8}  function", "total%", "self%")?;
+    for f in by_total.iter().take(top) {
+        writeln!(
+            o,
+            "{:>7.2}% {:>7.2}%  {}",
+            f.total_weight as f64 * 100.0 / total,
+            f.self_weight as f64 * 100.0 / total,
+            f.name
+        )?;
+    }
+    Ok(())
 }

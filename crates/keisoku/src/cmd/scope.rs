@@ -1,9 +1,130 @@
-//! `keisoku scope`: not built yet; its issue replaces this module.
+//! `keisoku scope`: FlameScope-style subsecond heat map of a profile with
+//! per-sample times (perf script, .cpuprofile).
+
+use crate::exit::{bad_input, OK};
+use anyhow::Context;
+use keisoku_stacks::json::{profile_json, JsonOptions};
+use std::io::Write;
 
 /// Flags of `keisoku scope`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    after_help = "Examples:\n  keisoku scope perf.script -o scope.html\n  keisoku scope app.cpuprofile --rows 20     # heat map in the terminal"
+)]
+pub struct Args {
+    /// Profile with sample times: perf script or .cpuprofile (plain or gzip; "-" for stdin).
+    #[arg(value_name = "INPUT")]
+    input: String,
+    /// Output HTML file (default: a coarse heat map on stdout).
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<String>,
+    /// Cells per second (rows of the heat map).
+    #[arg(long, default_value_t = 50)]
+    rows: u32,
+    /// Count idle samples (cpu_idle, swapper...) too.
+    #[arg(long)]
+    idle: bool,
+    /// Keep only these process ids.
+    #[arg(long, value_delimiter = ',')]
+    pid: Vec<u32>,
+    /// Keep only these thread ids.
+    #[arg(long, value_delimiter = ',')]
+    tid: Vec<u32>,
+    /// Keep only processes whose name matches this regex.
+    #[arg(long, value_name = "REGEX")]
+    comm: Option<String>,
+    /// Title of the page.
+    #[arg(long)]
+    title: Option<String>,
+    /// perf script input with several events: the event to map.
+    #[arg(long, value_name = "EVENT")]
+    event: Option<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku scope` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if !(1..=1000).contains(&args.rows) {
+        return Err(bad_input(format!(
+            "--rows {}: expected 1 to 1000",
+            args.rows
+        )));
+    }
+    let sel = crate::cmd::flame::selection(
+        &args.pid,
+        &args.tid,
+        args.comm.as_deref(),
+        None,
+        None,
+        false,
+    )?;
+    let profile = crate::cmd::flame::load(&args.input, None, args.event.clone())?;
+    if !profile.has_times() {
+        return Err(bad_input(format!(
+            "{}: the profile has no per-sample times; scope needs perf script or .cpuprofile input",
+            args.input
+        )));
+    }
+    let mut profile = keisoku_stacks::filter::select(&profile, &sel).map_err(bad_input)?;
+    if let Some(t) = &args.title {
+        profile.title = t.clone();
+    }
+    let Some(heat) = keisoku_stacks::scope::heat_map(&profile, args.rows, args.idle) else {
+        return Err(bad_input(format!("{}: no sample times", args.input)));
+    };
+    match &args.output {
+        Some(out) => {
+            let json = String::from_utf8(profile_json(&profile, JsonOptions::default()))
+                .context("profile JSON")?;
+            let view = keisoku_report::profile_pages::ScopeView {
+                rows: args.rows,
+                idle: args.idle,
+            };
+            let page = keisoku_report::profile_pages::scope_page(&profile.title, &json, &view)
+                .map_err(|e| anyhow::anyhow!("rendering the heat map page: {e}"))?;
+            crate::cmd::flame::write_output(out, page.as_bytes())?;
+            eprintln!(
+                "keisoku: wrote {out} ({} samples over {} s, busiest cell {})",
+                profile.samples.len(),
+                heat.columns,
+                heat.max
+            );
+        }
+        None => print_heat(&heat)?,
+    }
+    Ok(OK)
+}
+
+/// Columns are seconds, rows fractions of a second (top = start), shaded by count.
+fn print_heat(h: &keisoku_stacks::scope::HeatMap) -> anyhow::Result<()> {
+    const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
+    let mut o = std::io::stdout().lock();
+    writeln!(
+        o,
+        "{} s x {} rows/s, busiest cell {} samples{}",
+        h.columns,
+        h.rows,
+        h.max,
+        if h.idle_samples > 0 {
+            format!(", {} idle samples left out (--idle)", h.idle_samples)
+        } else {
+            String::new()
+        }
+    )?;
+    for row in 0..h.rows {
+        let mut line = String::with_capacity(h.columns as usize + 8);
+        line.push_str(&format!(
+            "{:>5.0}ms ",
+            f64::from(row) * 1000.0 / f64::from(h.rows)
+        ));
+        for col in 0..h.columns {
+            let v = h.cells[(col * h.rows + row) as usize];
+            let shade = if v == 0 || h.max == 0 {
+                0
+            } else {
+                1 + ((v * 4 - 1) / h.max) as usize
+            };
+            line.push(SHADES[shade.min(4)]);
+        }
+        writeln!(o, "{}", line.trim_end())?;
+    }
+    Ok(())
 }

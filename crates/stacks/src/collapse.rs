@@ -1,0 +1,540 @@
+//! Folding stacks: the stackcollapse-perf.pl compatible folder for
+//! `perf script` text, and folding of any parsed [`Profile`].
+//!
+//! The perf folder works on raw bytes and interns each distinct folded
+//! stack once, so memory grows with distinct stacks, not with input size.
+//! With several threads the input is cut at sample boundaries (after a blank
+//! line, where the Perl script resets all state), so the result is the same
+//! as with one thread.
+
+use crate::error::{Error, Result};
+use crate::model::{Location, Profile, NO_PARENT};
+use crate::perf::{
+    event_line, event_name, is_kernel_module, is_perf_map, split_inline, stack_line, strip_offset,
+    tidy_into,
+};
+use rustc_hash::FxHashMap;
+use std::io::{Read, Write};
+use std::sync::mpsc;
+
+/// Flags of stackcollapse-perf.pl (the addr2line-based ones are not offered).
+#[derive(Clone, Debug, Default)]
+pub struct PerfFoldOptions {
+    /// `--pid`: append the PID to the process name.
+    pub include_pid: bool,
+    /// `--tid`: append PID and TID to the process name.
+    pub include_tid: bool,
+    /// `--kernel`: annotate kernel functions with `_[k]`.
+    pub annotate_kernel: bool,
+    /// `--jit`: annotate JIT functions with `_[j]`.
+    pub annotate_jit: bool,
+    /// `--addrs`: include raw addresses where symbols are unknown.
+    pub include_addrs: bool,
+    /// `--event-filter`: the event to keep (default: the first one seen).
+    pub event_filter: Option<String>,
+    /// Worker threads (1 = fold on the calling thread).
+    pub threads: usize,
+    /// Bytes per work unit (0 = 4 MiB); small values let tests exercise
+    /// many sample-boundary cuts.
+    pub chunk_bytes: usize,
+}
+
+/// Folded stacks with their counts.
+#[derive(Debug, Default)]
+pub struct Folded {
+    /// Count per folded stack ("comm;outer;...;leaf").
+    pub stacks: FxHashMap<Box<[u8]>, u64>,
+    /// The event kept when several were present and none was asked for.
+    pub event: Option<Vec<u8>>,
+    /// Whether samples of other events were dropped.
+    pub filtered_other_events: bool,
+    /// Lines neither the sample header nor stack regex recognised.
+    pub unrecognised: u64,
+    /// The first unrecognised line's number (1-based).
+    pub first_unrecognised: Option<u64>,
+}
+
+impl Folded {
+    /// Writes `stack count` lines sorted bytewise, as the Perl script does.
+    pub fn write_sorted(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut keys: Vec<(&[u8], u64)> = self.stacks.iter().map(|(k, &v)| (&k[..], v)).collect();
+        keys.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut buf = itoa_buf();
+        for (k, v) in keys {
+            out.write_all(k)?;
+            out.write_all(b" ")?;
+            out.write_all(fmt_u64(&mut buf, v))?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, other: Folded) {
+        if self.stacks.is_empty() {
+            self.stacks = other.stacks;
+        } else {
+            for (k, v) in other.stacks {
+                *self.stacks.entry(k).or_insert(0) += v;
+            }
+        }
+        self.filtered_other_events |= other.filtered_other_events;
+        self.unrecognised += other.unrecognised;
+        if self.first_unrecognised.is_none() {
+            self.first_unrecognised = other.first_unrecognised;
+        }
+    }
+}
+
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+fn fmt_u64(buf: &mut [u8; 20], mut v: u64) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+/// The folding state machine of one worker (the Perl main loop).
+struct Folder<'o> {
+    opts: &'o PerfFoldOptions,
+    /// `$event_filter`: fixed by the caller or set by the first event seen.
+    filter: Option<Vec<u8>>,
+    pname: Option<Vec<u8>>,
+    /// `$m_period`: what the current sample adds to its stack's count.
+    period: u64,
+    /// Joined frames of each stack line, in input order (leaf first).
+    frames: Vec<u8>,
+    segments: Vec<(u32, u32)>,
+    key: Vec<u8>,
+    out: Folded,
+}
+
+impl<'o> Folder<'o> {
+    fn new(opts: &'o PerfFoldOptions, filter: Option<Vec<u8>>) -> Self {
+        Folder {
+            opts,
+            filter,
+            pname: None,
+            period: 1,
+            frames: Vec::with_capacity(4096),
+            segments: Vec::with_capacity(128),
+            key: Vec::with_capacity(4096),
+            out: Folded::default(),
+        }
+    }
+
+    /// Perl's `not $pname`: undefined, "" and "0" are all false.
+    fn pname_true(&self) -> bool {
+        matches!(&self.pname, Some(p) if !p.is_empty() && p.as_slice() != b"0")
+    }
+
+    fn line(&mut self, line: &[u8], lineno: u64) {
+        if line.first() == Some(&b'#') {
+            return;
+        }
+        if line.is_empty() {
+            if !self.pname_true() {
+                return;
+            }
+            self.remember();
+            return;
+        }
+        if let Some(ev) = event_line(line) {
+            let mut period = 0u64;
+            if let Some((p, event)) = event_name(line) {
+                // Perl adds the digit string numerically; absent or 0 means 1.
+                period = p.map_or(0, |p| {
+                    p.iter().fold(0u64, |acc, &d| {
+                        acc.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+                    })
+                });
+                match &self.filter {
+                    None => self.filter = Some(event.to_vec()),
+                    Some(f) if f.as_slice() != event => {
+                        self.out.filtered_other_events = true;
+                        return;
+                    }
+                    Some(_) => {}
+                }
+            }
+            let mut p = Vec::with_capacity(ev.comm.len() + 16);
+            p.extend_from_slice(ev.comm);
+            if self.opts.include_tid || self.opts.include_pid {
+                p.push(b'-');
+                p.extend_from_slice(ev.pid.unwrap_or(b"?"));
+                if self.opts.include_tid {
+                    p.push(b'/');
+                    p.extend_from_slice(ev.tid);
+                }
+            }
+            for b in p.iter_mut() {
+                if *b == b' ' {
+                    *b = b'_';
+                }
+            }
+            self.pname = Some(p);
+            self.period = if period == 0 { 1 } else { period };
+            return;
+        }
+        let Some(sl) = stack_line(line) else {
+            self.out.unrecognised += 1;
+            self.out.first_unrecognised.get_or_insert(lineno);
+            return;
+        };
+        if !self.pname_true() {
+            return;
+        }
+        let rawfunc = strip_offset(sl.rawfunc);
+        if rawfunc.first() == Some(&b'(') {
+            return;
+        }
+        let java = self.pname.as_deref() == Some(b"java");
+        let seg_start = self.frames.len();
+        let mut count = 0usize;
+        for func in split_inline(rawfunc) {
+            if count > 0 {
+                self.frames.push(b';');
+            }
+            let start = self.frames.len();
+            if func == b"[unknown]" {
+                let mut name: Vec<u8> = Vec::with_capacity(32);
+                name.push(b'[');
+                if sl.module != b"[unknown]" {
+                    let base = match memchr::memrchr(b'/', sl.module) {
+                        Some(s) => &sl.module[s + 1..],
+                        None => sl.module,
+                    };
+                    name.extend_from_slice(base);
+                } else {
+                    name.extend_from_slice(b"unknown");
+                }
+                if self.opts.include_addrs {
+                    name.extend_from_slice(b" <");
+                    name.extend_from_slice(sl.pc);
+                    name.push(b'>');
+                }
+                name.push(b']');
+                tidy_into(&mut self.frames, &name, java);
+            } else {
+                tidy_into(&mut self.frames, func, java);
+            }
+            let this = &self.frames[start..];
+            if count > 0 {
+                if memchr::memmem::find(this, b"_[i]").is_none() {
+                    self.frames.extend_from_slice(b"_[i]");
+                }
+            } else if self.opts.annotate_kernel && is_kernel_module(sl.module) {
+                self.frames.extend_from_slice(b"_[k]");
+            } else if self.opts.annotate_jit
+                && is_perf_map(sl.module)
+                && memchr::memmem::find(this, b"_[j]").is_none()
+            {
+                self.frames.extend_from_slice(b"_[j]");
+            }
+            count += 1;
+        }
+        if count > 0 {
+            self.segments
+                .push((seg_start as u32, self.frames.len() as u32));
+        }
+    }
+
+    fn remember(&mut self) {
+        self.key.clear();
+        if let Some(p) = &self.pname {
+            self.key.extend_from_slice(p);
+        }
+        for &(s, e) in self.segments.iter().rev() {
+            self.key.push(b';');
+            self.key
+                .extend_from_slice(&self.frames[s as usize..e as usize]);
+        }
+        match self.out.stacks.get_mut(&self.key[..]) {
+            Some(c) => *c += self.period,
+            None => {
+                self.out
+                    .stacks
+                    .insert(self.key.clone().into_boxed_slice(), self.period);
+            }
+        }
+        self.frames.clear();
+        self.segments.clear();
+        self.pname = None;
+    }
+
+    fn fold_chunk(&mut self, chunk: &[u8], first_line: u64) {
+        let mut lineno = first_line;
+        let mut from = 0;
+        while from < chunk.len() {
+            let end = memchr::memchr(b'\n', &chunk[from..]).map_or(chunk.len(), |e| from + e);
+            self.line(&chunk[from..end], lineno);
+            lineno += 1;
+            from = end + 1;
+        }
+    }
+}
+
+/// The first event name the Perl script would pick as its default filter,
+/// if `chunk` has an event line carrying one.
+fn first_event(chunk: &[u8]) -> Option<Vec<u8>> {
+    for line in chunk.split(|&b| b == b'\n') {
+        if line.first() == Some(&b'#') {
+            continue;
+        }
+        if event_line(line).is_some() {
+            if let Some((_, ev)) = event_name(line) {
+                return Some(ev.to_vec());
+            }
+        }
+    }
+    None
+}
+
+/// Reads the next chunk of about `size` bytes ending just after a blank line
+/// (a sample boundary), or at end of input. `carry` holds bytes read past
+/// the previous boundary.
+fn next_chunk(
+    reader: &mut dyn Read,
+    carry: &mut Vec<u8>,
+    size: usize,
+    name: &str,
+) -> Result<Option<Vec<u8>>> {
+    let mut buf = std::mem::take(carry);
+    let mut eof = false;
+    loop {
+        if buf.len() >= size || eof {
+            // Cut after the last "\n\n" so the next chunk starts a sample.
+            let cut = if eof {
+                buf.len()
+            } else {
+                match memchr::memmem::rfind(&buf, b"\n\n") {
+                    Some(i) => i + 2,
+                    None => {
+                        // One sample larger than a chunk: read on.
+                        let old = buf.len();
+                        buf.resize(old + size, 0);
+                        let n =
+                            read_full(reader, &mut buf[old..]).map_err(|e| Error::io(name, e))?;
+                        buf.truncate(old + n);
+                        eof = n == 0;
+                        continue;
+                    }
+                }
+            };
+            *carry = buf.split_off(cut);
+            return Ok(if buf.is_empty() { None } else { Some(buf) });
+        }
+        let old = buf.len();
+        buf.resize(size.max(old + 64 * 1024), 0);
+        let n = read_full(reader, &mut buf[old..]).map_err(|e| Error::io(name, e))?;
+        buf.truncate(old + n);
+        eof = n == 0;
+    }
+}
+
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Folds `perf script` output exactly like stackcollapse-perf.pl.
+pub fn fold_perf(reader: &mut dyn Read, name: &str, opts: &PerfFoldOptions) -> Result<Folded> {
+    let chunk_size = if opts.chunk_bytes == 0 {
+        4 << 20
+    } else {
+        opts.chunk_bytes
+    };
+    let mut carry = Vec::new();
+    let filter = opts.event_filter.as_ref().map(|e| e.as_bytes().to_vec());
+    let defaulted = filter.is_none();
+    let threads = opts.threads.max(1);
+    let mut result = if threads == 1 {
+        let mut folder = Folder::new(opts, filter);
+        let mut line = 1u64;
+        while let Some(chunk) = next_chunk(reader, &mut carry, chunk_size, name)? {
+            folder.fold_chunk(&chunk, line);
+            line += memchr::memchr_iter(b'\n', &chunk).count() as u64;
+        }
+        let event = folder.filter.take();
+        let mut out = folder.out;
+        out.event = event;
+        out
+    } else {
+        fold_parallel(reader, name, opts, filter, threads, chunk_size, &mut carry)?
+    };
+    if !defaulted {
+        result.event = None;
+    }
+    Ok(result)
+}
+
+fn fold_parallel(
+    reader: &mut dyn Read,
+    name: &str,
+    opts: &PerfFoldOptions,
+    mut filter: Option<Vec<u8>>,
+    threads: usize,
+    chunk_size: usize,
+    carry: &mut Vec<u8>,
+) -> Result<Folded> {
+    std::thread::scope(|scope| {
+        // Bounded queues keep at most a few chunks in memory per worker.
+        let mut senders = Vec::with_capacity(threads);
+        let mut handles = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, Option<Vec<u8>>, u64)>(2);
+            senders.push(tx);
+            handles.push(scope.spawn(move || {
+                let mut total = Folded::default();
+                for (chunk, filter, line) in rx {
+                    let mut f = Folder::new(opts, filter);
+                    // Folded output of each chunk merges into the worker's map.
+                    f.out.stacks = std::mem::take(&mut total.stacks);
+                    f.fold_chunk(&chunk, line);
+                    let out = f.out;
+                    total.stacks = out.stacks;
+                    total.filtered_other_events |= out.filtered_other_events;
+                    total.unrecognised += out.unrecognised;
+                    if total.first_unrecognised.is_none() {
+                        total.first_unrecognised = out.first_unrecognised;
+                    }
+                }
+                total
+            }));
+        }
+        let mut line = 1u64;
+        let mut i = 0usize;
+        let mut read_err = None;
+        loop {
+            match next_chunk(reader, carry, chunk_size, name) {
+                Ok(Some(chunk)) => {
+                    let lines = memchr::memchr_iter(b'\n', &chunk).count() as u64;
+                    // The default event is the first one in the file; decide
+                    // it in order before handing the chunk to any worker.
+                    let chunk_filter = filter.clone();
+                    if filter.is_none() {
+                        filter = first_event(&chunk);
+                    }
+                    if senders[i % threads]
+                        .send((chunk, chunk_filter, line))
+                        .is_err()
+                    {
+                        break;
+                    }
+                    line += lines;
+                    i += 1;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    read_err = Some(e);
+                    break;
+                }
+            }
+        }
+        drop(senders);
+        let mut result = Folded::default();
+        let mut parts: Vec<Folded> = Vec::with_capacity(threads);
+        for h in handles {
+            match h.join() {
+                Ok(part) => parts.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        // Merge the smaller maps into the largest.
+        parts.sort_by_key(|p| std::cmp::Reverse(p.stacks.len()));
+        for p in parts {
+            result.merge(p);
+        }
+        if let Some(e) = read_err {
+            return Err(e);
+        }
+        result.event = filter;
+        Ok(result)
+    })
+}
+
+/// Folds a parsed profile: `root;...;leaf weight` per distinct stack, sorted.
+/// With `thread_root`, the process name (like stackcollapse-perf.pl) is the root.
+pub fn fold_profile(profile: &Profile, thread_root: bool) -> Vec<(String, u64)> {
+    let mut weights: FxHashMap<(u32, u32), u64> = FxHashMap::default();
+    if let Some(counts) = &profile.counts {
+        for (n, &c) in counts.iter().enumerate() {
+            if c > 0 {
+                *weights.entry((n as u32, u32::MAX)).or_insert(0) += c;
+            }
+        }
+    } else {
+        for i in 0..profile.samples.len() {
+            let t = match (&profile.samples.thread, thread_root) {
+                (Some(t), true) => t[i],
+                _ => u32::MAX,
+            };
+            *weights.entry((profile.samples.node[i], t)).or_insert(0) +=
+                profile.samples.weight_of(i);
+        }
+    }
+    let mut out: Vec<(String, u64)> = weights
+        .into_iter()
+        .map(|((node, thread), w)| {
+            let mut s = String::new();
+            if thread != u32::MAX {
+                s.push_str(&profile.threads[thread as usize].comm.replace(' ', "_"));
+            }
+            let mut names = Vec::new();
+            let mut n = node;
+            while n != NO_PARENT {
+                names.push(&profile.frames[profile.node_frame[n as usize] as usize].name);
+                n = profile.parent[n as usize];
+            }
+            for name in names.iter().rev() {
+                if !s.is_empty() || thread != u32::MAX {
+                    s.push(';');
+                }
+                s.push_str(&name.replace(';', ":"));
+            }
+            (s, w)
+        })
+        .collect();
+    out.sort_unstable();
+    // Distinct nodes may fold to the same text (e.g. after ';' replacement).
+    out.dedup_by(|b, a| {
+        if a.0 == b.0 {
+            a.1 += b.1;
+            true
+        } else {
+            false
+        }
+    });
+    out
+}
+
+/// Convenience: fold perf text from a buffered reader (tests, fuzzing).
+pub fn fold_perf_str(text: &str, opts: &PerfFoldOptions) -> Result<String> {
+    let mut r = text.as_bytes();
+    let f = fold_perf(&mut r, "<memory>", opts)?;
+    let mut out = Vec::new();
+    f.write_sorted(&mut out)
+        .map_err(|e| Error::io("<memory>", e))?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Where the first unrecognised line was, for messages.
+pub fn unrecognised_location(f: &Folded) -> Option<Location> {
+    f.first_unrecognised.map(Location::Line)
+}

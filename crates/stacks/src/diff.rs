@@ -1,0 +1,232 @@
+//! Differential profiles: per-function self and total weight before and
+//! after, with the change and whether it can be told from sampling noise.
+
+use crate::model::{Profile, NO_PARENT};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// One function's change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiffRow {
+    /// Function name.
+    pub frame: String,
+    /// Module (from whichever side has it).
+    pub module: String,
+    /// Weight in the function itself, before.
+    pub before_self: u64,
+    /// Weight in the function itself, after.
+    pub after_self: u64,
+    /// Weight of stacks through the function, before.
+    pub before_total: u64,
+    /// Weight of stacks through the function, after.
+    pub after_total: u64,
+    /// Relative change of self weight in percent (of shares when normalised);
+    /// `None` when the function is new (infinite growth) or absent on both sides.
+    pub delta_self_pct: Option<f64>,
+    /// Relative change of total weight in percent, as above.
+    pub delta_total_pct: Option<f64>,
+    /// Whether the change is within sampling noise (|a-b| < 2·sqrt(a+b),
+    /// Poisson counts, after scaling in normalised mode).
+    pub noisy: bool,
+}
+
+/// Two profiles and their per-function comparison.
+pub struct Diff {
+    /// Before.
+    pub before: Profile,
+    /// After.
+    pub after: Profile,
+    /// Compare shares of each total instead of absolute weights.
+    pub normalized: bool,
+    /// Rows sorted by the size of the total change, largest first.
+    pub table: Vec<DiffRow>,
+}
+
+/// Self and total weight per function name (recursion counted once).
+pub fn per_function(p: &Profile) -> FxHashMap<String, (u64, u64, String)> {
+    let self_w = p.self_weights();
+    let mut out: FxHashMap<String, (u64, u64, String)> = FxHashMap::default();
+    let mut seen: FxHashSet<u32> = FxHashSet::default();
+    for (node, &w) in self_w.iter().enumerate() {
+        if w == 0 {
+            continue;
+        }
+        let leaf = &p.frames[p.node_frame[node] as usize];
+        let e = out
+            .entry(leaf.name.clone())
+            .or_insert((0, 0, leaf.module.clone()));
+        e.0 += w;
+        seen.clear();
+        let mut n = node as u32;
+        while n != NO_PARENT {
+            let f = p.node_frame[n as usize];
+            // Distinct frame ids may share a name (different modules).
+            if seen.insert(f) {
+                let fr = &p.frames[f as usize];
+                let e = out
+                    .entry(fr.name.clone())
+                    .or_insert((0, 0, fr.module.clone()));
+                e.1 += w;
+            }
+            n = p.parent[n as usize];
+        }
+    }
+    // A name reached through two frame ids in one stack was added twice;
+    // recount those exactly by names (rare: same function, two modules).
+    let dup_names = {
+        let mut names: FxHashMap<&str, u32> = FxHashMap::default();
+        for f in &p.frames {
+            *names.entry(f.name.as_str()).or_insert(0) += 1;
+        }
+        names
+            .into_iter()
+            .filter(|&(_, c)| c > 1)
+            .map(|(n, _)| n.to_owned())
+            .collect::<FxHashSet<_>>()
+    };
+    if !dup_names.is_empty() {
+        for name in &dup_names {
+            if let Some(e) = out.get_mut(name) {
+                e.1 = 0;
+            }
+        }
+        let mut names_seen: FxHashSet<&str> = FxHashSet::default();
+        for (node, &w) in self_w.iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            names_seen.clear();
+            let mut n = node as u32;
+            while n != NO_PARENT {
+                let name = p.frames[p.node_frame[n as usize] as usize].name.as_str();
+                if dup_names.contains(name) && names_seen.insert(name) {
+                    if let Some(e) = out.get_mut(name) {
+                        e.1 += w;
+                    }
+                }
+                n = p.parent[n as usize];
+            }
+        }
+    }
+    out
+}
+
+fn rel_change(before: f64, after: f64) -> Option<f64> {
+    if before > 0.0 {
+        Some((after / before - 1.0) * 100.0)
+    } else if after > 0.0 {
+        None
+    } else {
+        Some(0.0)
+    }
+}
+
+/// Compares two profiles.
+pub fn diff(before: Profile, after: Profile, normalized: bool) -> Diff {
+    let b = per_function(&before);
+    let a = per_function(&after);
+    let tb = before.total_weight().max(1) as f64;
+    let ta = after.total_weight().max(1) as f64;
+    // In normalised mode "after" is scaled to "before"'s total.
+    let scale = if normalized { tb / ta } else { 1.0 };
+    let mut names: Vec<&String> = b.keys().chain(a.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut table: Vec<DiffRow> = names
+        .into_iter()
+        .map(|name| {
+            let (bs, bt, bm) = b.get(name).cloned().unwrap_or((0, 0, String::new()));
+            let (as_, at, am) = a.get(name).cloned().unwrap_or((0, 0, String::new()));
+            let at_s = at as f64 * scale;
+            let noisy = (at_s - bt as f64).abs() < 2.0 * (at_s + bt as f64).sqrt();
+            DiffRow {
+                frame: name.clone(),
+                module: if am.is_empty() { bm } else { am },
+                before_self: bs,
+                after_self: as_,
+                before_total: bt,
+                after_total: at,
+                delta_self_pct: rel_change(bs as f64, as_ as f64 * scale),
+                delta_total_pct: rel_change(bt as f64, at_s),
+                noisy,
+            }
+        })
+        .filter(|r| r.before_total != r.after_total || r.before_self != r.after_self || normalized)
+        .collect();
+    table.sort_by(|x, y| {
+        let dx = (x.after_total as f64 * scale - x.before_total as f64).abs();
+        let dy = (y.after_total as f64 * scale - y.before_total as f64).abs();
+        dy.total_cmp(&dx).then_with(|| x.frame.cmp(&y.frame))
+    });
+    Diff {
+        before,
+        after,
+        normalized,
+        table,
+    }
+}
+
+/// A `--fail-if` gate: functions matching `pattern` must not grow by more
+/// than `max_growth_pct` percent (of total weight, or of share when normalised).
+#[derive(Clone, Debug)]
+pub struct Gate {
+    /// Which functions the gate watches.
+    pub pattern: regex::Regex,
+    /// Allowed growth in percent.
+    pub max_growth_pct: f64,
+}
+
+impl Gate {
+    /// Parses `REGEX>+5%` (also `REGEX>5%`, `REGEX>+5`).
+    pub fn parse(spec: &str) -> Result<Gate, String> {
+        let (re, limit) = spec
+            .rsplit_once('>')
+            .ok_or_else(|| format!("--fail-if {spec:?}: expected REGEX>+N% (e.g. 'malloc>+5%')"))?;
+        let num = limit.trim().trim_start_matches('+').trim_end_matches('%');
+        let max_growth_pct: f64 = num
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| {
+                format!("--fail-if {spec:?}: expected a growth like +5% after '>', got {limit:?}")
+            })?;
+        let pattern =
+            regex::Regex::new(re).map_err(|e| format!("--fail-if {spec:?}: bad regex: {e}"))?;
+        Ok(Gate {
+            pattern,
+            max_growth_pct,
+        })
+    }
+
+    /// Rows that break the gate (noisy rows never do: noise must not fail CI).
+    pub fn violations<'d>(&self, d: &'d Diff) -> Vec<&'d DiffRow> {
+        d.table
+            .iter()
+            .filter(|r| self.pattern.is_match(&r.frame) && !r.noisy)
+            .filter(|r| r.delta_total_pct.is_none_or(|p| p > self.max_growth_pct))
+            .filter(|r| r.after_total > 0)
+            .collect()
+    }
+}
+
+/// difffolded.pl output: `stack before after` for every stack on either
+/// side (vanished stacks keep their before count; new ones have before 0).
+/// Normalised mode scales before counts to after's total, as `difffolded -n`.
+pub fn diff_folded(d: &Diff) -> Vec<(String, u64, u64)> {
+    let b = crate::collapse::fold_profile(&d.before, false);
+    let a = crate::collapse::fold_profile(&d.after, false);
+    let tb = d.before.total_weight().max(1) as f64;
+    let ta = d.after.total_weight().max(1) as f64;
+    let mut map: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    for (s, w) in b {
+        let w = if d.normalized {
+            (w as f64 * ta / tb).round() as u64
+        } else {
+            w
+        };
+        map.entry(s).or_default().0 += w;
+    }
+    for (s, w) in a {
+        map.entry(s).or_default().1 += w;
+    }
+    map.into_iter().map(|(s, (x, y))| (s, x, y)).collect()
+}

@@ -1,0 +1,80 @@
+//! FlameScope-style subsecond heat map: one column per second, `rows`
+//! cells per second, each cell the sample count (weight) in its slice.
+
+use crate::model::Profile;
+
+/// Frame names that mark a CPU as idle.
+pub const IDLE_FRAMES: [&str; 8] = [
+    "cpu_idle",
+    "intel_idle",
+    "default_idle",
+    "poll_idle",
+    "do_idle",
+    "swapper",
+    "cpuidle_enter_state",
+    "(idle)",
+];
+
+/// A heat map.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeatMap {
+    /// Cells per second.
+    pub rows: u32,
+    /// Seconds covered.
+    pub columns: u32,
+    /// Weight per cell, column-major: `cells[col * rows + row]`.
+    pub cells: Vec<u64>,
+    /// Largest cell.
+    pub max: u64,
+    /// Samples left out as idle.
+    pub idle_samples: u64,
+}
+
+/// Whether the stack ending at `node` is idle (any frame in [`IDLE_FRAMES`]).
+pub fn idle_nodes(p: &Profile) -> Vec<bool> {
+    let idle_frame: Vec<bool> = p
+        .frames
+        .iter()
+        .map(|f| IDLE_FRAMES.contains(&f.name.as_str()))
+        .collect();
+    let mut idle = vec![false; p.node_count()];
+    // Parents have smaller ids than children, so one pass in id order works.
+    for n in 0..p.node_count() {
+        let parent = p.parent[n];
+        let from_parent = parent != crate::model::NO_PARENT && idle[parent as usize];
+        idle[n] = from_parent || idle_frame[p.node_frame[n] as usize];
+    }
+    idle
+}
+
+/// Buckets the samples of `p`; `None` when it has no sample times.
+pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
+    let times = p.samples.time_ns.as_ref()?;
+    if p.counts.is_some() {
+        return None;
+    }
+    let rows = rows.clamp(1, 1000);
+    let last = times.iter().copied().max().unwrap_or(0);
+    let columns = (last / 1_000_000_000 + 1) as u32;
+    let mut cells = vec![0u64; columns as usize * rows as usize];
+    let idle = idle_nodes(p);
+    let mut idle_samples = 0;
+    let slice = 1_000_000_000 / u64::from(rows);
+    for (i, &t) in times.iter().enumerate() {
+        if !include_idle && idle[p.samples.node[i] as usize] {
+            idle_samples += 1;
+            continue;
+        }
+        let col = t / 1_000_000_000;
+        let row = ((t % 1_000_000_000) / slice).min(u64::from(rows) - 1);
+        cells[(col * u64::from(rows) + row) as usize] += p.samples.weight_of(i);
+    }
+    let max = cells.iter().copied().max().unwrap_or(0);
+    Some(HeatMap {
+        rows,
+        columns,
+        cells,
+        max,
+        idle_samples,
+    })
+}
