@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { launch, open, shot, embeddedProfile, binSupports, runBin, scratch, ROOT } from './helpers/browser.mjs';
 import { weightWhere } from './helpers/profiles.mjs';
@@ -23,8 +24,20 @@ function perfSamples(text) {
   return text.split('\n').filter((l) => l.length && !/^\s/.test(l) && !l.startsWith('#')).length;
 }
 
+/** The first of `name` or `name.gz` that exists, or null. */
+function dataFile(name) {
+  for (const p of [join(DATA, name), join(DATA, `${name}.gz`)]) if (existsSync(p)) return p;
+  return null;
+}
+
+/** A data file's text, gunzipped when it ends in .gz. */
+function text(path) {
+  const raw = readFileSync(path);
+  return (path.endsWith('.gz') ? gunzipSync(raw) : raw).toString('utf8');
+}
+
 function foldedTotal(path) {
-  return readFileSync(path, 'utf8')
+  return text(path)
     .split('\n')
     .filter(Boolean)
     .reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
@@ -32,9 +45,9 @@ function foldedTotal(path) {
 
 for (const lang of ['c', 'java', 'node', 'python']) {
   test(`real ${lang} perf profile: keisoku flame page draws every sample`, async (t) => {
-    const input = join(DATA, `${lang}.perf`);
+    const input = dataFile(`${lang}.perf`);
     if (!binSupports('flame')) return t.skip('KEISOKU_BIN does not implement `keisoku flame` yet');
-    if (!existsSync(input)) return t.skip(`${input} is missing`);
+    if (!input) return t.skip(`${lang}.perf is missing in ${DATA}`);
     const html = join(scratch('flame-real'), `${lang}.html`);
     runBin(['flame', input, '-o', html]);
     const { page, errors, ctx } = await open(browser, html);
@@ -43,9 +56,9 @@ for (const lang of ['c', 'java', 'node', 'python']) {
     assert.equal(st.total, weightWhere(data), 'the graph holds all of the embedded profile');
     // The embedded profile is the whole capture: its sample count or, when
     // weighted by period, the folded total of stackcollapse-perf.pl.
-    const samples = perfSamples(readFileSync(input, 'utf8'));
-    const expected = join(DATA, `${lang}.folded.expected`);
-    const allowed = [samples, existsSync(expected) ? foldedTotal(expected) : samples];
+    const samples = perfSamples(text(input));
+    const expected = dataFile(`${lang}.folded.expected`);
+    const allowed = [samples, expected ? foldedTotal(expected) : samples];
     assert.ok(allowed.includes(st.total), `total ${st.total} is one of ${allowed}`);
     // Zoom into the widest frame under the root: it spans the width.
     const widest = await page.evaluate(() => {
@@ -65,9 +78,9 @@ for (const lang of ['c', 'java', 'node', 'python']) {
 }
 
 test('real node perf profile: keisoku scope heat map range re-flames exactly', async (t) => {
-  const input = join(DATA, 'node.perf');
+  const input = dataFile('node.perf');
   if (!binSupports('scope')) return t.skip('KEISOKU_BIN does not implement `keisoku scope` yet');
-  if (!existsSync(input)) return t.skip(`${input} is missing`);
+  if (!input) return t.skip(`node.perf is missing in ${DATA}`);
   const html = join(scratch('flame-real'), 'node-scope.html');
   runBin(['scope', input, '-o', html, '--rows', '20']);
   const { page, errors, ctx } = await open(browser, html);
@@ -93,3 +106,22 @@ test('real node perf profile: keisoku scope heat map range re-flames exactly', a
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+for (const [name, hint] of [['go.pprof', 'pprof from a Go program'], ['node.cpuprofile', 'node --cpu-prof']]) {
+  test(`real ${hint}: keisoku flame page renders it`, async (t) => {
+    const input = dataFile(name);
+    if (!binSupports('flame')) return t.skip('KEISOKU_BIN does not implement `keisoku flame` yet');
+    if (!input) return t.skip(`${name} is missing in ${DATA}`);
+    const html = join(scratch('flame-real'), `${name}.html`);
+    runBin(['flame', input, '-o', html]);
+    const { page, errors, ctx } = await open(browser, html);
+    const data = embeddedProfile(html);
+    const st = await page.evaluate(() => window.keisoku.flame.stats());
+    assert.ok(st.total > 0);
+    assert.equal(st.total, weightWhere(data));
+    assert.ok(await page.locator('.ks-functable-table tbody tr').count() > 3);
+    await shot(page, `flame-real-${name}`);
+    assert.deepEqual(errors, []);
+    await ctx.close();
+  });
+}
