@@ -34,6 +34,7 @@ export function fmtSignedPct(p: number): string {
 /** Milliseconds in the largest readable unit. */
 export function fmtMs(ms: number): string {
   if (!Number.isFinite(ms)) return '—';
+  if (ms === 0) return '0 ms';
   if (ms >= 1000) return `${(ms / 1000).toFixed(ms >= 10000 ? 1 : 3)} s`;
   if (ms >= 1) return `${ms.toFixed(1)} ms`;
   return `${(ms * 1000).toFixed(0)} µs`;
