@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::error::ProbeError;
 use crate::procfs::{
-    fd_dir_size, fields, lines, parse_u64, stat_comm, stat_field, value_after_colon, Buf,
-    NumericDir, ProcFile,
+    fd_dir_size, fields, lines, parse_u64, stat_comm, stat_field, stat_fields, value_after_colon,
+    Buf, NumericDir, ProcFile,
 };
 use crate::series::{Notes, Series, SeriesPoint};
 
@@ -331,12 +331,9 @@ impl ProcessCollector {
                 continue;
             }
             let stat = self.buf.bytes();
-            let (Some(utime), Some(stime), Some(threads), Some(rss)) = (
-                stat_field(stat, 14),
-                stat_field(stat, 15),
-                stat_field(stat, 20),
-                stat_field(stat, 24),
-            ) else {
+            let [Some(utime), Some(stime), Some(threads), Some(rss)] =
+                stat_fields(stat, [14, 15, 20, 24])
+            else {
                 continue;
             };
             // A zombie keeps its stat file; it has no threads left to sample.
@@ -458,8 +455,9 @@ impl ProcessCollector {
                     continue;
                 }
                 let stat = self.buf.bytes();
-                let ticks = stat_field(stat, 14).unwrap_or(0) + stat_field(stat, 15).unwrap_or(0);
-                let processor = stat_field(stat, 39).map(|p| p as usize);
+                let [utime, stime, processor] = stat_fields(stat, [14, 15, 39]);
+                let ticks = utime.unwrap_or(0) + stime.unwrap_or(0);
+                let processor = processor.map(|p| p as usize);
                 let mut cur = ThreadPrev {
                     ticks,
                     ..ThreadPrev::default()

@@ -126,6 +126,26 @@ pub(crate) fn stat_field(stat: &[u8], n: usize) -> Option<u64> {
     parse_u64(f)
 }
 
+/// Several fields of /proc/PID/stat in one pass; `wanted` are 1-based field
+/// numbers (>= 3) in ascending order.
+pub(crate) fn stat_fields<const N: usize>(stat: &[u8], wanted: [usize; N]) -> [Option<u64>; N] {
+    let mut out = [None; N];
+    let Some(rest) = stat_after_comm(stat) else {
+        return out;
+    };
+    let mut next = 0;
+    for (i, f) in fields(rest).enumerate() {
+        if next == N {
+            break;
+        }
+        if i + 3 == wanted[next] {
+            out[next] = parse_u64(f);
+            next += 1;
+        }
+    }
+    out
+}
+
 /// A directory whose numeric entries (pids, tids) are listed with
 /// `getdents64` into a reused buffer: std's `read_dir` allocates per entry.
 pub(crate) struct NumericDir {
@@ -330,6 +350,10 @@ mod tests {
         assert_eq!(stat_field(s, 15), Some(3));
         assert_eq!(stat_field(s, 20), Some(5));
         assert_eq!(stat_field(s, 24), Some(250));
+        assert_eq!(
+            stat_fields(s, [4, 14, 15, 24, 39]),
+            [Some(1), Some(7), Some(3), Some(250), None]
+        );
     }
 
     #[test]
