@@ -4,6 +4,7 @@
 
 mod cmd;
 mod exit;
+mod recording;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -1,9 +1,35 @@
-//! `keisoku rm`: not built yet; its issue replaces this module.
+//! `keisoku rm`: delete stored runs.
+
+use crate::exit::OK;
+use crate::recording::{self, StoreArg};
 
 /// Flags of `keisoku rm`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    about = "Delete stored runs",
+    after_help = "Every RUN is resolved before anything is deleted: one unknown RUN deletes nothing (exit 2).\n\n\
+Examples:\n  keisoku rm last\n  keisoku rm 20261121-2130 baseline"
+)]
+pub struct Args {
+    /// Runs: ids, unique id prefixes, names, or `last`.
+    #[arg(value_name = "RUN", required = true)]
+    runs: Vec<String>,
+    #[command(flatten)]
+    store: StoreArg,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku rm` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = recording::open_existing(&args.store.path())?;
+    let mut ids = Vec::new();
+    for spec in &args.runs {
+        let id = recording::resolve(&store, spec)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    for id in &ids {
+        store.remove(id).map_err(recording::store_error)?;
+        eprintln!("removed {id}");
+    }
+    Ok(OK)
 }

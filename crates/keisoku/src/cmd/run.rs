@@ -1,9 +1,499 @@
-//! `keisoku run`: not built yet; its issue replaces this module.
+//! `keisoku run`: load a target while recording the host, the server
+//! process, its profile and its access log into the run store.
+
+use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
+use crate::recording::{self, recorder::Recording, server::Server, summary, RecorderArgs};
+use hdrhistogram::Histogram;
+use keisoku_load::plan::{parse_duration, parse_header, parse_sweep};
+use keisoku_load::{render, LoadError, Model, PhaseSpec, Plan, Report, RunControl, Slo, Target};
+use keisoku_store::{NewRun, Phase, RouteRow, RouteSecond, RouteSource, RunStatus, Series};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Flags of `keisoku run`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    about = "Load a target while recording host, process, profile and access log into the run store",
+    long_about = "Drive HTTP load at --target (as `keisoku bench` does) while recording, on one clock, \
+the host (per-core CPU, scheduler, memory, disk, network, TCP), the server process (CPU, RSS, threads, \
+context switches, migrations, I/O), its CPU profile (perf or py-spy) and its access log. With \
+--server-cmd keisoku starts the server, waits until the target accepts connections, measures, then \
+stops it (TERM, then KILL) and keeps its output. Everything lands in the run store; `keisoku show`, \
+`export`, `report` and `compare` read it back. Ctrl-C or a dying server keeps what was recorded, \
+marked interrupted.",
+    after_help = "Examples:\n  keisoku run --target http://127.0.0.1:8080/ --server-cmd 'nginx -c /tmp/n.conf' --access-log /tmp/access.log -d 30s\n  \
+keisoku run --target http://127.0.0.1:8080/bid --pidof java -R 2000 -d 1m --name bid-before --tag commit=abc123\n  \
+keisoku run --target http://127.0.0.1:3000/ --server-cmd 'node --perf-basic-prof server.js' --sweep-connections 10..50:10 --step-duration 5s\n\n\
+Exit status: 0 ok, 1 runtime failure (no response, server died, interrupted), 2 bad usage, 3 the SLO failed."
+)]
+pub struct Args {
+    /// The URL to load (http://host[:port]/path).
+    #[arg(long, value_name = "URL")]
+    target: String,
+    /// Start the server with `sh -c CMD` first; stopped (TERM, then KILL) afterwards.
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["pid", "pidof"])]
+    server_cmd: Option<String>,
+    /// How long to wait for a --server-cmd server to accept connections.
+    #[arg(long, value_name = "DUR", default_value = "30s")]
+    server_timeout: String,
+    /// Closed model: N connections. Open model: the connection cap.
+    #[arg(short = 'c', long, value_name = "N", default_value_t = 50)]
+    connections: usize,
+    /// Open model: RPS requests per second in total on a fixed schedule.
+    #[arg(short = 'R', long, value_name = "RPS")]
+    rate: Option<f64>,
+    /// Load generator threads [default: number of cores].
+    #[arg(short = 't', long, value_name = "N")]
+    threads: Option<usize>,
+    /// How long to run each phase (e.g. 10s, 500ms, 2m).
+    #[arg(short = 'd', long, value_name = "DUR", default_value = "10s")]
+    duration: String,
+    /// Warm up for DUR at the first phase's load first (excluded from results, marked in the run).
+    #[arg(long, value_name = "DUR")]
+    warmup: Option<String>,
+    /// HTTP method [default: GET, or POST with --body].
+    #[arg(short = 'X', long = "method", value_name = "METHOD")]
+    method: Option<String>,
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body: a string, or @FILE to read it from a file.
+    #[arg(long, value_name = "STRING|@FILE")]
+    body: Option<String>,
+    /// Per-request timeout (also the connect timeout).
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    timeout: String,
+    /// Open a new connection for every request.
+    #[arg(long)]
+    no_keepalive: bool,
+    /// One phase per connection count A, A+STEP, ... B.
+    #[arg(long, value_name = "A..B:STEP", conflicts_with = "sweep_rate")]
+    sweep_connections: Option<String>,
+    /// One phase per rate A, A+STEP, ... B (open model).
+    #[arg(long, value_name = "A..B:STEP")]
+    sweep_rate: Option<String>,
+    /// Length of each sweep phase [default: --duration].
+    #[arg(long, value_name = "DUR")]
+    step_duration: Option<String>,
+    /// Service-level objective, e.g. 'p99<=1s,errors<=0.1%'; exit 3 when it fails.
+    #[arg(long, value_name = "SLO")]
+    slo: Option<String>,
+    /// Also write the load results (as `keisoku bench --json`) to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
+    #[command(flatten)]
+    rec: RecorderArgs,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku run` is not available in this build yet")
+fn dur(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    parse_duration(s).map_err(|e| bad_input(format!("{flag}: {e}")))
+}
+
+fn load_err(e: LoadError) -> anyhow::Error {
+    if e.is_bad_input() {
+        bad_input(e)
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// The load plan from the flags (the subset of `keisoku bench` that a
+/// recorded run needs).
+fn plan(a: &Args) -> anyhow::Result<(Plan, Option<Slo>)> {
+    let body = match &a.body {
+        None => Vec::new(),
+        Some(b) => match b.strip_prefix('@') {
+            Some(f) => std::fs::read(f).map_err(|e| bad_input(format!("--body: {f}: {e}")))?,
+            None => b.clone().into_bytes(),
+        },
+    };
+    let method = a
+        .method
+        .clone()
+        .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.into());
+    let target = Target::new(&method, &a.target, body, 1).map_err(load_err)?;
+    let mut plan = Plan::new(vec![target]);
+    for h in &a.headers {
+        plan.headers
+            .push(parse_header(h).map_err(|e| bad_input(format!("-H: {e}")))?);
+    }
+    if let Some(t) = a.threads {
+        plan.threads = t;
+    }
+    plan.timeout = dur("--timeout", &a.timeout)?;
+    plan.keepalive = !a.no_keepalive;
+    if let Some(w) = &a.warmup {
+        plan.warmup = dur("--warmup", w)?;
+    }
+    let duration = dur("--duration", &a.duration)?;
+    let step = match &a.step_duration {
+        Some(d) => dur("--step-duration", d)?,
+        None => duration,
+    };
+    if let Some(r) = a.rate {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(bad_input(format!(
+                "--rate: must be a positive number, got {r}"
+            )));
+        }
+    }
+    let phase = |connections: usize, rate: Option<f64>, duration: Duration| PhaseSpec {
+        connections,
+        rate,
+        duration,
+        requests: None,
+    };
+    plan.model = if a.rate.is_some() || a.sweep_rate.is_some() {
+        Model::Open
+    } else {
+        Model::Closed
+    };
+    plan.phases = if let Some(s) = &a.sweep_connections {
+        let steps = parse_sweep(s).map_err(|e| bad_input(format!("--sweep-connections: {e}")))?;
+        steps
+            .iter()
+            .map(|&c| phase(c.max(1.0) as usize, None, step))
+            .collect()
+    } else if let Some(s) = &a.sweep_rate {
+        let steps = parse_sweep(s).map_err(|e| bad_input(format!("--sweep-rate: {e}")))?;
+        steps
+            .iter()
+            .map(|&r| phase(a.connections, Some(r), step))
+            .collect()
+    } else {
+        vec![phase(a.connections, a.rate, duration)]
+    };
+    let slo = match &a.slo {
+        Some(s) => Some(Slo::parse(s).map_err(|e| bad_input(format!("--slo: {e}")))?),
+        None => None,
+    };
+    plan.validate().map_err(load_err)?;
+    Ok((plan, slo))
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let (plan, slo) = plan(&args)?;
+    let server_timeout = dur("--server-timeout", &args.server_timeout)?;
+    let pid = args.rec.process()?;
+    let new_run = NewRun {
+        name: args.rec.name.clone(),
+        tags: args.rec.tag_map()?,
+        target: Some(args.target.clone()),
+        command: recording::command_line(),
+        model: Some(match plan.model {
+            Model::Closed => "closed".into(),
+            Model::Open => "open".into(),
+        }),
+        ..NewRun::default()
+    };
+    let opts = args.rec.options(pid, new_run)?;
+
+    let ctl = RunControl {
+        progress: None,
+        ..RunControl::default()
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&ctl.stop);
+        let interrupted = Arc::clone(&interrupted);
+        let _ = ctrlc::set_handler(move || {
+            if interrupted.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+    }
+
+    let mut rec = Recording::create(opts)?;
+    eprintln!("keisoku: run {} -> {}", rec.run, rec.store_path().display());
+    let mut server = None;
+    if let Some(cmd) = &args.server_cmd {
+        let mut s = Server::start(cmd, rec.store_path().to_path_buf(), rec.run.clone())
+            .map_err(|e| anyhow::anyhow!("cannot start the server with sh -c: {e}"))?;
+        let addr = plan.targets[0].addr;
+        if let Err(why) = s.wait_ready(addr, server_timeout) {
+            rec.note(format!("server: {why}"));
+            let how = s.stop(Duration::from_secs(5));
+            rec.note(format!("server {how}"));
+            let (json, notes) = rec.finish(RunStatus::Interrupted)?;
+            recording::print_notes(&notes);
+            let err = String::from_utf8_lossy(&rec_output(&args, &json.run.id, "server.stderr"))
+                .trim()
+                .to_string();
+            let tail: String = err
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n  ");
+            anyhow::bail!(
+                "{why}; run {} kept, marked interrupted{}",
+                json.run.id,
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its stderr ends:\n  {tail}")
+                }
+            );
+        }
+        rec.set_pid(s.pid());
+        server = Some(s);
+    }
+    rec.start_recorders()?;
+
+    // Watch the server: a dying server ends the load early, run kept as interrupted.
+    let server_died = Arc::new(AtomicBool::new(false));
+    let watched = server.as_ref().map(|s| s.pid()).or(pid);
+    let watch_done = Arc::new(AtomicBool::new(false));
+    let watcher = watched.map(|p| {
+        let stop = Arc::clone(&ctl.stop);
+        let died = Arc::clone(&server_died);
+        let done = Arc::clone(&watch_done);
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if !recording::recorder::alive(p) {
+                    died.store(true, Ordering::SeqCst);
+                    stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    });
+
+    let result = keisoku_load::run(&plan, &ctl);
+    watch_done.store(true, Ordering::Relaxed);
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
+    let mut report = match result {
+        Ok(r) => Some(r),
+        Err(e) => {
+            rec.note(format!("load: {e}"));
+            None
+        }
+    };
+    let gate_pass = match (&slo, report.as_mut()) {
+        (Some(slo), Some(r)) => keisoku_load::judge(r, slo),
+        _ => true,
+    };
+    if let Some(r) = &report {
+        if let Err(e) = store_report(&rec, r) {
+            rec.note(format!("storing the load results: {e}"));
+        }
+    }
+    let died = server_died.load(Ordering::SeqCst);
+    let was_interrupted = interrupted.load(Ordering::SeqCst);
+    if died {
+        rec.note("the server exited during the run; the load stopped early");
+    }
+    let status = if died || was_interrupted || report.is_none() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    // Recorders stop before the server: perf maps are written while JITs still run.
+    let store_path = rec.store_path().to_path_buf();
+    let (json, mut notes) = rec.finish(status)?;
+    if let Some(s) = server {
+        let how = format!("server {}", s.stop(Duration::from_secs(5)));
+        if let Ok(store) = keisoku_store::Store::open(&store_path) {
+            let _ = store.append_output(&json.run.id, "notes", format!("{how}\n").as_bytes());
+        }
+        notes.push(how);
+    }
+    if let (Some(r), Some(dest)) = (&report, &args.json) {
+        let text = serde_json::to_string_pretty(r)?;
+        if dest == "-" {
+            println!("{text}");
+        } else {
+            std::fs::write(dest, text + "\n")
+                .map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
+        }
+    }
+    let to_stdout = args.json.as_deref() != Some("-");
+    let mut text = String::new();
+    if let Some(r) = &report {
+        text.push_str(&render::summary(r));
+    }
+    text.push_str(&summary::header(&json));
+    text.push_str(&summary::server(&json));
+    if to_stdout {
+        print!("{text}");
+    } else {
+        eprint!("{text}");
+    }
+    recording::print_notes(&notes);
+    let Some(report) = report else {
+        eprintln!(
+            "keisoku: error: the load could not run; run {} kept, marked interrupted",
+            json.run.id
+        );
+        return Ok(FAILURE);
+    };
+    if died {
+        eprintln!(
+            "keisoku: error: the server exited during the run; run {} kept, marked interrupted",
+            json.run.id
+        );
+        return Ok(FAILURE);
+    }
+    if was_interrupted {
+        eprintln!(
+            "keisoku: interrupted: run {} kept, marked interrupted",
+            json.run.id
+        );
+        return Ok(FAILURE);
+    }
+    if report.nothing_succeeded() {
+        let why = if report.error_reasons.is_empty() {
+            "no response arrived".to_string()
+        } else {
+            report.error_reasons.join("; ")
+        };
+        eprintln!("keisoku: error: not one request succeeded: {why}");
+        return Ok(FAILURE);
+    }
+    Ok(if gate_pass { OK } else { GATE_FAILED })
+}
+
+fn rec_output(args: &Args, run: &str, stream: &str) -> Vec<u8> {
+    keisoku_store::Store::open(&args.rec.store.path())
+        .and_then(|s| s.output(run, stream))
+        .unwrap_or_default()
+}
+
+/// Stores the load's results, phases, client series, per-second per-route
+/// histograms and route rows, shifted onto the run's clock.
+fn store_report(rec: &Recording, r: &Report) -> keisoku_store::Result<()> {
+    let store = rec.store();
+    let run = &rec.run;
+    // The engine's clock starts when the load starts; ours when the run did.
+    let offset = r.started_unix_ms as f64 - rec.started_unix_ms as f64;
+    let results = serde_json::to_value(r)?;
+    store.put_results(
+        run,
+        &results,
+        Some(r.overall.rps),
+        Some(r.overall.latency_ms.p99),
+    )?;
+    let mut index = 0u32;
+    if let Some(w) = &r.warmup {
+        store.put_phase(
+            run,
+            &Phase {
+                index,
+                label: "warmup".into(),
+                start_ms: w.start_ms + offset,
+                end_ms: w.end_ms + offset,
+                warmup: true,
+                connections: r.phases.first().map(|p| p.connections as u64),
+                rate: r.phases.first().and_then(|p| p.rate),
+            },
+        )?;
+        index += 1;
+    }
+    for p in &r.phases {
+        store.put_phase(
+            run,
+            &Phase {
+                index,
+                label: p.label.clone(),
+                start_ms: p.start_ms + offset,
+                end_ms: p.end_ms + offset,
+                warmup: false,
+                connections: Some(p.connections as u64),
+                rate: p.rate,
+            },
+        )?;
+        index += 1;
+    }
+    let series =
+        |name: &str, unit: &str, f: &dyn Fn(&keisoku_load::report::Second) -> f64| Series {
+            name: name.into(),
+            unit: unit.into(),
+            // A second's point sits at its end, like the sampler's rates.
+            t_ms: r
+                .timeline
+                .iter()
+                .map(|s| offset + (s.t_s as f64 + 1.0) * 1000.0)
+                .collect(),
+            v: r.timeline.iter().map(f).collect(),
+        };
+    store.append_series(
+        run,
+        &[
+            series("client.rps", "/s", &|s| s.rps),
+            series("client.errors", "/s", &|s| s.errors as f64),
+            series("client.p50_ms", "ms", &|s| s.p50_ms),
+            series("client.p99_ms", "ms", &|s| s.p99_ms),
+        ],
+    )?;
+    let base_second = (offset / 1000.0).max(0.0).round() as u32;
+    let mut seconds = Vec::new();
+    for s in &r.timeline {
+        let second = base_second + s.t_s as u32;
+        let per: Vec<(usize, &Histogram<u64>)> = if s.per_target.is_empty() {
+            vec![(0, &s.histogram)]
+        } else {
+            s.per_target
+                .iter()
+                .enumerate()
+                .filter_map(|(i, h)| h.as_ref().map(|h| (i, h)))
+                .collect()
+        };
+        for (i, h) in per {
+            let Some(t) = r.targets.get(i) else { continue };
+            if h.is_empty() {
+                continue;
+            }
+            seconds.push(RouteSecond {
+                method: t.method.clone(),
+                route: path_of(&t.url),
+                second,
+                histogram: h.clone(),
+            });
+        }
+    }
+    store.put_route_seconds(run, RouteSource::Client, &seconds)?;
+    let rows: Vec<RouteRow> = r
+        .targets
+        .iter()
+        .map(|t| {
+            let s = &t.stats;
+            let l = &s.latency_ms;
+            RouteRow {
+                method: t.method.clone(),
+                uri: path_of(&t.url),
+                count: s.requests,
+                s1xx: s.status.s1xx,
+                s2xx: s.status.s2xx,
+                s3xx: s.status.s3xx,
+                s4xx: s.status.s4xx,
+                s5xx: s.status.s5xx,
+                min: l.min,
+                max: l.max,
+                sum: l.mean * s.requests as f64,
+                avg: l.mean,
+                p50: l.p50,
+                p90: l.p90,
+                p95: l.p95,
+                p99: l.p99,
+                stddev: l.stdev,
+                ..RouteRow::default()
+            }
+        })
+        .collect();
+    store.put_routes(run, RouteSource::Client, &rows)
+}
+
+/// The path (without the query) of a URL, as access logs group it.
+fn path_of(url: &str) -> String {
+    keisoku_load::plan::parse_url(url)
+        .map(|u| u.path.split('?').next().unwrap_or("/").to_string())
+        .unwrap_or_else(|_| url.to_string())
 }

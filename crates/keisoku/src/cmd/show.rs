@@ -1,9 +1,44 @@
-//! `keisoku show`: not built yet; its issue replaces this module.
+//! `keisoku show`: a stored run's summary, as `keisoku run` printed it.
+
+use crate::exit::OK;
+use crate::recording::{self, summary, StoreArg};
+use std::io::Write;
 
 /// Flags of `keisoku show`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(
+    about = "Print a stored run's summary",
+    after_help = "RUN is a run id, a unique prefix of one, a run name (its newest run) or `last`.\n\n\
+Examples:\n  keisoku show last\n  keisoku show 20261121-2130\n  keisoku show baseline --output server.stderr"
+)]
+pub struct Args {
+    /// The run: id, unique id prefix, name, or `last`.
+    #[arg(value_name = "RUN")]
+    run: String,
+    /// Print one stored output stream instead (server.stdout, server.stderr, command.stdout, command.stderr, notes).
+    #[arg(long, value_name = "STREAM")]
+    output: Option<String>,
+    #[command(flatten)]
+    store: StoreArg,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<u8> {
-    anyhow::bail!("`keisoku show` is not available in this build yet")
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = recording::open_existing(&args.store.path())?;
+    let id = recording::resolve(&store, &args.run)?;
+    let mut out = std::io::stdout().lock();
+    if let Some(stream) = &args.output {
+        let bytes = store.output(&id, stream).map_err(recording::store_error)?;
+        out.write_all(&bytes)?;
+        return Ok(OK);
+    }
+    let run = store.load(&id).map_err(recording::store_error)?;
+    write!(out, "{}", summary::full(&run))?;
+    let notes = store.output(&id, "notes").map_err(recording::store_error)?;
+    if !notes.is_empty() {
+        writeln!(out, "Notes")?;
+        for l in String::from_utf8_lossy(&notes).lines() {
+            writeln!(out, "  {l}")?;
+        }
+    }
+    Ok(OK)
 }

@@ -1,0 +1,217 @@
+//! What `run`, `record`, `runs`, `show`, `export` and `rm` share: opening
+//! the run store, naming runs, recording a run (sampler, profiler,
+//! access-log follower) and the server-side summary.
+
+pub mod follow;
+pub mod recorder;
+pub mod server;
+pub mod summary;
+
+use crate::exit::bad_input;
+use keisoku_store::{Store, StoreError};
+use std::path::{Path, PathBuf};
+
+/// The `--store` flag every store command takes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StoreArg {
+    /// The run store [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
+}
+
+impl StoreArg {
+    /// The store file this flag names.
+    pub fn path(&self) -> PathBuf {
+        keisoku_store::store_path(self.store.as_deref())
+    }
+}
+
+/// Maps store errors the user caused (unknown run, no store) to exit 2.
+pub fn store_error(e: StoreError) -> anyhow::Error {
+    if e.is_user_error() {
+        bad_input(e)
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// Opens an existing store for reading.
+pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
+    Store::open_existing(path).map_err(store_error)
+}
+
+/// Opens (or creates) a store for writing.
+pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
+    Store::open(path).map_err(|e| match e {
+        // A path the user gave that cannot hold a store is their input.
+        StoreError::CreateDir { .. } | StoreError::Open { .. } | StoreError::TooNew { .. } => {
+            bad_input(e)
+        }
+        other => anyhow::Error::new(other),
+    })
+}
+
+/// Resolves `RUN` (id, unique id prefix, name or `last`) to an id.
+pub fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
+    store.resolve(spec).map_err(store_error)
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in ms.
+pub fn utc(ms: i64) -> String {
+    let (y, mo, d, h, mi, s) = keisoku_store::civil_from_unix(ms.div_euclid(1000));
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+}
+
+/// A duration in ms as `12.3s` / `4m05s`.
+pub fn human_duration(ms: f64) -> String {
+    let s = ms / 1000.0;
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        let m = (s / 60.0).floor();
+        format!("{}m{:02.0}s", m as u64, s - m * 60.0)
+    }
+}
+
+/// Recorder flags shared by `keisoku run` and `keisoku record`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RecorderArgs {
+    /// Watch this server process (with its threads and children).
+    #[arg(long, value_name = "PID", conflicts_with = "pidof")]
+    pub pid: Option<u32>,
+    /// Watch the oldest process with this command name.
+    #[arg(long, value_name = "NAME")]
+    pub pidof: Option<String>,
+    /// Profiler [default: perf when a server process is known, else none].
+    #[arg(long, value_enum, value_name = "PROFILER")]
+    pub profile: Option<recorder::ProfileKind>,
+    /// Profiler sampling frequency in Hz.
+    #[arg(long, value_name = "HZ", default_value_t = 99)]
+    pub profile_hz: u32,
+    /// perf: sample every CPU, not only the server's processes.
+    #[arg(long)]
+    pub profile_all_cpus: bool,
+    /// Follow this access log during the run (survives rotation and truncation).
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
+    /// Access log format.
+    #[arg(long, value_name = "FORMAT", default_value = "ltsv", value_parser = ["ltsv", "json", "regexp"])]
+    pub log_format: String,
+    /// --log-format regexp: the pattern (named groups as alp) [default: alp's combined-log pattern].
+    #[arg(long, value_name = "REGEXP")]
+    pub log_regexp: Option<String>,
+    /// Host and process sampling interval (100ms or more).
+    #[arg(long, value_name = "DUR", default_value = "1s")]
+    pub interval: String,
+    /// A name for the run (`keisoku show NAME` finds its newest run).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub name: String,
+    /// A tag k=v stored with the run (repeatable).
+    #[arg(long = "tag", value_name = "K=V")]
+    pub tags: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+impl RecorderArgs {
+    /// Parsed `--tag` pairs.
+    pub fn tag_map(&self) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
+        let mut m = std::collections::BTreeMap::new();
+        for t in &self.tags {
+            let (k, v) = t
+                .split_once('=')
+                .filter(|(k, _)| !k.trim().is_empty())
+                .ok_or_else(|| bad_input(format!("--tag {t:?}: expected KEY=VALUE")))?;
+            m.insert(k.trim().to_string(), v.to_string());
+        }
+        Ok(m)
+    }
+
+    /// The sampling interval.
+    pub fn interval(&self) -> anyhow::Result<std::time::Duration> {
+        let d = keisoku_load::plan::parse_duration(&self.interval)
+            .map_err(|e| bad_input(format!("--interval: {e}")))?;
+        if d < keisoku_probe::MIN_INTERVAL {
+            return Err(bad_input(format!(
+                "--interval {}: must be at least 100ms",
+                self.interval
+            )));
+        }
+        Ok(d)
+    }
+
+    /// The watched process from --pid / --pidof.
+    pub fn process(&self) -> anyhow::Result<Option<u32>> {
+        if let Some(pid) = self.pid {
+            if !recorder::alive(pid) {
+                return Err(bad_input(format!("--pid {pid}: no such process")));
+            }
+            return Ok(Some(pid));
+        }
+        if let Some(name) = &self.pidof {
+            let pid = keisoku_probe::pidof(Path::new("/proc"), name)
+                .map_err(|e| bad_input(format!("--pidof {name}: {e}")))?;
+            return Ok(Some(pid));
+        }
+        Ok(None)
+    }
+
+    /// The access-log parser, checked before anything starts.
+    pub fn access_log(&self) -> anyhow::Result<Option<(PathBuf, keisoku_logs::LineParser)>> {
+        match &self.access_log {
+            None => Ok(None),
+            Some(p) => {
+                let parser = follow::parser(&self.log_format, self.log_regexp.as_deref())
+                    .map_err(bad_input)?;
+                Ok(Some((p.clone(), parser)))
+            }
+        }
+    }
+
+    /// Recorder options for a run whose server is `pid`.
+    pub fn options(
+        &self,
+        pid: Option<u32>,
+        new_run: keisoku_store::NewRun,
+    ) -> anyhow::Result<recorder::Options> {
+        let profile = self
+            .profile
+            .unwrap_or(if pid.is_some() || self.profile_all_cpus {
+                recorder::ProfileKind::Perf
+            } else {
+                recorder::ProfileKind::None
+            });
+        Ok(recorder::Options {
+            store_path: self.store.path(),
+            new_run,
+            interval: self.interval()?,
+            pid,
+            profile,
+            profile_hz: self.profile_hz.clamp(1, 10_000),
+            all_cpus: self.profile_all_cpus,
+            access_log: self.access_log()?,
+            profile_auto: self.profile.is_none(),
+        })
+    }
+}
+
+/// The command line as typed, for the run's record.
+pub fn command_line() -> String {
+    std::env::args()
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            } else {
+                a
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Prints notes to stderr, one per line.
+pub fn print_notes(notes: &[String]) {
+    for n in notes {
+        eprintln!("keisoku: note: {n}");
+    }
+}

@@ -1,0 +1,486 @@
+//! One recording session: creates the run, then the sampler (series), the
+//! profiler and the access-log follower all on the run's clock, and stores
+//! what they collected when it finishes. Used by `run` and `record`.
+
+use super::follow::Follower;
+use keisoku_logs::LineParser;
+use keisoku_probe::{
+    PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
+    SamplerConfig,
+};
+use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, SeriesBuffer, Store};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::RecvTimeoutError;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often sampled series are written to the store: often enough that a
+/// killed keisoku loses little and a live reader sees progress.
+const FLUSH_EVERY: Duration = Duration::from_secs(3);
+
+/// Which profiler to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileKind {
+    /// `perf record -g` (native, kernel, JIT with perf maps).
+    Perf,
+    /// py-spy for Python servers.
+    PySpy,
+    /// No profile.
+    None,
+}
+
+/// Everything a recording needs.
+pub struct Options {
+    /// The run store file.
+    pub store_path: PathBuf,
+    /// Name, tags, target, command line, model.
+    pub new_run: NewRun,
+    /// Sampling interval.
+    pub interval: Duration,
+    /// The server process (root of its tree), if any.
+    pub pid: Option<u32>,
+    /// Profiler.
+    pub profile: ProfileKind,
+    /// Profiler frequency.
+    pub profile_hz: u32,
+    /// perf on every CPU instead of the server's processes.
+    pub all_cpus: bool,
+    /// Access log to follow, with its parser.
+    pub access_log: Option<(PathBuf, LineParser)>,
+    /// The profiler was not chosen: perf once a server process is known.
+    pub profile_auto: bool,
+}
+
+enum Profiler {
+    Perf(PerfRecorder),
+    PySpy(PySpyRecorder),
+}
+
+/// A recording in progress.
+pub struct Recording {
+    /// The run's clock origin.
+    pub origin: Instant,
+    /// Wall-clock time of the origin.
+    pub started_unix_ms: i64,
+    /// The run id.
+    pub run: String,
+    store_path: PathBuf,
+    store: Store,
+    sampler: Option<Sampler>,
+    writer: Option<JoinHandle<Vec<String>>>,
+    profiler: Option<Profiler>,
+    follower: Option<Follower>,
+    workdir: PathBuf,
+    notes: Vec<String>,
+    /// Options until the recorders start.
+    opts: Option<Options>,
+}
+
+/// This machine, for the run's context.
+pub fn machine() -> Machine {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let memory_bytes = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024);
+    Machine {
+        hostname: keisoku_store::local_hostname(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        memory_bytes,
+    }
+}
+
+/// Whether a process is alive (exists and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the command name's closing parenthesis.
+            let state = stat
+                .iter()
+                .rposition(|&b| b == b')')
+                .and_then(|i| stat.get(i + 2))
+                .copied();
+            !matches!(state, Some(b'Z') | Some(b'X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+impl Recording {
+    /// Creates the run and starts every recorder. Recorders that cannot
+    /// start (no perf, no permission) become notes; the run goes on.
+    pub fn start(opts: Options) -> anyhow::Result<Recording> {
+        let mut rec = Recording::create(opts)?;
+        rec.start_recorders()?;
+        Ok(rec)
+    }
+
+    /// Creates the run (its clock starts now) without starting recorders,
+    /// so a server can be started and its output kept first.
+    pub fn create(mut opts: Options) -> anyhow::Result<Recording> {
+        let store = super::open_for_writing(&opts.store_path)?;
+        let origin = Instant::now();
+        let started_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        opts.new_run.started_unix_ms = started_unix_ms;
+        opts.new_run.machine = machine();
+        let run = store
+            .create_run(&opts.new_run)
+            .map_err(super::store_error)?;
+        let workdir = std::env::temp_dir().join(format!("keisoku-{run}"));
+        Ok(Recording {
+            origin,
+            started_unix_ms,
+            run,
+            store_path: opts.store_path.clone(),
+            store,
+            sampler: None,
+            writer: None,
+            profiler: None,
+            follower: None,
+            workdir,
+            notes: Vec::new(),
+            opts: Some(opts),
+        })
+    }
+
+    /// Sets the server process once it is known (before `start_recorders`).
+    pub fn set_pid(&mut self, pid: u32) {
+        if let Some(o) = self.opts.as_mut() {
+            o.pid = Some(pid);
+            if o.profile == ProfileKind::None && o.profile_auto {
+                o.profile = ProfileKind::Perf;
+            }
+        }
+    }
+
+    /// Starts the sampler, the profiler and the access-log follower.
+    pub fn start_recorders(&mut self) -> anyhow::Result<()> {
+        let Some(mut opts) = self.opts.take() else {
+            return Ok(());
+        };
+        let origin = self.origin;
+        let run = self.run.clone();
+        let workdir = self.workdir.clone();
+        let mut notes = Vec::new();
+        let mut config = SamplerConfig::new(origin);
+        config.interval = opts.interval;
+        config.pid = opts.pid;
+        let (sampler, writer) = match Sampler::start_channel(config) {
+            Ok((sampler, rx)) => {
+                let store_path = opts.store_path.clone();
+                let run_w = run.clone();
+                let writer = std::thread::Builder::new()
+                    .name("keisoku-series-writer".into())
+                    .spawn(move || write_series(rx, &store_path, &run_w))?;
+                (Some(sampler), Some(writer))
+            }
+            Err(e) => {
+                notes.push(format!("no host/process series: {e}"));
+                (None, None)
+            }
+        };
+
+        let profiler = match opts.profile {
+            ProfileKind::None => None,
+            ProfileKind::Perf => {
+                let target = if opts.all_cpus {
+                    Some(PerfTarget::AllCpus)
+                } else {
+                    match opts.pid {
+                        Some(pid) => {
+                            let pids: Vec<u32> =
+                                keisoku_probe::process_tree(Path::new("/proc"), pid)
+                                    .map(|t| t.into_iter().map(|p| p.pid).collect())
+                                    .unwrap_or_else(|_| vec![pid]);
+                            Some(PerfTarget::Pids(pids))
+                        }
+                        None => {
+                            notes.push("no profile: --profile perf needs a server process (--server-cmd, --pid, --pidof) or --profile-all-cpus".into());
+                            None
+                        }
+                    }
+                };
+                target.and_then(|t| {
+                    let mut o = PerfOptions::new(t, workdir.join("perf"), origin);
+                    o.hz = opts.profile_hz;
+                    match PerfRecorder::start(o) {
+                        Ok(r) => Some(Profiler::Perf(r)),
+                        Err(e) => {
+                            notes.push(format!("no profile: {e}"));
+                            None
+                        }
+                    }
+                })
+            }
+            ProfileKind::PySpy => match opts.pid {
+                Some(pid) => {
+                    let mut o = PySpyOptions::new(pid, workdir.join("py-spy"), origin);
+                    o.rate = opts.profile_hz;
+                    o.format = PySpyFormat::Raw;
+                    match PySpyRecorder::start(o) {
+                        Ok(r) => Some(Profiler::PySpy(r)),
+                        Err(e) => {
+                            notes.push(format!("no profile: {e}"));
+                            None
+                        }
+                    }
+                }
+                None => {
+                    notes.push("no profile: --profile py-spy needs a server process (--server-cmd, --pid, --pidof)".into());
+                    None
+                }
+            },
+        };
+
+        let follower = match opts.access_log.take() {
+            Some((path, parser)) => {
+                match Follower::start(&path, parser, opts.store_path.clone(), run.clone(), origin) {
+                    Ok(f) => Some(f),
+                    Err(e) => {
+                        notes.push(format!("access log {} not followed: {e}", path.display()));
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+
+        self.sampler = sampler;
+        self.writer = writer;
+        self.profiler = profiler;
+        self.follower = follower;
+        self.notes.extend(notes);
+        Ok(())
+    }
+
+    /// The store this recording writes to (for phases, results, outputs).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The store file.
+    pub fn store_path(&self) -> &Path {
+        &self.store_path
+    }
+
+    /// Milliseconds since the run's origin.
+    pub fn now_ms(&self) -> f64 {
+        self.origin.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Adds a line to the run's notes.
+    pub fn note(&mut self, msg: impl Into<String>) {
+        self.notes.push(msg.into());
+    }
+
+    /// Stops every recorder, stores what they collected and marks the run
+    /// `status`. Returns the stored run and the notes to show.
+    pub fn finish(mut self, status: RunStatus) -> anyhow::Result<(RunJson, Vec<String>)> {
+        let duration_ms = self.now_ms();
+        if let Some(f) = self.follower.take() {
+            let followed = f.stop();
+            self.notes.extend(followed.notes);
+            if followed.malformed > 0 {
+                self.notes.push(format!(
+                    "access log: {} of {} lines did not parse with the chosen --log-format",
+                    followed.malformed, followed.lines
+                ));
+            }
+            if followed.reopened > 0 {
+                self.notes.push(format!(
+                    "access log: reopened {} time(s) after rotation or truncation",
+                    followed.reopened
+                ));
+            }
+            if let Err(e) =
+                self.store
+                    .put_routes(&self.run, RouteSource::AccessLog, &followed.routes)
+            {
+                self.notes.push(format!("storing access-log routes: {e}"));
+            }
+        }
+        if let Some(p) = self.profiler.take() {
+            match self.stop_profiler(p) {
+                Ok(profile) => {
+                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
+                        self.notes.push(format!("storing the profile: {e}"));
+                    }
+                }
+                Err(e) => self.notes.push(format!("no profile: {e}")),
+            }
+        }
+        if let Some(s) = self.sampler.take() {
+            let report = s.stop();
+            self.notes.extend(report.notes);
+        }
+        if let Some(w) = self.writer.take() {
+            match w.join() {
+                Ok(errs) => self.notes.extend(errs),
+                Err(_) => self
+                    .notes
+                    .push("the series writer stopped unexpectedly".into()),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.workdir);
+        if !self.notes.is_empty() {
+            let text: String = self.notes.iter().map(|n| format!("{n}\n")).collect();
+            let _ = self
+                .store
+                .append_output(&self.run, "notes", text.as_bytes());
+        }
+        self.store
+            .finish(&self.run, status, duration_ms)
+            .map_err(super::store_error)?;
+        let json = self.store.load(&self.run).map_err(super::store_error)?;
+        Ok((json, std::mem::take(&mut self.notes)))
+    }
+
+    fn stop_profiler(&mut self, p: Profiler) -> Result<keisoku_store::Profile, String> {
+        match p {
+            Profiler::Perf(r) => {
+                let out = r.stop().map_err(|e| e.to_string())?;
+                self.notes.extend(out.notes.iter().cloned());
+                let t0 = first_perf_time_ns(&out.script_path).ok_or("perf recorded no samples")?;
+                let file = std::fs::File::open(&out.script_path)
+                    .map_err(|e| format!("{}: {e}", out.script_path.display()))?;
+                let (profile, _) = keisoku_stacks::perf::parse(
+                    &mut std::io::BufReader::new(file),
+                    "perf",
+                    &keisoku_stacks::perf::PerfOptions { event: None },
+                )
+                .map_err(|e| e.to_string())?;
+                let mut sp = to_store_profile(&profile)?;
+                // The parser counts from the first sample; move onto the run's clock.
+                let offset_ms = out.clock.to_run_ns(t0) as f64 / 1e6;
+                if let Some(t) = sp.samples.as_mut().and_then(|s| s.time_ms.as_mut()) {
+                    for x in t.iter_mut() {
+                        *x += offset_ms;
+                    }
+                }
+                sp.start_unix_ns = Some(self.started_unix_ms * 1_000_000);
+                sp.title = format!("perf ({}) {}", out.event, self.run);
+                Ok(sp)
+            }
+            Profiler::PySpy(r) => {
+                let out = r.stop().map_err(|e| e.to_string())?;
+                self.notes.extend(out.notes.iter().cloned());
+                let path = out.path.to_string_lossy().into_owned();
+                let loaded = keisoku_stacks::read_profile(
+                    &path,
+                    &keisoku_stacks::ReadOptions {
+                        format: Some(keisoku_stacks::Format::Folded),
+                        event: None,
+                    },
+                )
+                .map_err(|e| e.to_string())?;
+                let mut sp = to_store_profile(&loaded.profile)?;
+                sp.title = format!("py-spy {}", self.run);
+                Ok(sp)
+            }
+        }
+    }
+}
+
+fn to_store_profile(p: &keisoku_stacks::Profile) -> Result<keisoku_store::Profile, String> {
+    let json = keisoku_stacks::json::profile_json(p, keisoku_stacks::json::JsonOptions::default());
+    serde_json::from_slice(&json).map_err(|e| format!("profile JSON: {e}"))
+}
+
+/// The earliest sample time (ns, perf's clock) in `perf script` output.
+fn first_perf_time_ns(path: &Path) -> Option<u64> {
+    let file = std::fs::File::open(path).ok()?;
+    let mut min: Option<u64> = None;
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let Ok(line) = line else { break };
+        let Some(ev) = keisoku_stacks::perf::event_line(&line) else {
+            continue;
+        };
+        let rest = line.get(ev.rest..).unwrap_or(&[]);
+        let time = rest
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|t| !t.is_empty())
+            .take(3)
+            .find_map(|tok| parse_secs_ns(tok.strip_suffix(b":")?));
+        if let Some(t) = time {
+            min = Some(min.map_or(t, |m| m.min(t)));
+        }
+    }
+    min
+}
+
+fn parse_secs_ns(tok: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(tok).ok()?;
+    let (secs, frac) = s.split_once('.')?;
+    if secs.is_empty()
+        || !secs.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let mut ns: u64 = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?;
+    for (i, b) in frac.bytes().take(9).enumerate() {
+        ns += u64::from(b - b'0') * 10u64.pow(8 - i as u32);
+    }
+    Some(ns)
+}
+
+/// The series writer thread: buffers sampler points and writes them every
+/// few seconds; returns problems met.
+fn write_series(
+    rx: std::sync::mpsc::Receiver<Vec<keisoku_probe::SeriesPoint>>,
+    store_path: &Path,
+    run: &str,
+) -> Vec<String> {
+    let store = match Store::open(store_path) {
+        Ok(s) => s,
+        Err(e) => return vec![format!("series not stored: {e}")],
+    };
+    let mut errors = Vec::new();
+    let mut buf = SeriesBuffer::default();
+    let mut last = Instant::now();
+    loop {
+        let done = match rx.recv_timeout(Duration::from_millis(500)) {
+            Ok(points) => {
+                for p in points {
+                    buf.push(&p.name, p.unit, p.t_ns as f64 / 1e6, p.value);
+                }
+                false
+            }
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => true,
+        };
+        if done || last.elapsed() >= FLUSH_EVERY {
+            if let Err(e) = buf.flush(&store, run) {
+                let msg = format!("storing series: {e}");
+                if !errors.contains(&msg) {
+                    errors.push(msg);
+                }
+            }
+            last = Instant::now();
+        }
+        if done {
+            return errors;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_times() {
+        assert_eq!(parse_secs_ns(b"1234.567890"), Some(1_234_567_890_000));
+        assert_eq!(parse_secs_ns(b"12a.5"), None);
+        assert_eq!(parse_secs_ns(b"[001]"), None);
+    }
+}

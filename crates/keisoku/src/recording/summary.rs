@@ -1,0 +1,273 @@
+//! The server-side summary printed after `keisoku run` / `record` and by
+//! `keisoku show`: computed from the stored run alone, so both agree.
+
+use super::{human_duration, utc};
+use keisoku_store::{Profile, RunJson, Series};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// min/avg/max of a series' values (None when it has no points).
+fn stats(s: &Series) -> Option<(f64, f64, f64)> {
+    if s.v.is_empty() {
+        return None;
+    }
+    let min = s.v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = s.v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((min, s.v.iter().sum::<f64>() / s.v.len() as f64, max))
+}
+
+/// Sums several series point by point on their shared times.
+fn sum_series<'a>(it: impl Iterator<Item = &'a Series>) -> Option<Series> {
+    let mut by_t: BTreeMap<i64, f64> = BTreeMap::new();
+    let mut any = false;
+    for s in it {
+        any = true;
+        for (t, v) in s.t_ms.iter().zip(&s.v) {
+            *by_t.entry(t.round() as i64).or_default() += v;
+        }
+    }
+    any.then(|| Series {
+        name: String::new(),
+        unit: String::new(),
+        t_ms: by_t.keys().map(|&t| t as f64).collect(),
+        v: by_t.values().copied().collect(),
+    })
+}
+
+/// The header lines naming the run.
+pub fn header(run: &RunJson) -> String {
+    let r = &run.run;
+    let mut out = String::new();
+    let name = if r.name.is_empty() {
+        String::new()
+    } else {
+        format!(" \"{}\"", r.name)
+    };
+    let _ = writeln!(
+        out,
+        "run {}{name}: {}, started {} UTC, {}",
+        r.id,
+        r.status,
+        utc(r.started_unix_ms),
+        human_duration(r.duration_ms)
+    );
+    if let Some(t) = &r.target {
+        let _ = writeln!(out, "  target   {t}");
+    }
+    if !r.command.is_empty() {
+        let _ = writeln!(out, "  command  {}", r.command);
+    }
+    if !r.tags.is_empty() {
+        let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  tags     {}", tags.join(" "));
+    }
+    out
+}
+
+/// A short client section from the stored results JSON (docs/bench-json.md).
+pub fn client(run: &RunJson) -> String {
+    let r = &run.results;
+    if r.is_null() {
+        return String::new();
+    }
+    let num = |v: &serde_json::Value| v.as_f64();
+    let mut out = String::from("Client\n");
+    let lat = &r["latency_ms"];
+    let _ = writeln!(
+        out,
+        "  requests {}  rps {}  errors {}",
+        num(&r["requests"]).map_or("-".into(), |v| format!("{v:.0}")),
+        num(&r["rps"]).map_or("-".into(), |v| format!("{v:.1}")),
+        num(&r["errors"]).map_or("-".into(), |v| format!("{v:.0}")),
+    );
+    let q = |k: &str| num(&lat[k]).map_or("-".into(), |v| format!("{v:.2}"));
+    let _ = writeln!(
+        out,
+        "  latency ms  p50 {}  p90 {}  p99 {}  max {}",
+        q("p50"),
+        q("p90"),
+        q("p99"),
+        q("max")
+    );
+    out
+}
+
+/// The server side: CPU per core, scheduler, faults, disk, process,
+/// top functions and access-log routes.
+pub fn server(run: &RunJson) -> String {
+    let by_name: BTreeMap<&str, &Series> =
+        run.series.iter().map(|s| (s.name.as_str(), s)).collect();
+    let mut out = String::new();
+    // Busy share per core = 100 - idle, so every kind of CPU time counts.
+    let mut cores: Vec<(u32, (f64, f64, f64))> = Vec::new();
+    for s in &run.series {
+        if let Some(rest) = s.name.strip_prefix("cpu.") {
+            if let Some(core) = rest
+                .strip_suffix(".idle")
+                .and_then(|c| c.parse::<u32>().ok())
+            {
+                let busy = Series {
+                    v: s.v.iter().map(|v| (100.0 - v).clamp(0.0, 100.0)).collect(),
+                    ..s.clone()
+                };
+                if let Some(st) = stats(&busy) {
+                    cores.push((core, st));
+                }
+            }
+        }
+    }
+    cores.sort_by_key(|c| c.0);
+    if !cores.is_empty() {
+        let _ = writeln!(out, "Server: CPU busy % per core (min / avg / max)");
+        for (core, (mn, avg, mx)) in &cores {
+            let _ = writeln!(out, "  cpu{core:<4} {mn:6.1} {avg:6.1} {mx:6.1}");
+        }
+    }
+    let mut rate_line = |label: &str, s: Option<Series>| {
+        if let Some((_, avg, mx)) = s.as_ref().and_then(stats) {
+            let _ = writeln!(out, "  {label:<22} avg {avg:10.1}  max {mx:10.1}");
+        }
+    };
+    let one = |n: &str| by_name.get(n).map(|s| (*s).clone());
+    rate_line("context switches/s", one("sched.ctxt"));
+    rate_line("migrations/s", one("proc.migrations"));
+    rate_line("major faults/s", one("vm.pgmajfault"));
+    rate_line(
+        "disk IOPS",
+        sum_series(run.series.iter().filter(|s| {
+            s.name.starts_with("disk.")
+                && (s.name.ends_with(".r_iops") || s.name.ends_with(".w_iops"))
+        })),
+    );
+    rate_line(
+        "server CPU % (1 core)",
+        sum_series(
+            run.series
+                .iter()
+                .filter(|s| s.name == "proc.cpu_user" || s.name == "proc.cpu_system"),
+        ),
+    );
+    if let Some((_, _, mx)) = by_name.get("proc.rss").and_then(|s| stats(s)) {
+        let _ = writeln!(out, "  {:<22} max {:.1} MiB", "server RSS", mx / 1048576.0);
+    }
+    if let Some(p) = &run.profile {
+        let top = top_functions(p, 5);
+        if !top.is_empty() {
+            let _ = writeln!(
+                out,
+                "Top functions by self time ({} samples)",
+                total_samples(p)
+            );
+            for (name, module, share) in top {
+                let module = if module.is_empty() {
+                    String::new()
+                } else {
+                    format!("  [{module}]")
+                };
+                let _ = writeln!(out, "  {share:5.1}%  {name}{module}");
+            }
+        }
+    }
+    let mut routes = run.routes.access_log.clone();
+    if !routes.is_empty() {
+        routes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.uri.cmp(&b.uri)));
+        let _ = writeln!(out, "Access log: top routes");
+        let _ = writeln!(
+            out,
+            "  {:>8}  {:<7} {:<30} {:>9} {:>9}",
+            "count", "method", "uri", "p99 ms", "5xx"
+        );
+        for r in routes.iter().take(5) {
+            let _ = writeln!(
+                out,
+                "  {:>8}  {:<7} {:<30} {:>9.2} {:>9}",
+                r.count, r.method, r.uri, r.p99, r.s5xx
+            );
+        }
+    }
+    out
+}
+
+fn total_samples(p: &Profile) -> f64 {
+    match (&p.samples, &p.counts) {
+        (Some(s), _) => s
+            .weight
+            .as_ref()
+            .map_or(s.node.len() as f64, |w| w.iter().sum()),
+        (None, Some(c)) => c.iter().sum(),
+        _ => 0.0,
+    }
+}
+
+/// Functions with the largest self weight: (name, module, % of all samples).
+pub fn top_functions(p: &Profile, n: usize) -> Vec<(String, String, f64)> {
+    let mut per_node = vec![0.0f64; p.nodes.frame.len()];
+    match (&p.samples, &p.counts) {
+        (Some(s), _) => {
+            for (i, &node) in s.node.iter().enumerate() {
+                let w = s
+                    .weight
+                    .as_ref()
+                    .and_then(|w| w.get(i))
+                    .copied()
+                    .unwrap_or(1.0);
+                if let Some(slot) = per_node.get_mut(node as usize) {
+                    *slot += w;
+                }
+            }
+        }
+        (None, Some(c)) => {
+            for (slot, w) in per_node.iter_mut().zip(c) {
+                *slot = *w;
+            }
+        }
+        _ => {}
+    }
+    let total: f64 = per_node.iter().sum();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let mut per_fn: BTreeMap<(&str, &str), f64> = BTreeMap::new();
+    for (node, w) in per_node.iter().enumerate() {
+        if *w == 0.0 {
+            continue;
+        }
+        let Some(&frame) = p.nodes.frame.get(node) else {
+            continue;
+        };
+        let name = p
+            .frames
+            .name
+            .get(frame as usize)
+            .map_or("?", String::as_str);
+        let module = p
+            .frames
+            .module
+            .get(frame as usize)
+            .map_or("", String::as_str);
+        *per_fn.entry((name, module)).or_default() += w;
+    }
+    let mut v: Vec<(String, String, f64)> = per_fn
+        .into_iter()
+        .map(|((name, module), w)| (name.to_string(), module.to_string(), 100.0 * w / total))
+        .collect();
+    v.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+/// Everything `keisoku show` prints.
+pub fn full(run: &RunJson) -> String {
+    let mut out = header(run);
+    out.push_str(&client(run));
+    out.push_str(&server(run));
+    if !run.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "Findings: {} (see `keisoku report {}`)",
+            run.findings.len(),
+            run.run.id
+        );
+    }
+    out
+}
