@@ -130,6 +130,9 @@ struct Worker<'a, 's> {
     /// Open model: connections free to take the next scheduled request.
     free: Vec<usize>,
     inflight: usize,
+    /// Open model: a due request found no free connection and the schedule
+    /// has not caught up since.
+    blocked: bool,
     draining: bool,
     rot: usize,
     open: bool,
@@ -190,6 +193,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
             .collect(),
         free: Vec::with_capacity(spec.connections),
         inflight: 0,
+        blocked: false,
         draining: false,
         rot: spec.index.wrapping_mul(7919) % spec.rotation.len().max(1),
         open,
@@ -290,7 +294,9 @@ impl Worker<'_, '_> {
             if self.shared.stop.load(Ordering::Relaxed) {
                 if let (Some(iv), Some(s)) = (interval, &mut self.tally.schedule) {
                     if !self.draining && next_due < now {
-                        s.unsent += unsent_between(next_due, now, iv);
+                        let n = unsent_between(next_due, now, iv);
+                        s.unsent += n;
+                        s.intended += n;
                     }
                 }
                 break;
@@ -300,13 +306,18 @@ impl Worker<'_, '_> {
                 if let (Some(iv), Some(e), Some(s)) = (interval, spec.end, &mut self.tally.schedule)
                 {
                     if next_due < e {
-                        s.unsent += unsent_between(next_due, e, iv);
+                        let n = unsent_between(next_due, e, iv);
+                        s.unsent += n;
+                        s.intended += n;
                     }
                 }
             }
             if let Some(iv) = interval {
                 while !self.draining && next_due <= now {
-                    let Some(&i) = self.free.last() else { break };
+                    let Some(&i) = self.free.last() else {
+                        self.blocked = true;
+                        break;
+                    };
                     if !self.shared.claim() {
                         self.draining = true;
                         break;
@@ -319,6 +330,9 @@ impl Worker<'_, '_> {
                         s.intended += 1;
                         if lag > LATE {
                             s.late += 1;
+                            if self.blocked {
+                                s.waited_for_connection += 1;
+                            }
                         }
                         s.max_lag_ms = s.max_lag_ms.max(lag.as_secs_f64() * 1e3);
                     }
@@ -326,6 +340,9 @@ impl Worker<'_, '_> {
                     self.lag_n += 1;
                     self.start_request(i, t, next_due, now);
                     next_due += iv;
+                }
+                if next_due > now {
+                    self.blocked = false;
                 }
             }
             if !self.open && !self.draining && self.budget_spent() && self.inflight == 0 {
@@ -486,7 +503,10 @@ impl Worker<'_, '_> {
                 }
             }
             St::Writing if writable => self.write(i),
-            St::Reading if readable => self.read(i),
+            St::Reading if readable => self.read(
+                i,
+                ev & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0,
+            ),
             St::Idle if readable => {
                 // The server closed (or wrote to) an idle keep-alive connection.
                 self.close(i);
@@ -523,7 +543,10 @@ impl Worker<'_, '_> {
         }
     }
 
-    fn read(&mut self, i: usize) {
+    /// Reads what the socket holds. `peer_closed`: the event said the peer
+    /// hung up, so the end of stream is already queued and must be read now
+    /// (edge-triggered: no further edge will announce it).
+    fn read(&mut self, i: usize, peer_closed: bool) {
         loop {
             let c = &mut self.conns[i];
             if c.blen == c.buf.len() {
@@ -561,7 +584,7 @@ impl Worker<'_, '_> {
                         return;
                     }
                 }
-                if n < space {
+                if n < space && !peer_closed {
                     // Edge-triggered: the socket is drained for now; new data raises a new edge.
                     return;
                 }
@@ -634,9 +657,9 @@ impl Worker<'_, '_> {
             tally.requests += 1;
             tally.bytes += bytes;
             tally.status.add(status);
-            let _ = tally.latency.saturating_record(lat_us);
+            tally.latency.saturating_record(lat_us);
             if let Some(s) = &mut tally.service {
-                let _ = s.saturating_record(svc_us);
+                s.saturating_record(svc_us);
             }
         };
         rec(&mut self.tally);
@@ -652,9 +675,9 @@ impl Worker<'_, '_> {
                 sec.per_target = vec![None; ntargets];
             }
             let h = sec.per_target[t].get_or_insert_with(|| new_histogram(high, SIGFIG_SECOND));
-            let _ = h.saturating_record(lat_us);
+            h.saturating_record(lat_us);
         }
-        let _ = self.live.saturating_record(lat_us);
+        self.live.saturating_record(lat_us);
         self.pub_requests += 1;
     }
 

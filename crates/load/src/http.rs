@@ -222,7 +222,7 @@ impl ResponseReader {
                 chunked = h
                     .value
                     .split(|b| *b == b',')
-                    .last()
+                    .next_back()
                     .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|b| *b == b',') {

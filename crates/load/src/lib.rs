@@ -156,34 +156,33 @@ pub fn find_max(
         Ok(runner.phases.last().map(|p| slo.judge(&p.stats).pass))
     };
     let mut best = None;
-    match try_rate(&mut runner, search.high)? {
-        Some(true) => best = Some(search.high),
-        Some(false) => match try_rate(&mut runner, search.low)? {
-            Some(true) => {
-                best = Some(search.low);
-                let (mut lo, mut hi) = (search.low, search.high);
-                while hi - lo > search.step {
-                    let mid = lo + ((hi - lo) / 2.0 / search.step).round().max(1.0) * search.step;
-                    let mid = mid.min(hi - search.step).max(lo + search.step);
-                    match try_rate(&mut runner, mid)? {
-                        Some(true) => {
-                            lo = mid;
-                            best = Some(mid);
-                        }
-                        Some(false) => hi = mid,
-                        None => break,
-                    }
+    let top = try_rate(&mut runner, search.high)?;
+    if top == Some(true) {
+        best = Some(search.high);
+    } else if top == Some(false) && try_rate(&mut runner, search.low)? == Some(true) {
+        best = Some(search.low);
+        let (mut lo, mut hi) = (search.low, search.high);
+        while hi - lo > search.step {
+            let mid = lo + ((hi - lo) / 2.0 / search.step).round().max(1.0) * search.step;
+            let mid = mid.min(hi - search.step).max(lo + search.step);
+            match try_rate(&mut runner, mid)? {
+                Some(true) => {
+                    lo = mid;
+                    best = Some(mid);
                 }
+                Some(false) => hi = mid,
+                None => break,
             }
-            _ => {}
-        },
-        None => {}
+        }
     }
     runner.max_rate_search = true;
     let mut report = runner.finish(best);
     judge(&mut report, slo);
     Ok(report)
 }
+
+/// One second of the run across threads: the tally and per-target histograms.
+type SecondAcc = (Tally, Vec<Option<hdrhistogram::Histogram<u64>>>);
 
 /// Accumulates phases of one run.
 struct Runner<'a> {
@@ -198,7 +197,7 @@ struct Runner<'a> {
     phases: Vec<PhaseReport>,
     overall: Tally,
     per_target: Vec<Tally>,
-    seconds: BTreeMap<u64, (Tally, Vec<Option<hdrhistogram::Histogram<u64>>>)>,
+    seconds: BTreeMap<u64, SecondAcc>,
     cpu: Vec<(f64, f64)>,
     reasons: Vec<(ErrorKind, String)>,
     partial: bool,
@@ -502,6 +501,7 @@ impl<'a> Runner<'a> {
             })
             .collect();
         let mut warnings = Vec::new();
+        let mut notes = Vec::new();
         let busiest = generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max);
         if busiest >= CPU_SATURATED_PCT {
             warnings.push(format!(
@@ -510,11 +510,26 @@ impl<'a> Runner<'a> {
         }
         for p in &self.phases {
             if let Some(s) = &p.stats.schedule {
-                let behind = s.late + s.unsent;
-                if s.intended > 0 && behind as f64 > 0.01 * s.intended as f64 {
+                // Lag with a free connection at hand is keisoku's own; waiting for
+                // a connection under the cap is the target being too slow, which the
+                // corrected latency already shows.
+                let own = s.late - s.waited_for_connection.min(s.late);
+                if s.intended > 0 && own as f64 > 0.01 * s.intended as f64 {
                     warnings.push(format!(
-                        "phase {}: the open-model schedule fell behind: {} of {} requests were sent late or not at all (max lag {:.1} ms); latency counts from the intended send time, so if the target was not the bottleneck these numbers may describe keisoku, not the target (raise -c, the connection cap)",
-                        p.label, behind, s.intended, s.max_lag_ms
+                        "phase {}: the open-model schedule fell behind with connections free: {} of {} requests were sent more than 1 ms late (max lag {:.1} ms); these numbers may describe keisoku, not the target (add --threads or lower the rate)",
+                        p.label, own, s.intended, s.max_lag_ms
+                    ));
+                }
+                if s.intended > 0
+                    && (s.waited_for_connection + s.unsent) as f64 > 0.01 * s.intended as f64
+                {
+                    notes.push(format!(
+                        "phase {}: all {} connections were busy: {} requests waited for one and {} were never sent; the target could not keep up with {} req/s (latency includes the wait; raise -c if the target has more capacity)",
+                        p.label,
+                        p.connections,
+                        s.waited_for_connection,
+                        s.unsent,
+                        p.rate.map(plan::fmt_num).unwrap_or_default()
                     ));
                 }
             }
@@ -533,7 +548,15 @@ impl<'a> Runner<'a> {
             started_unix_ms: self.started_unix_ms,
             duration_ms: ms(self.run_start.elapsed()),
             partial: self.partial,
-            threads: plan.threads,
+            threads: plan.threads.clamp(
+                1,
+                plan.phases
+                    .iter()
+                    .map(|p| p.connections)
+                    .max()
+                    .unwrap_or(1)
+                    .max(1),
+            ),
             keepalive: plan.keepalive,
             warmup: self.warmup,
             overall,
@@ -546,6 +569,7 @@ impl<'a> Runner<'a> {
             timeline,
             generator,
             warnings,
+            notes,
             error_reasons: reasons
                 .into_iter()
                 .map(|(k, r)| format!("{}: {r}", k.name()))

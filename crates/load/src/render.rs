@@ -49,6 +49,9 @@ pub fn summary(r: &Report) -> String {
             let _ = writeln!(out, "first error: {reason}");
         }
     }
+    for n in &r.notes {
+        let _ = writeln!(out, "\nnote: {n}");
+    }
     for w in &r.warnings {
         let _ = writeln!(out, "\nWARNING: {w}");
     }
@@ -104,8 +107,8 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
     if let Some(lag) = &s.schedule {
         let _ = writeln!(
             out,
-            "  schedule  {} intended, {} late (>1 ms), {} unsent, max lag {:.1} ms, mean lag {:.2} ms",
-            lag.intended, lag.late, lag.unsent, lag.max_lag_ms, lag.mean_lag_ms
+            "  schedule  {} intended, {} late (>1 ms; {} waited for a free connection), {} unsent, max lag {:.1} ms, mean lag {:.2} ms",
+            lag.intended, lag.late, lag.waited_for_connection, lag.unsent, lag.max_lag_ms, lag.mean_lag_ms
         );
     }
     let st = &s.status;

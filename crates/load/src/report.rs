@@ -223,6 +223,10 @@ pub struct ScheduleLag {
     /// Requests sent more than 1 ms after their intended time (no free
     /// connection, or the generator itself was late).
     pub late: u64,
+    /// Of the late requests, those that waited because every connection
+    /// (up to the `-c` cap) was busy: the target was slower than the rate
+    /// needs. The rest of `late` is the generator's own lag.
+    pub waited_for_connection: u64,
     /// Requests due but never sent before the phase ended.
     pub unsent: u64,
     /// Largest delay between intended and actual send, ms.
@@ -242,6 +246,7 @@ impl ScheduleLag {
         }
         self.intended += o.intended;
         self.late += o.late;
+        self.waited_for_connection += o.waited_for_connection;
         self.unsent += o.unsent;
         self.max_lag_ms = self.max_lag_ms.max(o.max_lag_ms);
     }
@@ -393,7 +398,7 @@ pub(crate) fn new_histogram(high_us: u64, sigfig: u8) -> Histogram<u64> {
 pub(crate) fn add_hist(a: &mut Histogram<u64>, b: &Histogram<u64>) {
     if a.add(b).is_err() {
         for v in b.iter_recorded() {
-            let _ = a.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            a.saturating_record_n(v.value_iterated_to(), v.count_at_value());
         }
     }
 }
@@ -533,6 +538,9 @@ pub struct Report {
     /// Self-check warnings: when present, the numbers may describe keisoku,
     /// not the target.
     pub warnings: Vec<String>,
+    /// Observations about the target (e.g. the open model's connection cap
+    /// was reached), not about the generator.
+    pub notes: Vec<String>,
     /// The first message seen for each error kind (e.g. the OS error of a
     /// refused connect), to say why a run failed.
     pub error_reasons: Vec<String>,
