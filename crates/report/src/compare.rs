@@ -259,8 +259,8 @@ pub fn deltas(a: &RunSummary, b: &RunSummary) -> Vec<Delta> {
 
 /// Per-route deltas, joined on method and path; busiest routes first.
 pub fn route_deltas(a: &RunSummary, b: &RunSummary) -> Vec<RouteDelta> {
-    let mut joined: BTreeMap<(String, String), (Option<&RouteRow>, Option<&RouteRow>)> =
-        BTreeMap::new();
+    type Sides<'r> = (Option<&'r RouteRow>, Option<&'r RouteRow>);
+    let mut joined: BTreeMap<(String, String), Sides> = BTreeMap::new();
     for r in &a.routes {
         joined
             .entry((r.method.clone(), r.uri.clone()))
