@@ -505,17 +505,7 @@ impl HostCollector {
                 continue;
             };
             let mut v = [0u64; 11];
-            let mut n = 0;
-            for (slot, x) in v.iter_mut().zip(f.by_ref()) {
-                match parse_u64(x) {
-                    Some(x) => {
-                        *slot = x;
-                        n += 1;
-                    }
-                    None => break,
-                }
-            }
-            if n < 11 {
+            if parse_into(f, &mut v) < 11 {
                 continue;
             }
             let idx = match self.disks.iter().position(|d| &*d.dev == dev) {
@@ -608,17 +598,7 @@ impl HostCollector {
                 continue;
             }
             let mut v = [0u64; 16];
-            let mut n = 0;
-            for (slot, x) in v.iter_mut().zip(fields(&line[colon + 1..])) {
-                match parse_u64(x) {
-                    Some(x) => {
-                        *slot = x;
-                        n += 1;
-                    }
-                    None => break,
-                }
-            }
-            if n < 12 {
+            if parse_into(fields(&line[colon + 1..]), &mut v) < 12 {
                 continue;
             }
             let idx = match self.nets.iter().position(|s| &*s.iface == iface) {
@@ -760,6 +740,21 @@ impl HostCollector {
             s.push(out, t_ns, c as f64);
         }
     }
+}
+
+/// Fills `out` from leading numeric fields; returns how many were numbers.
+fn parse_into<'a>(fields: impl Iterator<Item = &'a [u8]>, out: &mut [u64]) -> usize {
+    let mut n = 0;
+    for (slot, x) in out.iter_mut().zip(fields) {
+        match parse_u64(x) {
+            Some(x) => {
+                *slot = x;
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    n
 }
 
 fn trim(b: &[u8]) -> &[u8] {

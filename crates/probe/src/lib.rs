@@ -9,6 +9,7 @@
 //!
 //! Nothing here prints or exits; metrics this kernel lacks become notes.
 
+mod child;
 mod error;
 mod host;
 mod perf;

@@ -2,11 +2,12 @@
 //! `perf script` text for crates/stacks.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::child::{drain, first_line, interrupt, run_bounded};
 
 /// Maps perf's sample timestamps to the run's clock.
 ///
@@ -162,16 +163,6 @@ pub struct PerfRecorder {
     clock: ClockMap,
 }
 
-fn first_line(s: &str) -> String {
-    let line = s
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Error:"))
-        .or_else(|| s.lines().map(str::trim).find(|l| !l.is_empty()))
-        .unwrap_or("(no output)");
-    line.chars().take(300).collect()
-}
-
 fn classify(stderr: &str, what: &str) -> ProfileError {
     let lower = stderr.to_ascii_lowercase();
     if lower.contains("not found for kernel") || lower.contains("command not found") {
@@ -299,28 +290,22 @@ fn probe_event(o: &PerfOptions, event: &str, no_bpf: bool) -> Result<String, Pro
             source: e,
         })?;
     if out.status.success() {
-        let used = Command::new(&o.perf)
-            .arg("evlist")
-            .arg("-i")
-            .arg(&probe_out)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()
-            .and_then(|mut child| {
-                let text = child.stdout.take().map(drain);
-                if wait_timeout(&mut child, Duration::from_secs(10)).is_none() {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
-                let text = text.and_then(|h| h.join().ok()).unwrap_or_default();
-                text.lines()
-                    .next()
-                    .map(|l| l.trim().split(':').next().unwrap_or("").to_string())
-            })
-            .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| event.to_string());
+        let used = run_bounded(
+            Command::new(&o.perf)
+                .arg("evlist")
+                .arg("-i")
+                .arg(&probe_out),
+            Duration::from_secs(10),
+        )
+        .ok()
+        .and_then(|b| {
+            b.stdout
+                .lines()
+                .next()
+                .map(|l| l.trim().split(':').next().unwrap_or("").to_string())
+        })
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| event.to_string());
         let _ = std::fs::remove_file(&probe_out);
         Ok(used)
     } else {
@@ -329,53 +314,6 @@ fn probe_event(o: &PerfOptions, event: &str, no_bpf: bool) -> Result<String, Pro
             &String::from_utf8_lossy(&out.stderr),
             &format!("perf record -e {event}"),
         ))
-    }
-}
-
-fn drain(r: impl Read + Send + 'static) -> JoinHandle<String> {
-    drain_watching(r, None)
-}
-
-/// Collects a child's output; tells `ready` once perf says its events are
-/// enabled (it prints that when `-D` delays them).
-fn drain_watching(
-    mut r: impl Read + Send + 'static,
-    ready: Option<std::sync::mpsc::Sender<()>>,
-) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut all = Vec::new();
-        let mut chunk = [0u8; 4096];
-        let mut ready = ready;
-        while let Ok(n) = r.read(&mut chunk) {
-            if n == 0 {
-                break;
-            }
-            if ready.is_some() {
-                let seen = String::from_utf8_lossy(&all).into_owned()
-                    + &String::from_utf8_lossy(&chunk[..n]);
-                if seen.contains("Events enabled") {
-                    if let Some(tx) = ready.take() {
-                        let _ = tx.send(());
-                    }
-                }
-            }
-            // Keep the head and a bounded tail: perf can warn a lot.
-            if all.len() < 64 * 1024 {
-                all.extend_from_slice(&chunk[..n]);
-            }
-        }
-        String::from_utf8_lossy(&all).into_owned()
-    })
-}
-
-fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
-            _ => return None,
-        }
     }
 }
 
@@ -447,7 +385,7 @@ impl PerfRecorder {
         let stderr = child
             .stderr
             .take()
-            .map(|e| drain_watching(e, Some(ready_tx)));
+            .map(|e| drain(e, Some((ready_tx, "Events enabled"))));
         let mut rec = PerfRecorder {
             child,
             stderr,
@@ -501,19 +439,15 @@ impl PerfRecorder {
             let exe = exe_name(pid);
             if exe == "java" {
                 let map = PathBuf::from(format!("/tmp/perf-{pid}.map"));
-                match Command::new("jcmd")
-                    .arg(pid.to_string())
-                    .arg("Compiler.perfmap")
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .output()
-                {
-                    Ok(o) if o.status.success() && map.exists() => {}
-                    Ok(o) => notes.push(format!(
+                match run_bounded(
+                    Command::new("jcmd").arg(pid.to_string()).arg("Compiler.perfmap"),
+                    Duration::from_secs(30),
+                ) {
+                    Ok(b) if b.status.is_some_and(|s| s.success()) && map.exists() => {}
+                    Ok(b) => notes.push(format!(
                         "JVM {pid}: `jcmd {pid} Compiler.perfmap` did not write {} ({}); Java frames will show as addresses",
                         map.display(),
-                        first_line(&String::from_utf8_lossy(&o.stderr))
+                        if b.status.is_none() { "timed out after 30 s".to_string() } else { first_line(&b.stderr) }
                     )),
                     Err(e) => notes.push(format!(
                         "JVM {pid}: cannot run jcmd ({e}); install a JDK for Java frame names"
@@ -532,14 +466,7 @@ impl PerfRecorder {
             }
         }
 
-        let pid = self.child.id() as libc::pid_t;
-        if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(pid, libc::SIGINT) };
-        }
-        if wait_timeout(&mut self.child, Duration::from_secs(30)).is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if !interrupt(&mut self.child, Duration::from_secs(30)) {
             notes.push("perf record did not stop within 30 s of SIGINT and was killed; the profile may be cut short".into());
         }
         let stderr = self
@@ -620,13 +547,6 @@ impl PerfRecorder {
 impl Drop for PerfRecorder {
     fn drop(&mut self) {
         // A recorder dropped without stop() must not leave perf running.
-        if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-            if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-            }
-        }
+        interrupt(&mut self.child, Duration::from_secs(5));
     }
 }

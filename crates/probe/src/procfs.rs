@@ -173,9 +173,8 @@ impl NumericDir {
         })
     }
 
-    /// Replaces `out` with the numeric entry names.
-    pub(crate) fn scan(&mut self, out: &mut Vec<u32>) -> io::Result<()> {
-        out.clear();
+    /// Calls `f` with each entry name, `.` and `..` included.
+    fn for_each_entry(&mut self, mut f: impl FnMut(&[u8])) -> io::Result<()> {
         // SAFETY: fd is an open directory owned by self.
         if unsafe { libc::lseek(self.fd, 0, libc::SEEK_SET) } < 0 {
             return Err(io::Error::last_os_error());
@@ -206,54 +205,31 @@ impl NumericDir {
                 }
                 let name = &self.buf[off + 19..off + reclen];
                 let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-                if let Some(v) = parse_u64(&name[..end]) {
-                    if let Ok(v) = u32::try_from(v) {
-                        out.push(v);
-                    }
-                }
+                f(&name[..end]);
                 off += reclen;
             }
         }
     }
 
+    /// Replaces `out` with the numeric entry names.
+    pub(crate) fn scan(&mut self, out: &mut Vec<u32>) -> io::Result<()> {
+        out.clear();
+        self.for_each_entry(|name| {
+            if let Some(v) = parse_u64(name).and_then(|v| u32::try_from(v).ok()) {
+                out.push(v);
+            }
+        })
+    }
+
     /// Counts entries other than `.` and `..`.
     pub(crate) fn count_entries(&mut self) -> io::Result<u64> {
-        // SAFETY: as in `scan`.
-        if unsafe { libc::lseek(self.fd, 0, libc::SEEK_SET) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
         let mut count = 0u64;
-        loop {
-            // SAFETY: as in `scan`.
-            let n = unsafe {
-                libc::syscall(
-                    libc::SYS_getdents64,
-                    self.fd,
-                    self.buf.as_mut_ptr(),
-                    self.buf.len(),
-                )
-            };
-            if n < 0 {
-                return Err(io::Error::last_os_error());
+        self.for_each_entry(|name| {
+            if name != b"." && name != b".." {
+                count += 1;
             }
-            if n == 0 {
-                return Ok(count);
-            }
-            let n = n as usize;
-            let mut off = 0usize;
-            while off + 19 <= n {
-                let reclen = u16::from_ne_bytes([self.buf[off + 16], self.buf[off + 17]]) as usize;
-                if reclen == 0 || off + reclen > n {
-                    break;
-                }
-                let name = &self.buf[off + 19..off + reclen];
-                let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-                if &name[..end] != b"." && &name[..end] != b".." {
-                    count += 1;
-                }
-                off += reclen;
-            }
-        }
+        })?;
+        Ok(count)
     }
 }
 

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::child::{drain, first_line, interrupt, wait_timeout};
 use crate::perf::ProfileError;
 
 /// py-spy output formats that keep what crates/stacks needs.
@@ -103,16 +104,6 @@ pub struct PySpyRecorder {
 const PYSPY_INSTALL_FIX: &str = "pip install py-spy";
 const PYSPY_PERMISSION_FIX: &str = "run as root or with CAP_SYS_PTRACE, or `sysctl kernel.yama.ptrace_scope=0`; in Docker add --cap-add SYS_PTRACE";
 
-fn first_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("(no output)")
-        .chars()
-        .take(300)
-        .collect()
-}
-
 fn classify(stderr: &str) -> ProfileError {
     let lower = stderr.to_ascii_lowercase();
     if lower.contains("permission denied") || lower.contains("operation not permitted") {
@@ -178,13 +169,7 @@ impl PySpyRecorder {
                 }
             }
         })?;
-        let stderr = child.stderr.take().map(|mut r| {
-            std::thread::spawn(move || {
-                let mut s = String::new();
-                let _ = std::io::Read::read_to_string(&mut r, &mut s);
-                s
-            })
-        });
+        let stderr = child.stderr.take().map(|e| drain(e, None));
         let mut rec = PySpyRecorder {
             child,
             stderr,
@@ -208,14 +193,7 @@ impl PySpyRecorder {
 
     /// Stops py-spy with SIGINT; it then writes the file.
     pub fn stop(mut self) -> Result<PySpyOutput, ProfileError> {
-        if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-        }
-        if wait_timeout(&mut self.child, Duration::from_secs(30)).is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
+        interrupt(&mut self.child, Duration::from_secs(30));
         let stderr = self
             .stderr
             .take()
@@ -248,28 +226,10 @@ impl PySpyRecorder {
 
 impl Drop for PySpyRecorder {
     fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            // SAFETY: signalling our own child by its pid.
-            unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
-            if wait_timeout(&mut self.child, Duration::from_secs(5)).is_none() {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-            }
-        }
+        interrupt(&mut self.child, Duration::from_secs(5));
     }
 }
 
 fn file_nonempty(p: &Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.len() > 0)
-}
-
-fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
-    let until = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
-            _ => return None,
-        }
-    }
 }

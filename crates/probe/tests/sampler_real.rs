@@ -279,7 +279,7 @@ fn sampler_thread_ticks_on_the_run_clock_and_stops() {
     // Gaps near the interval (no bursts): generous for a loaded machine.
     for w in times.windows(2).take(times.len().saturating_sub(2)) {
         let gap = (w[1] - w[0]) as f64 / 1e6;
-        assert!((50.0..=400.0).contains(&gap), "gap {gap} ms");
+        assert!((50.0..=500.0).contains(&gap), "gap {gap} ms");
     }
     assert!(report.cpu_time > Duration::ZERO);
     assert!(batches
