@@ -208,14 +208,28 @@ fn decode(data: &[u8]) -> std::result::Result<Raw, Bad> {
     Ok(raw)
 }
 
-/// Whether bytes (after gunzip) look like a pprof profile: a protobuf whose
-/// first field is `sample_type` (1) or `sample` (2), length-delimited.
+/// Whether bytes (after gunzip) look like a pprof profile: the first fields
+/// decode as protobuf with the numbers and wire types of `Profile`.
 pub fn looks_like(head: &[u8]) -> bool {
-    matches!(head.first(), Some(0x0a) | Some(0x12))
-        && head
-            .iter()
-            .take(256)
-            .any(|&b| b < 0x09 || (0x0e..0x20).contains(&b))
+    let mut p = Pb::new(head, 0);
+    let mut fields = 0;
+    while !p.done() && fields < 8 {
+        let Ok((num, v)) = p.field() else {
+            // The head may cut the last field short.
+            return fields >= 3;
+        };
+        let ok = match (num, &v) {
+            (1..=6 | 11, Value::Bytes(..)) => true,
+            (7..=10 | 12 | 14, Value::Int(_)) => true,
+            (13, Value::Int(_) | Value::Bytes(..)) => true,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        fields += 1;
+    }
+    fields >= 3 || (p.done() && fields >= 1)
 }
 
 /// Parses a (decompressed) pprof profile into counts form.

@@ -1,0 +1,74 @@
+//! Property tests: folded round trips, and no parser panics on any input.
+
+use keisoku_stacks::collapse::{fold_perf, fold_profile, PerfFoldOptions};
+use keisoku_stacks::{Input, ReadOptions};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn frame() -> impl Strategy<Value = String> {
+    "[a-zA-Z_:<>\\[\\]\\.]{1,12}"
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn folded_round_trip(stacks in prop::collection::vec((prop::collection::vec(frame(), 1..6), 1u64..1000), 1..30)) {
+        let mut text = String::new();
+        let mut expect: BTreeMap<String, u64> = BTreeMap::new();
+        for (frames, n) in &stacks {
+            let s = frames.join(";");
+            text.push_str(&format!("{s} {n}\n"));
+            *expect.entry(s).or_insert(0) += n;
+        }
+        let p = keisoku_stacks::folded::parse(&mut text.as_bytes(), "p").unwrap();
+        // Annotation suffixes become kinds; folding writes names without them.
+        let got: BTreeMap<String, u64> = fold_profile(&p, false).into_iter().collect();
+        let strip = |s: &str| s.split(';').map(|f| f.trim_end_matches("_[k]").trim_end_matches("_[j]").trim_end_matches("_[i]").to_string()).collect::<Vec<_>>().join(";");
+        let mut want: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, v) in expect { *want.entry(strip(&k)).or_insert(0) += v; }
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn no_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
+        let _ = keisoku_stacks::perf::parse(&mut &bytes[..], "x", &Default::default());
+        let _ = fold_perf(&mut &bytes[..], "x", &PerfFoldOptions::default());
+        let _ = keisoku_stacks::folded::parse(&mut &bytes[..], "x");
+        let _ = keisoku_stacks::cpuprofile::parse(&bytes, "x");
+        let _ = keisoku_stacks::pprof::parse(&bytes, "x");
+        let _ = keisoku_stacks::detect(&bytes);
+        if let Ok(i) = Input::from_reader("x".into(), Box::new(std::io::Cursor::new(bytes.clone()))) {
+            let _ = keisoku_stacks::read_input(i, &ReadOptions::default());
+        }
+    }
+
+    #[test]
+    fn no_panic_on_perf_like_text(lines in prop::collection::vec(prop_oneof![
+        "[a-z ]{1,8} [0-9]{1,5}(/[0-9]{1,5})? (\\[[0-9]{3}\\] )?[0-9]{1,4}\\.[0-9]{6}: ([0-9]{1,7} )?[a-z-]{1,10}: ?",
+        "\t +[0-9a-f]{1,16} [ -~]{0,30} \\([ -~]{0,20}\\)",
+        "",
+        "#[ -~]{0,20}",
+        "[ -~]{0,40}",
+    ], 0..60)) {
+        let text = lines.join("\n");
+        let a = fold_perf(&mut text.as_bytes(), "x", &PerfFoldOptions::default()).unwrap();
+        // Cutting at sample boundaries must not change the result.
+        let b = fold_perf(&mut text.as_bytes(), "x", &PerfFoldOptions { threads: 2, chunk_bytes: 64, ..Default::default() }).unwrap();
+        let mut sa = Vec::new();
+        let mut sb = Vec::new();
+        a.write_sorted(&mut sa).unwrap();
+        b.write_sorted(&mut sb).unwrap();
+        prop_assert_eq!(sa, sb);
+        let _ = keisoku_stacks::perf::parse(&mut text.as_bytes(), "x", &Default::default());
+    }
+
+    #[test]
+    fn no_panic_on_mutated_pprof(flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+        let mut raw = Vec::new();
+        use std::io::Read;
+        flate2::read::GzDecoder::new(std::fs::File::open(format!("{}/tests/data/go.pprof", env!("CARGO_MANIFEST_DIR"))).unwrap()).read_to_end(&mut raw).unwrap();
+        for (i, b) in flips { let i = i.index(raw.len()); raw[i] = b; }
+        let _ = keisoku_stacks::pprof::parse(&raw, "x");
+    }
+}
