@@ -222,6 +222,46 @@ impl BidderConfig {
     }
 }
 
+/// A hashed-feature logistic model of click probability, the per-candidate
+/// scoring every real bidder runs (and most of the demo's honest CPU work).
+pub(crate) struct CtrModel {
+    weights: Vec<f32>,
+}
+
+impl CtrModel {
+    const BITS: u32 = 16;
+
+    pub(crate) fn new() -> CtrModel {
+        let weights = (0..1u64 << Self::BITS)
+            .map(|i| ((crate::upstream::mix(i) % 2001) as f32 - 1000.0) / 20_000.0)
+            .collect();
+        CtrModel { weights }
+    }
+
+    fn w(&self, a: u64, b: u64) -> f32 {
+        let h = crate::upstream::mix(a.wrapping_mul(0x9E37_79B9).wrapping_add(b));
+        self.weights[(h >> (64 - Self::BITS)) as usize]
+    }
+
+    /// Predicted click probability of `campaign` for this user on this domain.
+    fn ctr(&self, user: &UserProfile, domain: u64, mobile: bool, campaign: &Campaign) -> f64 {
+        let cid = crate::upstream::hash_str(&campaign.id);
+        let mut z = -3.0f32;
+        for &us in &user.segments {
+            for &cs in &campaign.segments {
+                z += self.w(u64::from(us) << 32 | u64::from(cs), 1);
+            }
+            z += self.w(u64::from(us), cid);
+            for cat in &campaign.cat {
+                z += self.w(u64::from(us), crate::upstream::hash_str(cat));
+            }
+        }
+        z += self.w(domain, cid) + self.w(u64::from(mobile), cid ^ u64::from(campaign.w));
+        z += self.w(u64::from(user.frequency), cid);
+        1.0 / (1.0 + (-f64::from(z)).exp())
+    }
+}
+
 enum Cached {
     Text(Arc<str>),
     Parsed(Arc<Vec<Campaign>>),
@@ -244,6 +284,7 @@ pub(crate) struct Bidder {
     mobile_re: Regex,
     ts_format: Vec<BorrowedFormatItem<'static>>,
     cache: CampaignCache,
+    model: CtrModel,
     backend: Client,
     events: EventSink,
     log: AccessLog,
@@ -287,6 +328,7 @@ impl Bidder {
                 ttl: cache_ttl,
                 as_text: knobs.json_cache.is_naive(),
             },
+            model: CtrModel::new(),
             knobs,
             counters,
             config_path,
@@ -387,7 +429,16 @@ impl Bidder {
                     Ok(c) => c,
                     Err(e) => return Answer::error(502, e),
                 };
-                if let Some(bid) = auction(&config, &user, domain, imp, banner, &campaigns) {
+                if let Some(bid) = auction(
+                    &config,
+                    &self.model,
+                    &user,
+                    domain,
+                    device_class == "mobile",
+                    imp,
+                    banner,
+                    &campaigns,
+                ) {
                     bids.push(bid);
                 }
             }
@@ -556,15 +607,19 @@ fn check_shape(req: &BidRequest) -> Result<(), String> {
 
 /// The deterministic auction for one impression: the best-scoring eligible
 /// campaign wins and pays the second score, never less than floor + margin.
+#[allow(clippy::too_many_arguments)]
 fn auction(
     config: &BidderConfig,
+    model: &CtrModel,
     user: &UserProfile,
     domain: &str,
+    mobile: bool,
     imp: &Imp,
     banner: &Banner,
     campaigns: &[Campaign],
 ) -> Option<Bid> {
     let floor = imp.bidfloor + config.min_margin;
+    let domain_hash = crate::upstream::hash_str(domain);
     let mut best: Option<(f64, &Campaign)> = None;
     let mut second = 0.0f64;
     for c in campaigns {
@@ -581,7 +636,13 @@ fn auction(
             .filter(|s| user.segments.contains(s))
             .map(|s| config.segment_weights.get(s).copied().unwrap_or(0.0))
             .sum();
-        let score = (offer * (1.0 + bonus)).min(c.cpm);
+        // Expected value: the offer scaled by how much likelier than
+        // average (1%) a click is, never above the campaign's maximum.
+        let ctr = model.ctr(user, domain_hash, mobile, c);
+        let score = (offer * (1.0 + bonus) * (0.5 + 50.0 * ctr).min(1.5)).min(c.cpm);
+        if score < floor {
+            continue;
+        }
         match best {
             Some((b, _)) if score <= b => second = second.max(score),
             _ => {
@@ -643,13 +704,16 @@ mod tests {
     fn auction_bids_above_floor_or_not_at_all() {
         let config = BidderConfig::default_for_demo();
         let user = user_profile("u-1");
+        let model = CtrModel::new();
         let campaigns = campaigns_for(300, 250);
         let banner = Banner { w: 300, h: 250 };
         for floor in [0.0, 0.5, 1.0, 3.0, 5.0] {
             let bid = auction(
                 &config,
+                &model,
                 &user,
                 "news.example",
+                false,
                 &imp(floor),
                 &banner,
                 &campaigns,
@@ -659,8 +723,10 @@ mod tests {
         }
         assert!(auction(
             &config,
+            &model,
             &user,
             "news.example",
+            true,
             &imp(100.0),
             &banner,
             &campaigns

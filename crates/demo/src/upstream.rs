@@ -68,7 +68,7 @@ pub(crate) fn hash_str(s: &str) -> u64 {
 
 /// Campaigns per banner size: enough JSON (tens of KB) that parsing it per
 /// request is real work, as in the news BFF's cache.
-pub const CAMPAIGNS_PER_SIZE: usize = 80;
+pub const CAMPAIGNS_PER_SIZE: usize = 200;
 
 /// The deterministic campaign list for one size (empty for unknown sizes).
 pub fn campaigns_for(w: u32, h: u32) -> Vec<Campaign> {

@@ -382,7 +382,7 @@ fn per_request(stats: &serde_json::Value) -> String {
     let n = stats["requests"].as_f64().unwrap_or(0.0).max(1.0);
     let get = |k: &str| stats[k].as_f64().unwrap_or(0.0);
     format!(
-        "{:.2} config loads, {:.2} regex compiles, {:.2} cache JSON parses, {:.2} backend connects, {:.2} external posts ({:.1} ms waited), {} log rollovers ({} in the request path), {} workers ({} pinned)",
+        "{:.2} config loads, {:.2} regex compiles, {:.2} cache JSON parses, {:.2} backend connects, {:.2} external posts ({:.1} ms waited), {} log rollovers ({} in the request path, longest {:.0} ms), {} workers ({} pinned)",
         get("config_loads") / n,
         get("regex_compiles") / n,
         get("cache_json_parses") / n,
@@ -391,6 +391,7 @@ fn per_request(stats: &serde_json::Value) -> String {
         get("external_wait_ns") / n / 1e6,
         get("log_rollovers"),
         get("log_rollovers_blocking"),
+        get("log_rollover_max_ns") / 1e6,
         get("workers"),
         get("workers_pinned"),
     )

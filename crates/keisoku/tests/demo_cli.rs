@@ -1,0 +1,229 @@
+//! `keisoku demo` end to end: the real binary starts its target as a child
+//! process, sweeps it, reports, and leaves no process behind.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn keisoku() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_keisoku"))
+}
+
+fn demo(args: &[&str]) -> Output {
+    keisoku()
+        .arg("demo")
+        .args(args)
+        .output()
+        .expect("run keisoku")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The pids of the targets a run printed (`(pid N; ...`).
+fn target_pids(out: &str) -> Vec<u32> {
+    out.lines()
+        .filter_map(|l| l.split("(pid ").nth(1))
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .filter_map(|n| n.parse().ok())
+        .collect()
+}
+
+/// True once /proc no longer lists `pid` (or lists another process's
+/// zombie-free entry that is not a keisoku demo target).
+fn gone(pid: u32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    !text(&cmdline).contains("--target-only")
+}
+
+fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn quick_demo_prints_tables_knee_and_slo_and_stops_its_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("demo.json");
+    let o = demo(&["--quick", "--json", json.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(3),
+        "status {:?}\n{out}\n{}",
+        o.status,
+        text(&o.stderr)
+    );
+    assert!(out.contains("== naive target: http://127.0.0.1:"), "{out}");
+    assert!(out.contains("== tuned target: http://127.0.0.1:"), "{out}");
+    let tables = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("connections "))
+        .count();
+    assert_eq!(tables, 2, "one sweep table per side\n{out}");
+    assert_eq!(out.matches("\nknee: ").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("\nSLO PASS: ").count() + out.matches("\nSLO FAIL: ").count(),
+        2,
+        "{out}"
+    );
+    assert!(
+        out.contains("target work per request: 1.00 config loads, 2.00 regex compiles"),
+        "{out}"
+    );
+    assert!(
+        out.contains("target work per request: 0.00 config loads, 0.00 regex compiles"),
+        "{out}"
+    );
+    assert!(out.contains("peak throughput: "), "{out}");
+    // Every knob naive caps the target near one worker / the logger's delay:
+    // the tuned side must be several times faster.
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(doc["sides"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["sides"][0]["knobs"]["sync-external-call"], "naive");
+    assert_eq!(doc["sides"][1]["knobs"]["sync-external-call"], "tuned");
+    assert_eq!(
+        doc["sides"][0]["report"]["phases"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let gain = doc["comparison"]["throughput_gain"].as_f64().unwrap();
+    assert!(gain > 3.0, "tuned/naive throughput {gain}");
+    assert_eq!(doc["sides"][1]["target_stats"]["config_loads"], 1);
+
+    let pids = target_pids(&out);
+    assert_eq!(pids.len(), 2, "{out}");
+    for pid in pids {
+        assert!(wait_gone(pid), "target pid {pid} outlived keisoku demo");
+    }
+}
+
+#[test]
+fn single_knob_and_single_side() {
+    let o = demo(&["--quick", "--naive", "--knob", "per-request-init"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(
+        out.contains("naive: per-request-init; the rest tuned"),
+        "{out}"
+    );
+    assert!(!out.contains("== tuned"), "{out}");
+    assert!(
+        out.contains("1.00 config loads, 0.00 regex compiles"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_flags_are_one_line_and_exit_2() {
+    for (args, needle) in [
+        (vec!["--knob", "warp-drive"], "unknown knob `warp-drive`"),
+        (vec!["--sweep", "1,x"], "--sweep"),
+        (vec!["--sweep", "0,4"], "--sweep"),
+        (vec!["--step-duration", "soon"], "--step-duration"),
+        (vec!["--slo", "p99<<1s"], "--slo"),
+        (
+            vec!["--target-only", "--knobs", "json-cache=slow"],
+            "naive nor tuned",
+        ),
+        (vec!["--target-only", "--listen", "nowhere"], "--listen"),
+    ] {
+        let o = demo(&args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn target_only_prints_its_url_first_and_stops_on_sigterm() {
+    let mut child = keisoku()
+        .args(["demo", "--target-only", "--knobs", "formatter=naive"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("http://")
+        .expect("URL first")
+        .to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /stats HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.contains("\"formatter\":\"naive\""), "{body}");
+    // SAFETY-free: kill(1) keeps the test free of libc.
+    Command::new("kill")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "target ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serve_runs_until_interrupted_then_reports_and_stops_the_target() {
+    let mut child = keisoku()
+        .args(["demo", "--serve", "--tuned"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    reader.read_line(&mut first).unwrap();
+    assert!(
+        first.starts_with("demo target: http://127.0.0.1:"),
+        "{first}"
+    );
+    let pid = target_pids(&first)[0];
+    assert!(Path::new(&format!("/proc/{pid}")).exists());
+    let addr = first
+        .split_whitespace()
+        .nth(2)
+        .and_then(|u| u.strip_prefix("http://"))
+        .unwrap()
+        .to_string();
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
+
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}\n{rest}");
+    assert!(rest.contains("the target served"), "{rest}");
+    assert!(
+        wait_gone(pid),
+        "target pid {pid} outlived keisoku demo --serve"
+    );
+}
