@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 /// How often the file is checked for new lines.
 const POLL: Duration = Duration::from_millis(200);
+/// Bytes remembered at the read position to recognise the file.
+const TAIL: usize = 64;
 /// Largest latency kept in histograms: one hour in µs.
 const MAX_US: u64 = 3_600_000_000;
 
@@ -64,6 +66,9 @@ struct State {
     file: Option<File>,
     ino: Option<(u64, u64)>,
     offset: u64,
+    /// The last bytes read, to notice a file truncated and regrown beyond
+    /// our offset (its size alone would not tell).
+    tail: Vec<u8>,
     partial: Vec<u8>,
     parser: LineParser,
     grouper: Grouper,
@@ -97,6 +102,7 @@ impl Follower {
             file: None,
             ino: None,
             offset: 0,
+            tail: Vec::new(),
             partial: Vec::new(),
             parser,
             grouper: Grouper::default(),
@@ -116,6 +122,15 @@ impl Follower {
             st.ino = Some((meta.dev(), meta.ino()));
             st.offset = meta.len();
             st.file = Some(f);
+            st.tail = vec![0; (st.offset as usize).min(TAIL)];
+            let from = st.offset - st.tail.len() as u64;
+            let read = st.file.as_mut().map(|f| {
+                f.seek(SeekFrom::Start(from))
+                    .and_then(|_| f.read_exact(&mut st.tail))
+            });
+            if !matches!(read, Some(Ok(()))) {
+                st.tail.clear();
+            }
         }
         let stop = Arc::new(AtomicBool::new(false));
         let stop_t = Arc::clone(&stop);
@@ -186,19 +201,34 @@ impl State {
                 self.open_new(0);
                 self.reopened += 1;
             }
-            (Some((_, len)), Some(_)) if len < self.offset => {
-                // Truncated in place (copytruncate): start over.
+            (Some((_, len)), Some(_)) if len < self.offset || !self.tail_matches() => {
+                // Truncated in place (copytruncate), possibly already
+                // regrown past our offset: start over from the top.
                 self.offset = 0;
                 self.partial.clear();
-                if let Some(f) = self.file.as_mut() {
-                    let _ = f.seek(SeekFrom::Start(0));
-                }
+                self.tail.clear();
                 self.reopened += 1;
             }
             (Some(_), None) => self.open_new(0),
             _ => {}
         }
         self.read_available();
+    }
+
+    /// Whether the bytes just before our offset are still the ones we read.
+    fn tail_matches(&mut self) -> bool {
+        let n = self.tail.len() as u64;
+        if n == 0 || n > self.offset {
+            return true;
+        }
+        let Some(f) = self.file.as_mut() else {
+            return true;
+        };
+        let mut now = vec![0u8; n as usize];
+        if f.seek(SeekFrom::Start(self.offset - n)).is_err() || f.read_exact(&mut now).is_err() {
+            return true;
+        }
+        now == self.tail
     }
 
     fn open_new(&mut self, offset: u64) {
@@ -208,6 +238,7 @@ impl State {
                 self.file = Some(f);
                 self.offset = offset;
                 self.partial.clear();
+                self.tail.clear();
             }
             Err(e) => {
                 let msg = format!("access log {}: {e}", self.path.display());
@@ -233,6 +264,13 @@ impl State {
         if buf.is_empty() {
             return;
         }
+        let keep = buf.len().min(TAIL);
+        if keep == TAIL {
+            self.tail.clear();
+        } else if self.tail.len() + keep > TAIL {
+            self.tail.drain(..self.tail.len() + keep - TAIL);
+        }
+        self.tail.extend_from_slice(&buf[buf.len() - keep..]);
         let second = (self.origin.elapsed().as_millis() / 1000) as u32;
         self.partial.extend_from_slice(&buf);
         let Some(last_nl) = self.partial.iter().rposition(|&b| b == b'\n') else {

@@ -161,6 +161,8 @@ pub fn server(run: &RunJson) -> String {
             for (name, module, share) in top {
                 let module = if module.is_empty() {
                     String::new()
+                } else if module.starts_with('[') {
+                    format!("  {module}")
                 } else {
                     format!("  [{module}]")
                 };

@@ -1,0 +1,316 @@
+//! `keisoku run` end to end against real servers: nginx (perf + LTSV access
+//! log), a server killed mid-run, and runs read back through the CLI.
+
+use keisoku_store::RunJson;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn nginx() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+fn keisoku(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn export(store: &Path, run: &str) -> RunJson {
+    let out = keisoku(&[
+        "export",
+        run,
+        "--format",
+        "json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// An nginx config: 2 workers, LTSV access log, everything under `dir`.
+fn nginx_conf(dir: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 2;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+events {{ worker_connections 1024; }}\n\
+http {{\n  log_format ltsv \"time:$time_local\\thost:$remote_addr\\tmethod:$request_method\\turi:$request_uri\\tstatus:$status\\tsize:$body_bytes_sent\\treqtime:$request_time\";\n\
+  access_log {d}/access.log ltsv;\n\
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+  server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"hello\\n\"; }} }}\n}}\n"
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).unwrap();
+    path
+}
+
+#[test]
+fn nginx_run_records_cpu_process_profile_and_access_log_on_one_clock() {
+    let Some(nginx) = nginx() else {
+        panic!("nginx is not installed: run scripts/setup.sh");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = nginx_conf(dir.path(), port);
+    let store = dir.path().join("runs.db");
+    let log = dir.path().join("access.log");
+    let url = format!("http://127.0.0.1:{port}/hello");
+    let cmd = format!(
+        "{} -p {} -c {}",
+        nginx.display(),
+        dir.path().display(),
+        conf.display()
+    );
+    let out = keisoku(&[
+        "run",
+        "--target",
+        &url,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "3s",
+        "--server-cmd",
+        &cmd,
+        "--profile",
+        "perf",
+        "--access-log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "ltsv",
+        "--name",
+        "nginx-e2e",
+        "--tag",
+        "suite=e2e",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("CPU busy % per core"), "{stdout}");
+    assert!(stdout.contains("Access log: top routes"), "{stdout}");
+
+    let run = export(&store, "nginx-e2e");
+    assert_eq!(run.run.status, "complete");
+    assert_eq!(run.run.tags["suite"], "e2e");
+    assert_eq!(run.run.target.as_deref(), Some(url.as_str()));
+    let series = |name: &str| run.series.iter().find(|s| s.name == name);
+
+    // Per-core CPU for every second of the run.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let seconds = (run.run.duration_ms / 1000.0).floor() as usize;
+    assert!(seconds >= 3, "run lasted {} ms", run.run.duration_ms);
+    for core in 0..cores {
+        let s = series(&format!("cpu.{core}.user")).unwrap_or_else(|| panic!("no cpu.{core}.user"));
+        for sec in 1..seconds {
+            let t = sec as f64 * 1000.0;
+            assert!(
+                s.t_ms.iter().any(|&x| (x - t).abs() <= 600.0),
+                "cpu.{core}.user has no point near {t} ms: {:?}",
+                s.t_ms
+            );
+        }
+    }
+    // nginx's process series (master + 2 workers summed).
+    let threads = series("proc.threads").expect("proc.threads");
+    assert!(
+        threads.v.iter().any(|&v| v >= 3.0),
+        "nginx threads {:?}",
+        threads.v
+    );
+    let cpu = series("proc.cpu_user").expect("proc.cpu_user");
+    assert!(
+        cpu.v.iter().any(|&v| v > 0.0),
+        "nginx used no CPU: {:?}",
+        cpu.v
+    );
+    assert!(series("proc.rss").is_some_and(|s| s.v.iter().all(|&v| v > 0.0)));
+
+    // The client's phase and series sit on the same clock, inside the run.
+    assert_eq!(run.phases.len(), 1);
+    let phase = &run.phases[0];
+    assert!(
+        phase.start_ms >= 0.0 && phase.end_ms <= run.run.duration_ms + 1.0,
+        "{phase:?}"
+    );
+    assert!(
+        (phase.end_ms - phase.start_ms - 3000.0).abs() < 500.0,
+        "{phase:?}"
+    );
+    let rps = series("client.rps").expect("client.rps");
+    assert!(rps
+        .t_ms
+        .iter()
+        .all(|&t| t > phase.start_ms && t <= phase.end_ms + 1500.0));
+
+    // A profile with nginx's own functions.
+    let profile = run.profile.as_ref().expect("a profile");
+    assert!(
+        profile.frames.name.iter().any(|f| f.starts_with("ngx_")),
+        "no ngx_ frame among {} frames",
+        profile.frames.name.len()
+    );
+    let samples = profile.samples.as_ref().expect("samples");
+    let times = samples.time_ms.as_ref().expect("sample times");
+    assert!(!times.is_empty());
+    assert!(
+        times
+            .iter()
+            .all(|&t| t >= -1.0 && t <= run.run.duration_ms + 1000.0),
+        "profile times outside the run: {:?}..{:?}",
+        times.first(),
+        times.last()
+    );
+
+    // The access log's count equals the client's.
+    let client: u64 = run.results["requests"].as_u64().expect("results.requests");
+    assert!(client > 100, "only {client} requests");
+    let logged: u64 = run.routes.access_log.iter().map(|r| r.count).sum();
+    assert_eq!(logged, client, "access log {:?}", run.routes.access_log);
+    assert_eq!(run.routes.access_log[0].uri, "/hello");
+    assert_eq!(run.routes.client[0].count, client);
+    assert!(series("log.rps").is_some_and(|s| s.v.iter().sum::<f64>() as u64 == client));
+
+    // show and runs find it; the server's stderr was kept (empty is fine, the stream exists or not).
+    let show = keisoku(&["show", "last", "--store", store.to_str().unwrap()]);
+    assert!(show.status.success());
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("nginx-e2e") && text.contains("Top functions"),
+        "{text}"
+    );
+    let runs = keisoku(&["runs", "--json", "--store", store.to_str().unwrap()]);
+    let list: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(list[0]["status"], "complete");
+    assert!(list[0]["rps"].as_f64().unwrap() > 0.0);
+    // nginx was stopped.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "nginx still listens"
+    );
+}
+
+#[test]
+fn a_server_killed_mid_run_leaves_an_interrupted_run_with_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let store = dir.path().join("runs.db");
+    // python3's http.server, killed (SIGKILL, by itself) 1.5 s after it starts.
+    let script = dir.path().join("server.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server, threading, os, signal\n\
+class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length','2'); self.end_headers(); self.wfile.write(b'ok')\n    def log_message(self, *a): pass\n\
+threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n\
+http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = keisoku(&[
+        "run",
+        "--target",
+        &format!("http://127.0.0.1:{port}/"),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "20s",
+        "--server-cmd",
+        &format!("exec python3 {}", script.display()),
+        "--profile",
+        "none",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the load did not stop when the server died"
+    );
+    assert!(stderr.contains("server exited during the run"), "{stderr}");
+    let run = export(&store, "last");
+    assert_eq!(run.run.status, "interrupted");
+    assert!(run.run.interrupted);
+    assert!(run
+        .series
+        .iter()
+        .any(|s| s.name == "cpu.all.user" && !s.v.is_empty()));
+    assert!(
+        run.results["requests"].as_u64().unwrap_or(0) > 0,
+        "the results until the death were kept"
+    );
+}
+
+#[test]
+fn bad_input_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let s = store.to_str().unwrap();
+    let out = keisoku(&["run", "--target", "ftp://x/", "--store", s]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = keisoku(&[
+        "run",
+        "--target",
+        "http://127.0.0.1:1/",
+        "--interval",
+        "10ms",
+        "--store",
+        s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = keisoku(&[
+        "run",
+        "--target",
+        "http://127.0.0.1:1/",
+        "--tag",
+        "novalue",
+        "--store",
+        s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = keisoku(&[
+        "run",
+        "--target",
+        "http://127.0.0.1:1/",
+        "--log-format",
+        "regexp",
+        "--log-regexp",
+        "(",
+        "--access-log",
+        "/x",
+        "--store",
+        s,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // Nothing was recorded for bad input.
+    assert!(!store.exists());
+}
