@@ -204,6 +204,12 @@ pub fn respond(source: &dyn RunSource, method: &tiny_http::Method, url: &str) ->
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
     let result = match segs.as_slice() {
         [] => index(source),
+        // Browsers ask on their own; an empty answer keeps consoles quiet.
+        ["favicon.ico"] => Ok(Reply {
+            status: 204,
+            content_type: "image/x-icon",
+            body: Vec::new(),
+        }),
         ["runs", id] => report(source, id, &query),
         ["compare"] => compare_runs(source, &query),
         ["api", "runs"] => api_list(source, &query),
@@ -459,6 +465,7 @@ mod tests {
         assert_eq!(r.status, 200);
         assert!(text(&r).contains("name-a1"));
         assert_eq!(get("/runs/a1").status, 200);
+        assert_eq!(get("/favicon.ico").status, 204);
         assert_eq!(get("/runs/a1?from=1&to=2").status, 200);
         assert_eq!(get("/compare?a=a1&b=b2&gate=p99%3E%2B10%25").status, 200);
         let list: Value = serde_json::from_slice(&get("/api/runs?limit=1").body).unwrap();
