@@ -538,3 +538,105 @@ pub fn fold_perf_str(text: &str, opts: &PerfFoldOptions) -> Result<String> {
 pub fn unrecognised_location(f: &Folded) -> Option<Location> {
     f.first_unrecognised.map(Location::Line)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fold(text: &str, opts: PerfFoldOptions) -> String {
+        fold_perf_str(text, &opts).unwrap()
+    }
+
+    const TWO: &str = "java 100/101 [000] 1.000001:    1001001 cpu-clock: \n\
+        \t    7f6d Lcom/example/Foo;.bar(I)V+0x3 (/tmp/perf-100.map)\n\
+        \t    ffff native_safe_halt+0x5 ([kernel.kallsyms])\n\
+        \t    1234 main (/usr/bin/java)\n\
+        \n\
+        V8 Worker 7/8 [001] 1.000002:    1001001 cpu-clock: \n\
+        \t    55 [unknown] (/usr/lib/libfoo.so)\n\
+        \t    56 [unknown] ([unknown])\n\
+        \t    57 outer->inner1->inner2 (/usr/bin/node)\n\
+        \n";
+
+    #[test]
+    fn annotations_and_names_follow_the_perl_script() {
+        assert_eq!(
+            fold(TWO, PerfFoldOptions::default()),
+            "V8_Worker;outer;inner1_[i];inner2_[i];[unknown];[libfoo.so] 1001001\n\
+             java;main;native_safe_halt;com/example/Foo:.bar 1001001\n"
+        );
+        let all = PerfFoldOptions {
+            annotate_jit: true,
+            annotate_kernel: true,
+            include_tid: true,
+            include_pid: true,
+            include_addrs: true,
+            ..Default::default()
+        };
+        // With --tid the process name is no longer "java", so Java names stay untidied.
+        assert_eq!(
+            fold(TWO, all),
+            "V8_Worker-7/8;outer;inner1_[i];inner2_[i];[unknown <56>];[libfoo.so <55>] 1001001\n\
+             java-100/101;main;native_safe_halt_[k];Lcom/example/Foo:.bar_[j] 1001001\n"
+        );
+    }
+
+    #[test]
+    fn period_is_read_even_with_two_spaces_before_the_event() {
+        let t = "busy 1 1.0:    2004008  cpu-clock: \n\t 1 f (/b)\n\nbusy 1 1.1: cpu-clock: \n\t 1 f (/b)\n\n";
+        assert_eq!(fold(t, PerfFoldOptions::default()), "busy;f 2004009\n");
+    }
+
+    #[test]
+    fn a_sample_of_skipped_frames_counts_as_the_process() {
+        let t = "lto cgu.01 5/6 1.0: 1 cpu-clock:\n\t 8b (anonymous namespace)::run (/x.so)\n\n";
+        assert_eq!(fold(t, PerfFoldOptions::default()), "lto_cgu.01 1\n");
+    }
+
+    #[test]
+    fn events_default_to_the_first_and_can_be_chosen() {
+        let t = "ab 1 1.0: 1 cycles:\n\t 1 f (/b)\n\nab 1 1.1: 1 instructions:\n\t 1 g (/b)\n\n";
+        let f = fold_perf(&mut t.as_bytes(), "t", &PerfFoldOptions::default()).unwrap();
+        assert!(f.filtered_other_events);
+        assert_eq!(f.event.as_deref(), Some(&b"cycles"[..]));
+        let opts = PerfFoldOptions {
+            event_filter: Some("instructions".into()),
+            ..Default::default()
+        };
+        assert_eq!(fold(t, opts), "ab;g 1\n");
+        // Perl's /^(\S.+?)\s+(\d+).../ needs two characters of comm: a
+        // one-letter comm swallows the following fields.
+        let t = "a 1 1.0: 1 cycles:\n\t 1 f (/b)\n\n";
+        assert_eq!(fold(t, PerfFoldOptions::default()), "a_1_1.0:;f 1\n");
+    }
+
+    #[test]
+    fn parallel_folding_matches_sequential_on_any_cut() {
+        let mut t = String::new();
+        for i in 0..200 {
+            let ev = if i % 7 == 3 {
+                "task-clock"
+            } else {
+                "cpu-clock"
+            };
+            t.push_str(&format!(
+                "p{} {} 1.{i:06}: {} {ev}:\n\t 1 f{} (/b)\n\t 2 main (/b)\n\n",
+                i % 3,
+                i,
+                i % 5 + 1,
+                i % 11
+            ));
+        }
+        let one = fold(&t, PerfFoldOptions::default());
+        for chunk in [1, 7, 64, 1000] {
+            for threads in [1, 2, 3] {
+                let opts = PerfFoldOptions {
+                    threads,
+                    chunk_bytes: chunk,
+                    ..Default::default()
+                };
+                assert_eq!(fold(&t, opts), one, "chunk {chunk} threads {threads}");
+            }
+        }
+    }
+}
