@@ -1,0 +1,7 @@
+//! The pprof protobuf decoder must never panic.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = keisoku_stacks::pprof::parse(data, "fuzz");
+});
