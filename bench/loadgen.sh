@@ -9,6 +9,7 @@
 #
 #   bench/loadgen.sh                 # defaults below
 #   REPS=7 DUR=10 CONNS=100 THREADS=1 bench/loadgen.sh
+#   MODE=syscalls DUR=3 bench/loadgen.sh   # syscalls per request, keisoku vs wrk
 #
 # On a 2-core machine nginx and the generator share the cores; THREADS=1
 # (the default) keeps one core for nginx. Prints a Markdown section for
@@ -35,10 +36,12 @@ if [[ " $TOOLS " == *" oha "* && ! -x bench/tools/bin/oha ]]; then
   echo "loadgen: installing oha into bench/tools" >&2
   cargo install oha --locked --root bench/tools >&2
 fi
-echo "loadgen: building keisoku (release)" >&2
-cargo build --release -q -p keisoku
-KEISOKU=${KEISOKU:-$PWD/target/release/keisoku}
-[[ -n "${CARGO_TARGET_DIR:-}" ]] && KEISOKU=${KEISOKU_BIN:-$CARGO_TARGET_DIR/release/keisoku}
+# KEISOKU=path/to/keisoku skips the build (e.g. to measure a given binary).
+if [[ -z "${KEISOKU:-}" ]]; then
+  echo "loadgen: building keisoku (release)" >&2
+  cargo build --release -q -p keisoku
+  KEISOKU=${CARGO_TARGET_DIR:-$PWD/target}/release/keisoku
+fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 out=bench/out
@@ -105,6 +108,37 @@ PY
   esac | tr '\n' ' '
   awk '{print $1 + $2}' "$tf"
 }
+
+# MODE=syscalls: count the generator's syscalls per request under strace
+# (slow, so only the ratio means anything): the number that decided epoll
+# (edge-triggered, registered once) over io_uring for keisoku's engine.
+if [[ "${MODE:-}" == syscalls ]]; then
+  command -v strace >/dev/null || { echo "loadgen: MODE=syscalls needs strace" >&2; exit 1; }
+  echo "| tool | requests | syscalls | per request | top calls per request |"
+  echo "| --- | ---: | ---: | ---: | --- |"
+  for tool in keisoku wrk; do
+    st="$tmp/$tool.strace"
+    case $tool in
+      keisoku) strace -f -c -o "$st" "$KEISOKU" bench -t "$THREADS" -c "$CONNS" -d "${DUR}s" --json "$tmp/k.json" "$URL" >/dev/null 2>&1 || true
+               reqs=$(python3 -c "import json; print(json.load(open('$tmp/k.json'))['requests'])") ;;
+      wrk) strace -f -c -o "$st" wrk -t "$THREADS" -c "$CONNS" -d "${DUR}s" "$URL" >"$tmp/w.out" 2>&1 || true
+           reqs=$(grep -oE '[0-9]+ requests in' "$tmp/w.out" | grep -oE '^[0-9]+') ;;
+    esac
+    python3 - "$st" "$tool" "$reqs" <<'PY'
+import sys
+path, tool, reqs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+calls = {}
+for line in open(path):
+    f = line.split()
+    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+        calls[f[-1]] = int(f[3])
+total = sum(calls.values())
+top = sorted(calls.items(), key=lambda kv: -kv[1])[:4]
+print(f"| {tool} | {reqs} | {total} | {total / reqs:.2f} | " + ", ".join(f"{k} {v / reqs:.2f}" for k, v in top) + " |")
+PY
+  done
+  exit 0
+fi
 
 tsv="$out/loadgen.tsv"
 echo -e "rep\ttool\trequests\trps\tcpu_s" >"$tsv"

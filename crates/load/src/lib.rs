@@ -85,6 +85,7 @@ impl RunControl {
 /// Runs every phase of the plan (after the warm-up) and reports.
 pub fn run(plan: &Plan, ctl: &RunControl) -> Result<Report, LoadError> {
     plan.validate()?;
+    raise_fd_limit(plan);
     let mut runner = Runner::new(plan, ctl);
     runner.warmup()?;
     for (i, spec) in plan.phases.iter().enumerate() {
@@ -136,6 +137,7 @@ pub fn find_max(
             "--find-max needs 0 < low <= high and a positive step".into(),
         ));
     }
+    raise_fd_limit(plan);
     let template = plan.phases[0].clone();
     let total = search.max_phases();
     let mut runner = Runner::new(plan, ctl);
@@ -604,6 +606,23 @@ pub fn judge(report: &mut Report, slo: &Slo) -> bool {
     };
     report.slo = Some(verdict);
     pass
+}
+
+/// Many connections need many descriptors: lift the soft limit towards the
+/// hard one (as far as the plan needs) instead of failing with EMFILE.
+fn raise_fd_limit(plan: &Plan) {
+    let need = plan.phases.iter().map(|p| p.connections).max().unwrap_or(0) as u64 + 256;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: lim is valid for both calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < need {
+            lim.rlim_cur = need.min(lim.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
