@@ -21,6 +21,8 @@ struct DumpRoute {
     body: Summary,
     moments: Moments,
     low: Option<f64>,
+    #[serde(default)]
+    ms_grid: bool,
     hist_us: Vec<(u64, u64)>,
 }
 
@@ -61,6 +63,7 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
                 body: r.body,
                 moments: r.moments,
                 low: r.low.is_finite().then_some(r.low),
+                ms_grid: r.ms_grid,
                 hist_us: r.hist_pairs(),
             })
             .collect(),
@@ -79,7 +82,10 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
     for r in d.routes {
         let in_hist: u64 = r.hist_us.iter().map(|p| p.1).sum();
         if in_hist != r.count || r.time.n != r.count {
-            return Err(DumpError::Inconsistent(format!("route {} {}: counts disagree", r.method, r.uri)));
+            return Err(DumpError::Inconsistent(format!(
+                "route {} {}: counts disagree",
+                r.method, r.uri
+            )));
         }
         let mut s = RouteStats::new(r.method, r.uri);
         s.count = r.count;
@@ -88,6 +94,7 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
         s.body = r.body;
         s.moments = r.moments;
         s.low = r.low.unwrap_or(f64::INFINITY);
+        s.ms_grid = r.ms_grid;
         s.set_hist_pairs(&r.hist_us);
         out.push(s);
     }

@@ -63,7 +63,9 @@ fn reader_loop(
         if abort.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let mut buf = free.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64 * 1024));
+        let mut buf = free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK + 64 * 1024));
         buf.clear();
         buf.append(&mut carry);
         let mut eof = false;
@@ -73,7 +75,11 @@ fn reader_loop(
             if buf.len() >= CHUNK && memchr::memchr(b'\n', &buf).is_some() {
                 break;
             }
-            let want = if buf.len() < CHUNK { CHUNK - buf.len() } else { CHUNK };
+            let want = if buf.len() < CHUNK {
+                CHUNK - buf.len()
+            } else {
+                CHUNK
+            };
             let start = buf.len();
             buf.resize(start + want, 0);
             let n = match input.read(&mut buf[start..]) {
@@ -119,7 +125,11 @@ fn reader_loop(
 }
 
 /// Analyses everything `input` yields with `threads` parsing threads.
-pub fn analyze(cfg: Arc<Config>, input: impl Read + Send, threads: usize) -> Result<Analysis, Error> {
+pub fn analyze(
+    cfg: Arc<Config>,
+    input: impl Read + Send,
+    threads: usize,
+) -> Result<Analysis, Error> {
     let threads = threads.max(1);
     let abort = AtomicBool::new(false);
     let (work_tx, work_rx) = sync_channel::<Chunk>(threads + 1);
@@ -148,9 +158,16 @@ pub fn analyze(cfg: Arc<Config>, input: impl Read + Send, threads: usize) -> Res
                     let data = &chunk.data;
                     let mut start = 0;
                     while start < data.len() {
-                        let end = memchr::memchr(b'\n', &data[start..]).map_or(data.len(), |i| start + i + 1);
+                        let end = memchr::memchr(b'\n', &data[start..])
+                            .map_or(data.len(), |i| start + i + 1);
                         line_no += 1;
-                        if let Err(e) = acc.feed(&data[start..end], Pos { chunk: chunk.index, line: line_no }) {
+                        if let Err(e) = acc.feed(
+                            &data[start..end],
+                            Pos {
+                                chunk: chunk.index,
+                                line: line_no,
+                            },
+                        ) {
                             failed = Some(e);
                             break;
                         }
@@ -181,7 +198,7 @@ pub fn analyze(cfg: Arc<Config>, input: impl Read + Send, threads: usize) -> Res
         drop(free_tx);
 
         let collected = collect(part_rx, threads, cfg.malformed_examples);
-        let read_result = reader.join().unwrap_or_else(|_| Ok(()));
+        let read_result = reader.join().unwrap_or(Ok(()));
         let mut accs = Vec::new();
         let mut feed_err = None;
         for w in workers {
@@ -211,7 +228,13 @@ struct Collected {
 }
 
 fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
-    let mut c = Collected { keys: Vec::new(), summaries: Vec::new(), maps: vec![Vec::new(); threads], chunk_base: Vec::new(), malformed: Vec::new() };
+    let mut c = Collected {
+        keys: Vec::new(),
+        summaries: Vec::new(),
+        maps: vec![Vec::new(); threads],
+        chunk_base: Vec::new(),
+        malformed: Vec::new(),
+    };
     let mut index: FxHashMap<Vec<u8>, u32> = FxHashMap::default();
     let mut pending: BTreeMap<u32, Partial> = BTreeMap::new();
     let mut next = 0u32;
@@ -252,7 +275,8 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
 }
 
 fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
-    let mut routes: Vec<Option<crate::stats::RouteStats>> = (0..c.keys.len()).map(|_| None).collect();
+    let mut routes: Vec<Option<crate::stats::RouteStats>> =
+        (0..c.keys.len()).map(|_| None).collect();
     let mut counts = crate::stats::LineCounts::default();
     let mut slow: Vec<SlowRequest> = Vec::new();
     let mut timeline = cfg.timeline.map(crate::timeline::TimelineAcc::new);
@@ -278,7 +302,9 @@ fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
         }
         for (local, r) in acc.routes.into_iter().enumerate() {
             let Some(&g) = map.get(local) else { continue };
-            let Some(slot) = routes.get_mut(g as usize) else { continue };
+            let Some(slot) = routes.get_mut(g as usize) else {
+                continue;
+            };
             match slot {
                 Some(existing) => existing.merge(&r),
                 None => *slot = Some(r),
@@ -294,9 +320,16 @@ fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
             out.push(r);
         }
     }
-    slow.sort_by(|a, b| b.response_time.total_cmp(&a.response_time).then(a.line.cmp(&b.line)));
+    slow.sort_by(|a, b| {
+        b.response_time
+            .total_cmp(&a.response_time)
+            .then(a.line.cmp(&b.line))
+    });
     slow.truncate(cfg.slow);
-    let names: Vec<(String, String)> = out.iter().map(|r| (r.method.clone(), r.uri.clone())).collect();
+    let names: Vec<(String, String)> = out
+        .iter()
+        .map(|r| (r.method.clone(), r.uri.clone()))
+        .collect();
     // Timeline route ids are global ids; `out` keeps global order (every global id has a route).
     Analysis {
         routes: out,

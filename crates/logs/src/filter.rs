@@ -104,24 +104,36 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
         }
         let start = i;
         if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.' || b[i] == b'e' || b[i] == b'E' || b[i] == b'_') {
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || b[i] == b'.'
+                    || b[i] == b'e'
+                    || b[i] == b'E'
+                    || b[i] == b'_')
+            {
                 i += 1;
             }
             let text: String = src[start..i].chars().filter(|c| *c != '_').collect();
-            let v = text.parse::<f64>().map_err(|_| (format!("bad number {text:?}"), start))?;
+            let v = text
+                .parse::<f64>()
+                .map_err(|_| (format!("bad number {text:?}"), start))?;
             out.push((Tok::Num(v), start));
         } else if c == b'"' || c == b'\'' || c == b'`' {
             let q = c;
             i += 1;
             let mut s = String::new();
             loop {
-                let Some(&d) = b.get(i) else { return Err(("unterminated string".into(), start)) };
+                let Some(&d) = b.get(i) else {
+                    return Err(("unterminated string".into(), start));
+                };
                 if d == q {
                     i += 1;
                     break;
                 }
                 if d == b'\\' && q != b'`' {
-                    let e = *b.get(i + 1).ok_or(("unterminated string".to_string(), start))?;
+                    let e = *b
+                        .get(i + 1)
+                        .ok_or(("unterminated string".to_string(), start))?;
                     s.push(match e {
                         b'n' => '\n',
                         b't' => '\t',
@@ -130,7 +142,10 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
                     i += 2;
                     continue;
                 }
-                let ch = src[i..].chars().next().ok_or(("bad string".to_string(), i))?;
+                let ch = src[i..]
+                    .chars()
+                    .next()
+                    .ok_or(("bad string".to_string(), i))?;
                 s.push(ch);
                 i += ch.len_utf8();
             }
@@ -141,8 +156,14 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
             }
             out.push((Tok::Ident(src[start..i].to_string()), start));
         } else {
-            const OPS: [&str; 16] = ["==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",", "=", "-"];
-            let op = OPS.iter().find(|o| src[i..].starts_with(**o)).ok_or((format!("unexpected {:?}", c as char), i))?;
+            const OPS: [&str; 16] = [
+                "==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",", "=",
+                "-",
+            ];
+            let op = OPS
+                .iter()
+                .find(|o| src[i..].starts_with(**o))
+                .ok_or((format!("unexpected {:?}", c as char), i))?;
             if *op == "=" {
                 return Err(("use == to compare".into(), i));
             }
@@ -223,14 +244,21 @@ impl P<'_> {
             self.i += 1;
             return Ok(Node::Cmp(c, Box::new(l), Box::new(self.primary()?)));
         }
-        let negate = if self.is_word("not") && matches!(self.toks.get(self.i + 1), Some((Tok::Ident(s), _)) if s == "in") {
+        let negate = if self.is_word("not")
+            && matches!(self.toks.get(self.i + 1), Some((Tok::Ident(s), _)) if s == "in")
+        {
             self.i += 1;
             true
         } else {
             false
         };
         let word = match self.peek() {
-            Some(Tok::Ident(w)) if ["matches", "contains", "startsWith", "endsWith", "in"].contains(&w.as_str()) => w.clone(),
+            Some(Tok::Ident(w))
+                if ["matches", "contains", "startsWith", "endsWith", "in"]
+                    .contains(&w.as_str()) =>
+            {
+                w.clone()
+            }
             _ => return Ok(l),
         };
         self.i += 1;
@@ -238,8 +266,15 @@ impl P<'_> {
         let r = self.primary()?;
         let node = match word.as_str() {
             "matches" => {
-                let Node::Str(pat) = &r else { return Err(("matches needs a string pattern".into(), at)) };
-                let re = regex::Regex::new(pat).map_err(|e| (format!("bad pattern: {e}"), at))?;
+                let Node::Str(pat) = &r else {
+                    return Err(("matches needs a string pattern".into(), at));
+                };
+                let re = regex::Regex::new(pat).map_err(|e| {
+                    (
+                        format!("bad pattern: {}", crate::format::regex_message(&e)),
+                        at,
+                    )
+                })?;
                 Node::Matches(Box::new(l), re)
             }
             "contains" => Node::Contains(Box::new(l), Box::new(r)),
@@ -247,11 +282,17 @@ impl P<'_> {
             "endsWith" => Node::EndsWith(Box::new(l), Box::new(r)),
             _ => Node::In(Box::new(l), Box::new(r)),
         };
-        Ok(if negate { Node::Not(Box::new(node)) } else { node })
+        Ok(if negate {
+            Node::Not(Box::new(node))
+        } else {
+            node
+        })
     }
     fn primary(&mut self) -> Result<Node, (String, usize)> {
         let at = self.pos();
-        let Some((tok, _)) = self.toks.get(self.i).cloned() else { return self.err("unexpected end") };
+        let Some((tok, _)) = self.toks.get(self.i).cloned() else {
+            return self.err("unexpected end");
+        };
         self.i += 1;
         match tok {
             Tok::Num(v) => Ok(Node::Num(v)),
@@ -320,9 +361,13 @@ fn uses_time(n: &Node) -> bool {
     match n {
         Node::Var(Var::Time) | Node::TimeAgo(_) => true,
         Node::Not(a) | Node::Matches(a, _) => uses_time(a),
-        Node::And(a, b) | Node::Or(a, b) | Node::Cmp(_, a, b) | Node::Contains(a, b) | Node::StartsWith(a, b) | Node::EndsWith(a, b) | Node::In(a, b) => {
-            uses_time(a) || uses_time(b)
-        }
+        Node::And(a, b)
+        | Node::Or(a, b)
+        | Node::Cmp(_, a, b)
+        | Node::Contains(a, b)
+        | Node::StartsWith(a, b)
+        | Node::EndsWith(a, b)
+        | Node::In(a, b) => uses_time(a) || uses_time(b),
         Node::Between(a, b, c) => uses_time(a) || uses_time(b) || uses_time(c),
         Node::List(v) => v.iter().any(uses_time),
         _ => false,
@@ -338,14 +383,26 @@ fn now_secs() -> f64 {
 impl Filter {
     /// Compiles an expression.
     pub fn new(expr: &str) -> Result<Filter, FilterError> {
-        let wrap = |(msg, pos): (String, usize)| FilterError { expr: expr.to_string(), msg, pos };
+        let wrap = |(msg, pos): (String, usize)| FilterError {
+            expr: expr.to_string(),
+            msg,
+            pos,
+        };
         let toks = lex(expr).map_err(wrap)?;
-        let mut p = P { len: expr.len(), toks, i: 0, _src: expr };
+        let mut p = P {
+            len: expr.len(),
+            toks,
+            i: 0,
+            _src: expr,
+        };
         let root = p.or().map_err(wrap)?;
         if p.i < p.toks.len() {
             return Err(wrap(("unexpected trailing input".into(), p.pos())));
         }
-        Ok(Filter { needs_time: uses_time(&root), root })
+        Ok(Filter {
+            needs_time: uses_time(&root),
+            root,
+        })
     }
 
     /// Whether evaluating needs the request timestamp.
@@ -455,7 +512,11 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
             })
         }
         Node::Between(t, s, e) => {
-            let (t, s, e) = (as_time(&eval(t, r)), as_time(&eval(s, r)), as_time(&eval(e, r)));
+            let (t, s, e) = (
+                as_time(&eval(t, r)),
+                as_time(&eval(s, r)),
+                as_time(&eval(e, r)),
+            );
             Val::Bool(matches!((t, s, e), (Some(t), Some(s), Some(e)) if s <= t && t <= e))
         }
     }
@@ -490,9 +551,15 @@ mod tests {
         assert!(t("not (Status in [200, 304])"));
         assert!(t("Status not in [200, 304]"));
         assert!(t("ResponseTime > 0.5 and BodyBytes <= 1234"));
-        assert!(t("Uri startsWith '/api' and Uri endsWith 'users' and Uri contains 'pi/u'"));
-        assert!(t("Time >= '2026-11-21T10:00:00Z' and Time < '2026-11-21T10:01:00Z'"));
-        assert!(t("BetweenTime(Time, '2026-11-21T10:00:00Z', '2026-11-21T10:00:59Z')"));
+        assert!(t(
+            "Uri startsWith '/api' and Uri endsWith 'users' and Uri contains 'pi/u'"
+        ));
+        assert!(t(
+            "Time >= '2026-11-21T10:00:00Z' and Time < '2026-11-21T10:01:00Z'"
+        ));
+        assert!(t(
+            "BetweenTime(Time, '2026-11-21T10:00:00Z', '2026-11-21T10:00:59Z')"
+        ));
         assert!(!t("Time >= TimeAgo('5m')"));
         assert!(t("status == 503"));
     }
@@ -502,7 +569,10 @@ mod tests {
         let e = Filter::new("Status >").unwrap_err();
         assert_eq!(e.pos, 8);
         assert!(Filter::new("Status = 5").unwrap_err().msg.contains("=="));
-        assert!(Filter::new("Bogus == 1").unwrap_err().msg.contains("unknown name"));
+        assert!(Filter::new("Bogus == 1")
+            .unwrap_err()
+            .msg
+            .contains("unknown name"));
         assert!(Filter::new("Uri matches '('").is_err());
         assert!(Filter::new("(Status == 1").is_err());
         assert!(Filter::new("Status == 1 2").is_err());

@@ -27,6 +27,17 @@ pub const DEFAULT_PATTERN: &str = concat!(
     r#"\s(?P<response_time>\S+)(?:\s(?P<request_time>\S+))?$"#,
 );
 
+/// A regex error on one line (the regex crate draws a multi-line caret diagram).
+pub fn regex_message(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid regular expression");
+    last.trim().trim_start_matches("error: ").to_string()
+}
+
 /// Names of the fields a record is built from (labels, keys or group names).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldNames {
@@ -49,13 +60,23 @@ pub struct FieldNames {
 impl FieldNames {
     /// alp's LTSV labels: uri, method, time, apptime, reqtime, size, status.
     pub fn ltsv() -> Self {
-        Self::new("uri", "method", "time", "apptime", "reqtime", "size", "status")
+        Self::new(
+            "uri", "method", "time", "apptime", "reqtime", "size", "status",
+        )
     }
 
     /// alp's JSON keys (and regexp group names): uri, method, time,
     /// response_time, request_time, body_bytes, status.
     pub fn json() -> Self {
-        Self::new("uri", "method", "time", "response_time", "request_time", "body_bytes", "status")
+        Self::new(
+            "uri",
+            "method",
+            "time",
+            "response_time",
+            "request_time",
+            "body_bytes",
+            "status",
+        )
     }
 
     fn new(u: &str, m: &str, t: &str, rt: &str, qt: &str, b: &str, s: &str) -> Self {
@@ -99,7 +120,10 @@ impl Format {
 
     /// Compiles a regexp format; the error names the pattern problem.
     pub fn regexp(pattern: &str, names: FieldNames) -> Result<Format, regex::Error> {
-        Ok(Format::Regexp { pattern: regex::bytes::Regex::new(pattern)?, names })
+        Ok(Format::Regexp {
+            pattern: regex::bytes::Regex::new(pattern)?,
+            names,
+        })
     }
 }
 
@@ -151,7 +175,15 @@ pub struct LineParser {
 }
 
 fn names_array(n: &FieldNames) -> [&str; 7] {
-    [&n.uri, &n.method, &n.time, &n.response_time, &n.request_time, &n.body_bytes, &n.status]
+    [
+        &n.uri,
+        &n.method,
+        &n.time,
+        &n.response_time,
+        &n.request_time,
+        &n.body_bytes,
+        &n.status,
+    ]
 }
 
 /// Go's `strconv.ParseFloat` on the common inputs (Rust's parser rounds the
@@ -195,7 +227,12 @@ impl LineParser {
                 *slot = pattern.capture_names().position(|n| n == Some(name));
             }
         }
-        LineParser { format, query, time_scale, groups }
+        LineParser {
+            format,
+            query,
+            time_scale,
+            groups,
+        }
     }
 
     /// The format this parser reads.
@@ -214,14 +251,23 @@ impl LineParser {
 
     fn build<'a>(&self, f: [Option<Cow<'a, [u8]>>; 7]) -> Result<Record<'a>, LineError> {
         let [uri, method, time, rt, qt, body, status] = f;
-        let uri = uri::normalize_cow(uri.unwrap_or(Cow::Borrowed(b"")), self.query).ok_or(LineError::Uri)?;
+        let uri = uri::normalize_cow(uri.unwrap_or(Cow::Borrowed(b"")), self.query)
+            .ok_or(LineError::Uri)?;
         let rt = rt
             .and_then(|v| parse_f64(&v))
             .or_else(|| qt.and_then(|v| parse_f64(&v)))
             .ok_or(LineError::ResponseTime)?;
-        let body = body.and_then(|v| parse_f64(&v)).ok_or(LineError::BodyBytes)?;
-        let status = status.and_then(|v| parse_int(&v)).ok_or(LineError::Status)?;
-        let response_time = if self.time_scale == 1.0 { rt } else { rt * self.time_scale };
+        let body = body
+            .and_then(|v| parse_f64(&v))
+            .ok_or(LineError::BodyBytes)?;
+        let status = status
+            .and_then(|v| parse_int(&v))
+            .ok_or(LineError::Status)?;
+        let response_time = if self.time_scale == 1.0 {
+            rt
+        } else {
+            rt * self.time_scale
+        };
         Ok(Record {
             uri,
             method: method.unwrap_or(Cow::Borrowed(b"")),
@@ -237,7 +283,9 @@ impl LineParser {
         let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
         let mut any = false;
         for field in line.split(|&b| b == b'\t') {
-            let Some(colon) = memchr::memchr(b':', field) else { continue };
+            let Some(colon) = memchr::memchr(b':', field) else {
+                continue;
+            };
             any = true;
             let (label, value) = (&field[..colon], &field[colon + 1..]);
             for (i, name) in names.iter().enumerate() {
@@ -258,12 +306,18 @@ impl LineParser {
             serde_json::from_slice(line).map_err(|_| LineError::Syntax("JSON"))?;
         let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
         for (i, name) in names_array(n).iter().enumerate() {
-            f[i] = obj.get(*name).map(|v| Cow::Owned(go_value_text(v).into_bytes()));
+            f[i] = obj
+                .get(*name)
+                .map(|v| Cow::Owned(go_value_text(v).into_bytes()));
         }
         self.build(f)
     }
 
-    fn regexp<'a>(&self, line: &'a [u8], re: &regex::bytes::Regex) -> Result<Record<'a>, LineError> {
+    fn regexp<'a>(
+        &self,
+        line: &'a [u8],
+        re: &regex::bytes::Regex,
+    ) -> Result<Record<'a>, LineError> {
         let caps = re.captures(line).ok_or(LineError::Syntax("regexp"))?;
         let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
         for (slot, g) in f.iter_mut().zip(self.groups) {
@@ -302,17 +356,25 @@ pub fn trim_line(mut line: &[u8]) -> &[u8] {
 /// Which format a handful of lines look like, for "this looks like a JSON
 /// log" messages. `None` when nothing fits.
 pub fn detect(lines: &[&[u8]]) -> Option<&'static str> {
-    let lines: Vec<&[u8]> = lines.iter().map(|l| trim_line(l)).filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&[u8]> = lines
+        .iter()
+        .map(|l| trim_line(l))
+        .filter(|l| !l.is_empty())
+        .collect();
     if lines.is_empty() {
         return None;
     }
     let all = |f: &dyn Fn(&[u8]) -> bool| lines.iter().all(|l| f(l));
-    if all(&|l| l.first() == Some(&b'{') && serde_json::from_slice::<serde_json::Value>(l).is_ok()) {
+    if all(&|l| l.first() == Some(&b'{') && serde_json::from_slice::<serde_json::Value>(l).is_ok())
+    {
         return Some("json");
     }
     if all(&|l| {
         let fields: Vec<&[u8]> = l.split(|&b| b == b'\t').collect();
-        fields.len() >= 2 && fields.iter().all(|f| f.iter().position(|&b| b == b':').is_some_and(|i| i > 0))
+        fields.len() >= 2
+            && fields
+                .iter()
+                .all(|f| f.iter().position(|&b| b == b':').is_some_and(|i| i > 0))
     }) {
         return Some("ltsv");
     }
@@ -338,15 +400,22 @@ mod tests {
     #[test]
     fn ltsv_defaults_and_fallback() {
         let lp = p(Format::Ltsv(FieldNames::ltsv()));
-        let r = lp.parse(b"time:x\tmethod:GET\turi:/a?b=1\tstatus:200\tsize:12\treqtime:0.5\tapptime:-").unwrap();
+        let r = lp
+            .parse(b"time:x\tmethod:GET\turi:/a?b=1\tstatus:200\tsize:12\treqtime:0.5\tapptime:-")
+            .unwrap();
         assert_eq!(r.uri, "/a");
         assert_eq!(&*r.method, b"GET");
         assert_eq!(r.response_time, 0.5);
         assert_eq!(r.body_bytes, 12.0);
         assert_eq!(r.status, 200);
-        let r = lp.parse(b"method:GET\turi:/a\tstatus:200\tsize:12\treqtime:0.5\tapptime:0.25").unwrap();
+        let r = lp
+            .parse(b"method:GET\turi:/a\tstatus:200\tsize:12\treqtime:0.5\tapptime:0.25")
+            .unwrap();
         assert_eq!(r.response_time, 0.25);
-        assert_eq!(lp.parse(b"method:GET\turi:/a\tstatus:x\tsize:1\treqtime:1"), Err(LineError::Status));
+        assert_eq!(
+            lp.parse(b"method:GET\turi:/a\tstatus:x\tsize:1\treqtime:1"),
+            Err(LineError::Status)
+        );
         assert_eq!(lp.parse(b"hello world"), Err(LineError::Syntax("LTSV")));
     }
 
@@ -358,7 +427,10 @@ mod tests {
             .unwrap();
         assert_eq!((r.status, r.body_bytes, r.response_time), (201, 7.0, 0.125));
         assert_eq!(lp.parse(b"{nope"), Err(LineError::Syntax("JSON")));
-        assert_eq!(lp.parse(br#"{"uri":"/x","status":200.5,"body_bytes":1,"response_time":1}"#), Err(LineError::Status));
+        assert_eq!(
+            lp.parse(br#"{"uri":"/x","status":200.5,"body_bytes":1,"response_time":1}"#),
+            Err(LineError::Status)
+        );
     }
 
     #[test]

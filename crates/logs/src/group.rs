@@ -12,7 +12,7 @@ pub struct Grouper {
 
 /// A matching-group pattern that does not compile.
 #[derive(Debug, thiserror::Error)]
-#[error("matching group {pattern:?}: {source}")]
+#[error("matching group {pattern:?}: {}", crate::format::regex_message(source))]
 pub struct GroupError {
     /// The pattern as given.
     pub pattern: String,
@@ -30,7 +30,10 @@ impl Grouper {
             .map(|p| {
                 regex::Regex::new(p)
                     .map(|re| (re, p.clone()))
-                    .map_err(|source| GroupError { pattern: p.clone(), source })
+                    .map_err(|source| GroupError {
+                        pattern: p.clone(),
+                        source,
+                    })
             })
             .collect::<Result<_, _>>()?;
         Ok(Grouper { groups, auto })
@@ -69,7 +72,9 @@ fn is_date(s: &str) -> bool {
     b.len() == 10
         && b[4] == b'-'
         && b[7] == b'-'
-        && b.iter().enumerate().all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
 /// The placeholder for an id-like path segment, if it is one.
@@ -93,7 +98,12 @@ fn placeholder(seg: &str) -> Option<&'static str> {
     }
     // Long mixed letter/digit tokens (session ids, base64url keys).
     let letters = b.iter().filter(|c| c.is_ascii_alphabetic()).count();
-    if b.len() >= 20 && digits >= 2 && letters >= 2 && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_') {
+    if b.len() >= 20
+        && digits >= 2
+        && letters >= 2
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'-' || *c == b'_')
+    {
         return Some(":token");
     }
     None
@@ -102,7 +112,13 @@ fn placeholder(seg: &str) -> Option<&'static str> {
 /// Splits "123.json" into ("123", ".json") so the extension survives grouping.
 fn stem_ext(seg: &str) -> (&str, &str) {
     match seg.rfind('.') {
-        Some(d) if d > 0 && d + 1 < seg.len() && seg[d + 1..].bytes().all(|c| c.is_ascii_alphabetic()) => seg.split_at(d),
+        Some(d)
+            if d > 0
+                && d + 1 < seg.len()
+                && seg[d + 1..].bytes().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            seg.split_at(d)
+        }
         _ => (seg, ""),
     }
 }
@@ -115,7 +131,10 @@ pub fn auto_group(uri: &str) -> Cow<'_, str> {
         Some(i) => uri.split_at(i),
         None => (uri, ""),
     };
-    if !path.split('/').any(|s| placeholder(stem_ext(s).0).is_some()) {
+    if !path
+        .split('/')
+        .any(|s| placeholder(stem_ext(s).0).is_some())
+    {
         return Cow::Borrowed(uri);
     }
     let mut out = String::with_capacity(uri.len());
@@ -150,8 +169,14 @@ mod tests {
 
     #[test]
     fn auto() {
-        assert_eq!(auto_group("/users/123/posts/2026-11-21"), "/users/:id/posts/:date");
-        assert_eq!(auto_group("/o/550e8400-e29b-41d4-a716-446655440000"), "/o/:uuid");
+        assert_eq!(
+            auto_group("/users/123/posts/2026-11-21"),
+            "/users/:id/posts/:date"
+        );
+        assert_eq!(
+            auto_group("/o/550e8400-e29b-41d4-a716-446655440000"),
+            "/o/:uuid"
+        );
         assert_eq!(auto_group("/blob/9f86d081884c7d65"), "/blob/:hex");
         assert_eq!(auto_group("/img/42.png?x=1"), "/img/:id.png?x=1");
         assert_eq!(auto_group("/static/deadbeef"), "/static/deadbeef");

@@ -13,6 +13,7 @@
 //! - [`engine::analyze`]: a whole input, parsed in parallel;
 //! - [`timeline`]: per-bucket counts, latency and requests in flight;
 //! - [`render`]: alp's table, markdown, tsv, csv, json and html outputs;
+//! - [`view`]: slowest requests and timeline views (sparklines, JSON, CSV);
 //! - [`dump`]: save and reload aggregated statistics.
 
 pub mod dump;
@@ -20,13 +21,17 @@ pub mod engine;
 pub mod filter;
 pub mod format;
 pub mod group;
+pub mod input;
 pub mod render;
 pub mod stats;
 pub mod summary;
 pub mod timeline;
 pub mod timestamp;
 pub mod uri;
+pub mod view;
 
 pub use format::{FieldNames, Format, LineError, LineParser, Record};
-pub use stats::{Aggregator, Analysis, Config, FeedError, LineCounts, Malformed, RouteStats, SlowRequest};
+pub use stats::{
+    Aggregator, Analysis, Config, FeedError, LineCounts, Malformed, RouteStats, SlowRequest,
+};
 pub use uri::QueryMode;

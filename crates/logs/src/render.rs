@@ -107,9 +107,22 @@ impl Column {
     pub fn all(percentiles: &[u32]) -> Vec<Column> {
         let mut v = vec![Column::Count];
         v.extend((1..=5).map(Column::Status));
-        v.extend([Column::Method, Column::Uri, Column::Min, Column::Max, Column::Sum, Column::Avg]);
+        v.extend([
+            Column::Method,
+            Column::Uri,
+            Column::Min,
+            Column::Max,
+            Column::Sum,
+            Column::Avg,
+        ]);
         v.extend(percentiles.iter().map(|&p| Column::P(p)));
-        v.extend([Column::Stddev, Column::MinBody, Column::MaxBody, Column::SumBody, Column::AvgBody]);
+        v.extend([
+            Column::Stddev,
+            Column::MinBody,
+            Column::MaxBody,
+            Column::SumBody,
+            Column::AvgBody,
+        ]);
         v
     }
 
@@ -120,7 +133,11 @@ impl Column {
         if keys.contains(&"all") {
             return Ok(Column::all(percentiles));
         }
-        let bad: Vec<&str> = keys.iter().copied().filter(|k| Column::parse(k).is_none()).collect();
+        let bad: Vec<&str> = keys
+            .iter()
+            .copied()
+            .filter(|k| Column::parse(k).is_none())
+            .collect();
         if !bad.is_empty() {
             return Err(bad.join(","));
         }
@@ -137,7 +154,11 @@ pub fn fmt3(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{v:.3}")
     }
@@ -265,11 +286,17 @@ fn diff_cell(c: &Column, from: &RouteStats, to: &RouteStats, decode: bool) -> St
 
 /// Rows of cells for `routes` (already sorted); with `from`, each cell of a
 /// route also present there carries alp's `value (+diff)`.
-fn rows(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptions, quote_uri: bool) -> Vec<Vec<String>> {
+fn rows(
+    routes: &[RouteStats],
+    from: Option<&[RouteStats]>,
+    opts: &RenderOptions,
+    quote_uri: bool,
+) -> Vec<Vec<String>> {
     routes
         .iter()
         .map(|r| {
-            let before = from.and_then(|f| f.iter().find(|x| x.uri == r.uri && x.method == r.method));
+            let before =
+                from.and_then(|f| f.iter().find(|x| x.uri == r.uri && x.method == r.method));
             opts.columns
                 .iter()
                 .map(|c| match before {
@@ -318,7 +345,7 @@ fn width(s: &str) -> usize {
 
 fn pad(s: &str, w: usize) -> String {
     let mut o = s.to_string();
-    o.extend(std::iter::repeat_n(' ', w.saturating_sub(width(s))));
+    o.push_str(&" ".repeat(w.saturating_sub(width(s))));
     o
 }
 
@@ -328,7 +355,12 @@ fn center(s: &str, w: usize) -> String {
     format!("{}{}{}", " ".repeat(left), s, " ".repeat(gap - left))
 }
 
-fn render_grid(headers: &[String], body: &[Vec<String>], foot: Option<&[String]>, markdown: bool) -> String {
+fn render_grid(
+    headers: &[String],
+    body: &[Vec<String>],
+    foot: Option<&[String]>,
+    markdown: bool,
+) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     for row in body {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -351,7 +383,11 @@ fn render_grid(headers: &[String], body: &[Vec<String>], foot: Option<&[String]>
     let line = |cells: &[String], centered: bool| {
         let mut s = String::from("|");
         for (w, c) in widths.iter().zip(cells) {
-            let _ = write!(s, " {} |", if centered { center(c, *w) } else { pad(c, *w) });
+            let _ = write!(
+                s,
+                " {} |",
+                if centered { center(c, *w) } else { pad(c, *w) }
+            );
         }
         s
     };
@@ -416,10 +452,16 @@ fn json_value(cell: &str) -> serde_json::Value {
         return serde_json::Value::from(i);
     }
     let numeric = !cell.is_empty()
-        && cell.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
+        && cell
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b))
         && cell.bytes().any(|b| b.is_ascii_digit());
     if numeric {
         if let Ok(f) = cell.parse::<f64>() {
+            // Go's encoder prints integral floats without a fraction ("512").
+            if f.fract() == 0.0 && f.abs() < 1e15 {
+                return serde_json::Value::from(f as i64);
+            }
             if let Some(n) = serde_json::Number::from_f64(f) {
                 return serde_json::Value::Number(n);
             }
@@ -429,28 +471,50 @@ fn json_value(cell: &str) -> serde_json::Value {
 }
 
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Renders `routes` (in the order given) as `format`. With `from`, the
 /// output is alp's diff view: every value of a route also present in
 /// `from` is followed by its change, e.g. `0.120 (+0.020)`.
-pub fn render(routes: &[RouteStats], from: Option<&[RouteStats]>, format: OutputFormat, opts: &RenderOptions) -> String {
+pub fn render(
+    routes: &[RouteStats],
+    from: Option<&[RouteStats]>,
+    format: OutputFormat,
+    opts: &RenderOptions,
+) -> String {
     let headers: Vec<String> = opts.columns.iter().map(Column::header).collect();
     match format {
         OutputFormat::Table | OutputFormat::Markdown => {
             let body = rows(routes, from, opts, false);
             let foot = opts.show_footers.then(|| footer(routes, from, opts));
-            render_grid(&headers, &body, foot.as_deref(), format == OutputFormat::Markdown)
+            render_grid(
+                &headers,
+                &body,
+                foot.as_deref(),
+                format == OutputFormat::Markdown,
+            )
         }
         OutputFormat::Tsv | OutputFormat::Csv => {
-            let sep = if format == OutputFormat::Tsv { "\t" } else { "," };
+            let sep = if format == OutputFormat::Tsv {
+                "\t"
+            } else {
+                ","
+            };
             let mut out = String::new();
             if !opts.no_headers {
                 out.push_str(&headers.join(sep));
                 out.push('\n');
             }
-            for r in rows(routes, from, opts, format == OutputFormat::Csv && from.is_none()) {
+            for r in rows(
+                routes,
+                from,
+                opts,
+                format == OutputFormat::Csv && from.is_none(),
+            ) {
                 out.push_str(&r.join(sep));
                 out.push('\n');
             }
@@ -458,10 +522,15 @@ pub fn render(routes: &[RouteStats], from: Option<&[RouteStats]>, format: Output
         }
         OutputFormat::Json => {
             let mut all = vec![serde_json::Value::Array(
-                opts.columns.iter().map(|c| serde_json::Value::String(c.keyword())).collect(),
+                opts.columns
+                    .iter()
+                    .map(|c| serde_json::Value::String(c.keyword()))
+                    .collect(),
             )];
             for r in rows(routes, from, opts, from.is_none()) {
-                all.push(serde_json::Value::Array(r.iter().map(|c| json_value(c)).collect()));
+                all.push(serde_json::Value::Array(
+                    r.iter().map(|c| json_value(c)).collect(),
+                ));
             }
             let mut s = serde_json::Value::Array(all).to_string();
             s.push('\n');

@@ -5,7 +5,7 @@ use crate::filter::Filter;
 use crate::format::{trim_line, LineError, LineParser, Record};
 use crate::group::Grouper;
 use crate::summary::{Moments, Summary};
-use crate::timeline::{TimelineAcc, Timeline};
+use crate::timeline::{Timeline, TimelineAcc};
 use crate::timestamp;
 use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
@@ -81,11 +81,16 @@ pub struct RouteStats {
     pub low: f64,
     /// Response times in microseconds.
     pub hist: Histogram<u32>,
+    /// Whether every response time was a whole number of milliseconds (as
+    /// nginx writes them); percentiles then snap to the millisecond inside
+    /// their histogram bucket, which makes them exact below about 2 s.
+    pub ms_grid: bool,
 }
 
 fn new_hist() -> Histogram<u32> {
     // Bounds 1..2 with auto-resize: a route costs only what its range needs.
-    let mut h = Histogram::new_with_bounds(1, 2, HISTOGRAM_SIGFIGS).unwrap_or_else(|_| Histogram::new(HISTOGRAM_SIGFIGS).unwrap_or_else(|_| unreachable!()));
+    let mut h = Histogram::new_with_bounds(1, 2, HISTOGRAM_SIGFIGS)
+        .unwrap_or_else(|_| Histogram::new(HISTOGRAM_SIGFIGS).unwrap_or_else(|_| unreachable!()));
     h.auto(true);
     h
 }
@@ -124,6 +129,7 @@ impl RouteStats {
             moments: Moments::default(),
             low: f64::INFINITY,
             hist: new_hist(),
+            ms_grid: true,
         }
     }
 
@@ -145,7 +151,10 @@ impl RouteStats {
         if rt < self.low {
             self.low = rt;
         }
-        self.hist.saturating_record(micros(rt));
+        let us = micros(rt);
+        self.ms_grid &= us % 1000 == 0;
+        // Auto-resizes to the value; counts saturate rather than overflow.
+        let _ = self.hist.record(us);
     }
 
     /// Adds the order-independent parts of `o` (histogram, moments, counts).
@@ -156,6 +165,7 @@ impl RouteStats {
         }
         self.moments.merge(&o.moments);
         self.low = self.low.min(o.low);
+        self.ms_grid &= o.ms_grid;
         // Both auto-resize, so adding cannot fail for lack of range.
         let _ = self.hist.add(&o.hist);
     }
@@ -188,12 +198,27 @@ impl RouteStats {
             return self.time.max;
         }
         let rank = alp_rank(self.count, p) + 1;
+        // The extremes are known exactly.
+        if rank >= self.count {
+            return self.time.max;
+        }
+        if rank == 1 && self.low.is_finite() {
+            return self.low;
+        }
         let mut seen = 0u64;
         let mut value = self.hist.max();
         for v in self.hist.iter_recorded() {
-            seen += v.count_since_last_iteration();
+            seen += u64::from(v.count_at_value());
             if seen >= rank {
-                value = self.hist.median_equivalent(v.value_iterated_to());
+                let top = v.value_iterated_to();
+                value = self.hist.median_equivalent(top);
+                if self.ms_grid {
+                    let lo = self.hist.lowest_equivalent(top).div_ceil(1000);
+                    let hi = self.hist.highest_equivalent(top) / 1000;
+                    if lo <= hi {
+                        value = ((value + 500) / 1000).clamp(lo, hi) * 1000;
+                    }
+                }
                 break;
             }
         }
@@ -203,14 +228,19 @@ impl RouteStats {
 
     /// The histogram as `(microseconds, count)` pairs, for dumps.
     pub fn hist_pairs(&self) -> Vec<(u64, u64)> {
-        self.hist.iter_recorded().map(|v| (v.value_iterated_to(), u64::from(v.count_at_value()))).collect()
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
+            .collect()
     }
 
     /// Rebuilds the histogram from [`RouteStats::hist_pairs`].
     pub fn set_hist_pairs(&mut self, pairs: &[(u64, u64)]) {
         self.hist = new_hist();
         for &(v, c) in pairs {
-            let _ = self.hist.record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
+            let _ = self
+                .hist
+                .record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
         }
     }
 }
@@ -275,7 +305,10 @@ impl Ord for SlowEntry {
     /// Reversed so a `BinaryHeap` keeps the fastest of the kept requests on
     /// top; ties go to the earlier line.
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        o.req.response_time.total_cmp(&self.req.response_time).then(self.pos.cmp(&o.pos))
+        o.req
+            .response_time
+            .total_cmp(&self.req.response_time)
+            .then(self.pos.cmp(&o.pos))
     }
 }
 
@@ -343,8 +376,12 @@ fn route_key(method: &[u8], uri: &str, buf: &mut Vec<u8>) {
 impl Analysis {
     /// Appends `later` (the analysis of input that follows this one).
     pub fn merge(&mut self, later: Analysis) {
-        let mut index: FxHashMap<(String, String), usize> =
-            self.routes.iter().enumerate().map(|(i, r)| ((r.method.clone(), r.uri.clone()), i)).collect();
+        let mut index: FxHashMap<(String, String), usize> = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.method.clone(), r.uri.clone()), i))
+            .collect();
         for r in later.routes {
             match index.get(&(r.method.clone(), r.uri.clone())) {
                 Some(&i) => self.routes[i].merge(&r),
@@ -367,7 +404,11 @@ impl Analysis {
             s.line += base;
             s
         }));
-        self.slow.sort_by(|a, b| b.response_time.total_cmp(&a.response_time).then(a.line.cmp(&b.line)));
+        self.slow.sort_by(|a, b| {
+            b.response_time
+                .total_cmp(&a.response_time)
+                .then(a.line.cmp(&b.line))
+        });
         self.slow.truncate(keep);
         match (&mut self.timeline, later.timeline) {
             (Some(a), Some(b)) => a.merge(b),
@@ -461,7 +502,10 @@ impl Accumulator {
                 }
                 let id = self.routes.len() as u32;
                 self.index.insert(rkey.into_boxed_slice(), id);
-                self.routes.push(RouteStats::new(String::from_utf8_lossy(&rec.method).into_owned(), grouped.into_owned()));
+                self.routes.push(RouteStats::new(
+                    String::from_utf8_lossy(&rec.method).into_owned(),
+                    grouped.into_owned(),
+                ));
                 self.scratch.push((Summary::default(), Summary::default()));
                 self.created.push(id);
                 id
@@ -557,7 +601,14 @@ impl Accumulator {
         self.counts.malformed += 1;
         if self.malformed.len() < self.cfg.malformed_examples {
             let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
-            self.malformed.push((pos, Malformed { line: pos.line, reason: e.to_string(), text }));
+            self.malformed.push((
+                pos,
+                Malformed {
+                    line: pos.line,
+                    reason: e.to_string(),
+                    text,
+                },
+            ));
         }
     }
 
@@ -593,8 +644,16 @@ impl Accumulator {
 
     fn analysis_clone(&self) -> Analysis {
         let mut slow: Vec<SlowRequest> = self.slow.iter().map(|e| e.req.clone()).collect();
-        slow.sort_by(|a, b| b.response_time.total_cmp(&a.response_time).then(a.line.cmp(&b.line)));
-        let names: Vec<(String, String)> = self.routes.iter().map(|r| (r.method.clone(), r.uri.clone())).collect();
+        slow.sort_by(|a, b| {
+            b.response_time
+                .total_cmp(&a.response_time)
+                .then(a.line.cmp(&b.line))
+        });
+        let names: Vec<(String, String)> = self
+            .routes
+            .iter()
+            .map(|r| (r.method.clone(), r.uri.clone()))
+            .collect();
         Analysis {
             routes: self.routes.clone(),
             counts: self.counts,
@@ -615,7 +674,9 @@ pub struct Aggregator {
 impl Aggregator {
     /// An empty aggregator.
     pub fn new(cfg: Arc<Config>) -> Aggregator {
-        Aggregator { acc: Accumulator::new(cfg) }
+        Aggregator {
+            acc: Accumulator::new(cfg),
+        }
     }
 
     /// Feeds one line (with or without its `\n`).
@@ -641,3 +702,29 @@ impl Aggregator {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_follow_alps_rank_rule() {
+        let mut r = RouteStats::new("GET".into(), "/".into());
+        for v in [0.001, 0.002, 0.003, 1.249, 0.5, 2.5, 0.0] {
+            r.add(200, v, 1.0);
+        }
+        // sorted: 0 .001 .002 .003 .5 1.249 2.5; alp rank(7, 90) = int(8*0.9)-1 = 6
+        assert_eq!(alp_rank(7, 90.0), 6);
+        assert!(
+            (r.percentile(90.0) - 2.5).abs() < 0.0025,
+            "{}",
+            r.percentile(90.0)
+        );
+        assert!(
+            (r.percentile(50.0) - 0.003).abs() < 1e-6,
+            "{}",
+            r.percentile(50.0)
+        );
+        assert_eq!(r.percentile(100.0), 2.5);
+        assert_eq!(r.percentile(0.0), 0.0);
+    }
+}

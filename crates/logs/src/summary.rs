@@ -163,7 +163,11 @@ mod tests {
         let mut all = Moments::default();
         for (i, &x) in v.iter().enumerate() {
             all.add(x);
-            if i < 40 { a.add(x) } else { b.add(x) }
+            if i < 40 {
+                a.add(x)
+            } else {
+                b.add(x)
+            }
         }
         a.merge(&b);
         let mean = v.iter().sum::<f64>() / v.len() as f64;

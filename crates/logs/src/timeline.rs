@@ -77,7 +77,9 @@ impl SparseHist {
                 return bin_value(b) as f64 / 1e6;
             }
         }
-        self.bins.last().map_or(0.0, |b| bin_value(b.0) as f64 / 1e6)
+        self.bins
+            .last()
+            .map_or(0.0, |b| bin_value(b.0) as f64 / 1e6)
     }
 }
 
@@ -110,7 +112,11 @@ pub(crate) struct TimelineAcc {
 
 impl TimelineAcc {
     pub fn new(width: f64) -> TimelineAcc {
-        TimelineAcc { width, cells: FxHashMap::default(), busy: FxHashMap::default() }
+        TimelineAcc {
+            width,
+            cells: FxHashMap::default(),
+            busy: FxHashMap::default(),
+        }
     }
 
     pub fn add(&mut self, route: u32, end: f64, rt: f64, status: i64) {
@@ -121,7 +127,11 @@ impl TimelineAcc {
         if status >= 500 {
             c.errors += 1;
         }
-        let us = if rt > 0.0 { (rt * 1e6).round() as u64 } else { 0 };
+        let us = if rt > 0.0 {
+            (rt * 1e6).round() as u64
+        } else {
+            0
+        };
         c.hist.add(us, 1);
         if rt > 0.0 && rt.is_finite() {
             let start = end - rt;
@@ -213,8 +223,12 @@ const MAX_FILLED: i64 = 200_000;
 impl Timeline {
     /// Appends another timeline of the same width.
     pub fn merge(&mut self, o: Timeline) {
-        let mut index: FxHashMap<(String, String), u32> =
-            self.routes.iter().enumerate().map(|(i, r)| (r.clone(), i as u32)).collect();
+        let mut index: FxHashMap<(String, String), u32> = self
+            .routes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.clone(), i as u32))
+            .collect();
         let map: Vec<u32> = o
             .routes
             .iter()
@@ -226,7 +240,10 @@ impl Timeline {
             })
             .collect();
         for ((b, r), c) in o.cells {
-            self.cells.entry((b, map[r as usize])).or_default().merge(&c);
+            self.cells
+                .entry((b, map[r as usize]))
+                .or_default()
+                .merge(&c);
         }
         for (b, v) in o.busy {
             *self.busy.entry(b).or_default() += v;
@@ -236,8 +253,20 @@ impl Timeline {
     /// The buckets in time order (empty buckets between included).
     pub fn buckets(&self) -> Vec<Bucket> {
         let (Some(first), Some(last)) = (
-            self.cells.keys().next().map(|k| k.0).into_iter().chain(self.busy.keys().next().copied()).min(),
-            self.cells.keys().next_back().map(|k| k.0).into_iter().chain(self.busy.keys().next_back().copied()).max(),
+            self.cells
+                .keys()
+                .next()
+                .map(|k| k.0)
+                .into_iter()
+                .chain(self.busy.keys().next().copied())
+                .min(),
+            self.cells
+                .keys()
+                .next_back()
+                .map(|k| k.0)
+                .into_iter()
+                .chain(self.busy.keys().next_back().copied())
+                .max(),
         ) else {
             return Vec::new();
         };
@@ -266,7 +295,12 @@ impl Timeline {
                     p99: c.hist.percentile(99.0),
                 });
             }
-            routes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.uri.cmp(&b.uri)).then_with(|| a.method.cmp(&b.method)));
+            routes.sort_by(|a, b| {
+                b.count
+                    .cmp(&a.count)
+                    .then_with(|| a.uri.cmp(&b.uri))
+                    .then_with(|| a.method.cmp(&b.method))
+            });
             let start = b as f64 * self.width;
             out.push(Bucket {
                 start,
@@ -292,7 +326,10 @@ mod tests {
     fn bins_round_trip_within_one_percent() {
         for us in [0u64, 1, 127, 128, 129, 1000, 12_345, 999_999, 123_456_789] {
             let v = bin_value(bin_of(us)) as f64;
-            assert!((v - us as f64).abs() <= (us as f64 / 120.0).max(0.0), "{us} -> {v}");
+            assert!(
+                (v - us as f64).abs() <= (us as f64 / 120.0).max(0.0),
+                "{us} -> {v}"
+            );
         }
     }
 

@@ -79,7 +79,8 @@ fn iso8601(b: &[u8]) -> Option<f64> {
 
 fn month(b: &[u8]) -> Option<i64> {
     const M: [&[u8]; 12] = [
-        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
     ];
     M.iter().position(|m| *m == b).map(|i| i as i64 + 1)
 }
@@ -105,7 +106,10 @@ fn clf(b: &[u8]) -> Option<f64> {
 pub fn parse(text: &[u8]) -> Option<f64> {
     let t = text.strip_prefix(b"[").unwrap_or(text);
     let t = t.strip_suffix(b"]").unwrap_or(t);
-    if t.first().is_some_and(u8::is_ascii_digit) && t.len() >= 9 && t.iter().all(|c| c.is_ascii_digit() || *c == b'.') {
+    if t.first().is_some_and(u8::is_ascii_digit)
+        && t.len() >= 9
+        && t.iter().all(|c| c.is_ascii_digit() || *c == b'.')
+    {
         let v: f64 = std::str::from_utf8(t).ok()?.parse().ok()?;
         return v.is_finite().then_some(v);
     }
@@ -116,7 +120,9 @@ pub fn parse(text: &[u8]) -> Option<f64> {
 /// seconds.
 pub fn parse_duration(text: &str) -> Option<f64> {
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
     let v: f64 = n.parse().ok()?;
     let mul = match unit.trim() {
@@ -147,7 +153,12 @@ pub fn format_utc(secs: f64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

@@ -178,7 +178,11 @@ pub fn normalize(raw: &[u8], mode: QueryMode) -> Option<Cow<'_, str>> {
         // which is the input for the usual cases. A colon before any slash in a
         // relative reference is an error there.
         let slash = memchr::memchr(b'/', path).unwrap_or(path.len());
-        if colon < slash && !path[..colon].first().is_some_and(|b| b.is_ascii_alphabetic()) {
+        if colon < slash
+            && !path[..colon]
+                .first()
+                .is_some_and(|b| b.is_ascii_alphabetic())
+        {
             return None;
         }
     }
@@ -186,7 +190,7 @@ pub fn normalize(raw: &[u8], mode: QueryMode) -> Option<Cow<'_, str>> {
     let out: Cow<'_, str> = match (query, mode) {
         (None, _) => epath,
         // "/a?" keeps its lone question mark in Go (ForceQuery).
-        (Some(q), _) if q.is_empty() => Cow::Owned(format!("{epath}?")),
+        (Some(b""), _) => Cow::Owned(format!("{epath}?")),
         (Some(_), QueryMode::Drop) => epath,
         (Some(q), m) => {
             let enc = encode_query(q, m == QueryMode::IgnoreValues);
@@ -262,16 +266,28 @@ mod tests {
     #[test]
     fn unsafe_bytes_are_escaped_like_go() {
         assert_eq!(n("/a b", QueryMode::Drop).as_deref(), Some("/a%20b"));
-        assert_eq!(n("/%41 (x)", QueryMode::Drop).as_deref(), Some("/A%20%28x%29"));
+        assert_eq!(
+            n("/%41 (x)", QueryMode::Drop).as_deref(),
+            Some("/A%20%28x%29")
+        );
         assert_eq!(n("/é", QueryMode::Drop).as_deref(), Some("/%C3%A9"));
     }
 
     #[test]
     fn queries() {
         assert_eq!(n("/a?b=2&a=1", QueryMode::Drop).as_deref(), Some("/a"));
-        assert_eq!(n("/a?b=2&a=1", QueryMode::Keep).as_deref(), Some("/a?a=1&b=2"));
-        assert_eq!(n("/a?b=2&a=1&b=3", QueryMode::IgnoreValues).as_deref(), Some("/a?a=xxx&b=xxx"));
-        assert_eq!(n("/a?x=a b+c", QueryMode::Keep).as_deref(), Some("/a?x=a+b+c"));
+        assert_eq!(
+            n("/a?b=2&a=1", QueryMode::Keep).as_deref(),
+            Some("/a?a=1&b=2")
+        );
+        assert_eq!(
+            n("/a?b=2&a=1&b=3", QueryMode::IgnoreValues).as_deref(),
+            Some("/a?a=xxx&b=xxx")
+        );
+        assert_eq!(
+            n("/a?x=a b+c", QueryMode::Keep).as_deref(),
+            Some("/a?x=a+b+c")
+        );
         assert_eq!(n("/a?", QueryMode::Drop).as_deref(), Some("/a?"));
     }
 
