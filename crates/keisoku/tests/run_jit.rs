@@ -1,0 +1,161 @@
+//! `keisoku run --profile perf` names JIT-compiled handlers: a Java server
+//! (perf map written with jcmd) and a Node server (--perf-basic-prof).
+
+use keisoku_store::RunJson;
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs 3 s of load at `port` against `server_cmd` with perf; returns the run.
+fn profiled_run(dir: &Path, port: u16, server_cmd: &str) -> RunJson {
+    let store = dir.join("runs.db");
+    let out = Command::new(BIN)
+        .args([
+            "run",
+            "--target",
+            &format!("http://127.0.0.1:{port}/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "3s",
+            "--server-cmd",
+            server_cmd,
+            "--profile",
+            "perf",
+            "--profile-hz",
+            "499",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{stderr}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = Command::new(BIN)
+        .args(["export", "last", "--store", store.to_str().unwrap()])
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn frames_matching<'a>(run: &'a RunJson, needle: &str) -> Vec<&'a str> {
+    let p = run.profile.as_ref().expect("a profile");
+    p.frames
+        .name
+        .iter()
+        .filter(|n| n.contains(needle))
+        .map(String::as_str)
+        .collect()
+}
+
+#[test]
+fn java_handler_method_appears_by_name() {
+    assert!(
+        have("javac") && have("java") && have("jcmd"),
+        "JDK 17 (javac, java, jcmd) is required: run scripts/setup.sh"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("KeisokuServer.java");
+    std::fs::write(
+        &src,
+        r#"import com.sun.net.httpserver.*;
+import java.io.*;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executors;
+
+public class KeisokuServer {
+    static double keisokuBurn(int n) {
+        double x = 0;
+        for (int i = 0; i < n; i++) x += Math.sqrt(i + x % 7);
+        return x;
+    }
+    static class BusyHandler implements HttpHandler {
+        public void handle(HttpExchange ex) throws IOException {
+            byte[] body = String.valueOf(keisokuBurn(100000)).getBytes();
+            ex.sendResponseHeaders(200, body.length);
+            try (OutputStream o = ex.getResponseBody()) { o.write(body); }
+        }
+    }
+    public static void main(String[] args) throws Exception {
+        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])), 64);
+        s.createContext("/", new BusyHandler());
+        s.setExecutor(Executors.newFixedThreadPool(2));
+        s.start();
+    }
+}
+"#,
+    )
+    .unwrap();
+    let javac = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        javac.status.success(),
+        "{}",
+        String::from_utf8_lossy(&javac.stderr)
+    );
+    let port = free_port();
+    let cmd = format!(
+        "exec java -XX:+PreserveFramePointer -Xshare:auto -cp {} KeisokuServer {port}",
+        dir.path().display()
+    );
+    let run = profiled_run(dir.path(), port, &cmd);
+    let hits = frames_matching(&run, "KeisokuServer");
+    assert!(
+        !hits.is_empty(),
+        "no Java frame of KeisokuServer among {:?}",
+        frames_matching(&run, "::")
+    );
+}
+
+#[test]
+fn node_handler_function_appears_by_name() {
+    assert!(have("node"), "node is required");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let script = dir.path().join("server.js");
+    std::fs::write(
+        &script,
+        format!(
+            "const http = require('http');\n\
+function keisokuBusyHandler(req, res) {{\n  let x = 0;\n  for (let i = 0; i < 300000; i++) x += Math.sqrt(i + (x % 7));\n  res.end(String(x));\n}}\n\
+http.createServer(keisokuBusyHandler).listen({port}, '127.0.0.1');\n"
+        ),
+    )
+    .unwrap();
+    let run = profiled_run(
+        dir.path(),
+        port,
+        &format!("exec node --perf-basic-prof {}", script.display()),
+    );
+    let hits = frames_matching(&run, "keisokuBusyHandler");
+    assert!(
+        !hits.is_empty(),
+        "no keisokuBusyHandler frame among {} frames",
+        run.profile.as_ref().map_or(0, |p| p.frames.name.len())
+    );
+}
