@@ -38,6 +38,7 @@ test('compare: gate fails with exit 3 and the page shows deltas, sweeps and the 
     sweepSeries: document.querySelectorAll('#sweep .u-legend .u-series').length,
     routes: document.querySelectorAll('#routes tbody tr').length,
     isDiff: window.keisoku.flame?.isDiff ?? false,
+    regressions: [...document.querySelectorAll('#profile .ks-regressions tbody td.ks-name')].map((td) => td.firstChild?.textContent ?? ''),
     fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
   }));
   assert.equal(facts.fatal, null);
@@ -49,6 +50,7 @@ test('compare: gate fails with exit 3 and the page shows deltas, sweeps and the 
   assert.ok(facts.sweepSeries >= 2 + 4, 'both runs drawn on the same axes');
   assert.equal(facts.routes, 3);
   assert.ok(facts.isDiff, 'a differential flame graph');
+  assert.ok(facts.regressions.includes('json_parse'), `regression table names json_parse: ${facts.regressions}`);
   // B's json_parse weight is 1.3x: its frame is drawn red (grew).
   const red = await page.evaluate(() => {
     const g = window.keisoku.flame;

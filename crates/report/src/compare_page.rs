@@ -45,7 +45,7 @@ pub fn compare(
         .map(|clauses| compare::judge_gate(clauses, &sa, &sb))
         .transpose()?;
     let diff = match (profile_of(&a), profile_of(&b)) {
-        (Some(pa), Some(pb)) => Some(diff_profiles(pa, pb)),
+        (Some(pa), Some(pb)) => diff_profiles(pa, pb),
         _ => None,
     };
     Ok(Comparison {
@@ -73,51 +73,104 @@ fn profile_of(run: &Value) -> Option<&Value> {
     run.get("profile").filter(|p| p.is_object())
 }
 
-/// A normalised differential profile: runs differ in length and load, so
-/// shares of each total are what is comparable.
-fn diff_profiles(a: &Value, b: &Value) -> Value {
-    json!({
-        "version": 1,
-        "mode": "normalized",
-        "before": counts_form(a),
-        "after": counts_form(b),
-        "table": [],
-    })
+/// A normalised differential profile (crates/stacks computes it, with the
+/// regression table): runs differ in length and load, so shares of each
+/// total are what is comparable. `None` when either profile is unreadable.
+fn diff_profiles(a: &Value, b: &Value) -> Option<Value> {
+    let (before, after) = (to_stacks(a)?, to_stacks(b)?);
+    let d = keisoku_stacks::diff::diff(before, after, true);
+    serde_json::from_slice(&keisoku_stacks::json::diff_json(&d)).ok()
 }
 
-/// The profile with per-sample columns folded into self weight per node
-/// (the "counts" form), which is all a differential view needs.
-fn counts_form(p: &Value) -> Value {
-    let mut out = p.clone();
-    let Some(obj) = out.as_object_mut() else {
-        return out;
+/// Rebuilds a stacks profile (counts form) from profile JSON
+/// (docs/profile-json.md), per-sample or counts form alike.
+fn to_stacks(p: &Value) -> Option<keisoku_stacks::Profile> {
+    use keisoku_stacks::model::NO_PARENT;
+    use keisoku_stacks::{FrameKind, Profile, Unit};
+    let strs = |ptr: &str| -> Option<Vec<&str>> {
+        p.pointer(ptr)?
+            .as_array()?
+            .iter()
+            .map(|v| v.as_str())
+            .collect()
     };
-    let nodes = p
-        .pointer("/nodes/parent")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    if let Some(samples) = p.get("samples").filter(|s| s.is_object()) {
-        let mut counts = vec![0.0f64; nodes];
-        let weights = samples.get("weight").and_then(Value::as_array);
-        if let Some(ids) = samples.get("node").and_then(Value::as_array) {
-            for (i, id) in ids.iter().enumerate() {
-                let w = weights
-                    .and_then(|w| w.get(i))
-                    .and_then(Value::as_f64)
-                    .unwrap_or(1.0);
-                if let Some(slot) = id
-                    .as_u64()
-                    .and_then(|n| usize::try_from(n).ok())
-                    .and_then(|n| counts.get_mut(n))
-                {
-                    *slot += w;
-                }
-            }
-        }
-        obj.insert("samples".into(), Value::Null);
-        obj.insert("counts".into(), json!(counts));
+    let ints = |ptr: &str| -> Option<Vec<i64>> {
+        p.pointer(ptr)?
+            .as_array()?
+            .iter()
+            .map(Value::as_i64)
+            .collect()
+    };
+    let kinds = strs("/kinds")?;
+    let (names, modules, kind_of) = (
+        strs("/frames/name")?,
+        strs("/frames/module")?,
+        ints("/frames/kind")?,
+    );
+    let (parents, node_frames) = (ints("/nodes/parent")?, ints("/nodes/frame")?);
+    if names.len() != modules.len()
+        || names.len() != kind_of.len()
+        || parents.len() != node_frames.len()
+    {
+        return None;
     }
-    out
+    let unit = match p.get("unit").and_then(Value::as_str) {
+        Some("nanoseconds") => Unit::Nanoseconds,
+        Some("bytes") => Unit::Bytes,
+        _ => Unit::Samples,
+    };
+    let title = p.get("title").and_then(Value::as_str).unwrap_or("profile");
+    let mut out = Profile::new(title, unit);
+    let frames: Vec<_> = names
+        .iter()
+        .zip(&modules)
+        .zip(&kind_of)
+        .map(|((name, module), k)| {
+            let kind = match usize::try_from(*k).ok().and_then(|k| kinds.get(k)).copied() {
+                Some("kernel") => FrameKind::Kernel,
+                Some("native") => FrameKind::Native,
+                Some("jit") => FrameKind::Jit,
+                Some("interpreted") => FrameKind::Interpreted,
+                Some("inlined") => FrameKind::Inlined,
+                _ => FrameKind::Unknown,
+            };
+            out.frame_parts(name, module, kind)
+        })
+        .collect();
+    // Parents precede children (the format's rule), so one pass maps ids.
+    let mut ids = Vec::with_capacity(parents.len());
+    for (parent, frame) in parents.iter().zip(&node_frames) {
+        let frame = *frames.get(usize::try_from(*frame).ok()?)?;
+        let parent = if *parent < 0 {
+            NO_PARENT
+        } else {
+            *ids.get(usize::try_from(*parent).ok()?)?
+        };
+        ids.push(out.child(parent, frame));
+    }
+    let mut counts = vec![0u64; out.node_count()];
+    let mut add = |node: i64, w: f64| -> Option<()> {
+        let id = *ids.get(usize::try_from(node).ok()?)?;
+        counts[id as usize] += w.max(0.0).round() as u64;
+        Some(())
+    };
+    if let Some(samples) = p.get("samples").filter(|s| s.is_object()) {
+        let nodes = samples.get("node")?.as_array()?;
+        let weights = samples.get("weight").and_then(Value::as_array);
+        for (i, n) in nodes.iter().enumerate() {
+            let w = weights
+                .and_then(|w| w.get(i))
+                .and_then(Value::as_f64)
+                .unwrap_or(1.0);
+            add(n.as_i64()?, w)?;
+        }
+    } else {
+        for (n, w) in p.get("counts")?.as_array()?.iter().enumerate() {
+            add(n as i64, w.as_f64()?)?;
+        }
+    }
+    out.counts = Some(counts);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -137,14 +190,20 @@ mod tests {
 
     #[test]
     fn profiles_fold_into_counts_for_the_diff() {
-        let p = json!({"version": 1, "frames": {"name": ["a", "b"], "module": ["", ""], "kind": [1, 1]},
+        let p = json!({"version": 1, "frames": {"name": ["a", "b"], "module": ["", ""], "kind": [1, 1]}, "kinds": ["kernel", "native"],
                        "nodes": {"parent": [-1, 0], "frame": [0, 1]},
-                       "samples": {"node": [1, 1, 0, 7], "weight": null, "time_ms": [0, 1, 2, 3], "thread": null},
+                       "samples": {"node": [1, 1, 0], "weight": null, "time_ms": [0, 1, 2], "thread": null},
                        "counts": null});
         let cmp = compare(&run("a", 10.0, p.clone()), &run("b", 12.0, p), None).unwrap();
         let diff = cmp.diff.clone().unwrap();
-        assert_eq!(diff["before"]["counts"], json!([1.0, 2.0]));
+        assert_eq!(diff["mode"], "normalized");
+        // Node 1 (a;b) took two samples, node 0 (a) one.
+        assert_eq!(diff["before"]["counts"], json!([1, 2]));
         assert!(diff["after"]["samples"].is_null());
+        let rows = diff["table"].as_array().unwrap();
+        assert!(rows
+            .iter()
+            .any(|r| r["frame"] == "b" && r["before_self"] == 2));
         let html = compare_page(&cmp, false).unwrap();
         assert!(html.contains("\"deltas\""));
     }
