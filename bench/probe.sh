@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CPU cost of host/process sampling: keisoku's sampler (crates/probe, via
-# its `sample` example writing every point to a TSV file) vs sysstat's
+# its `sample` example writing every point to a TSV file, and the whole
+# `keisoku record -- sleep DUR` storing them in SQLite) vs sysstat's
 # collector `sadc -S XALL` (what `sar -A -o FILE` runs) and `dool` with
 # comparable plugins, each collecting for DUR seconds. All collectors of one
 # repetition run at the same time (same machine state), launch order
@@ -37,6 +38,16 @@ fi
 echo "probe bench: building the sampler example (release)" >&2
 cargo build --release -q -p keisoku-probe --example sample
 SAMPLE=${CARGO_TARGET_DIR:-target}/release/examples/sample
+# The whole `keisoku record -- sleep DUR` (sampler + SQLite run store) too,
+# when the binary builds; KEISOKU=path skips the build.
+if [[ -z ${KEISOKU:-} ]]; then
+  echo "probe bench: building keisoku (release)" >&2
+  if cargo build --release -q -p keisoku; then
+    KEISOKU=${CARGO_TARGET_DIR:-target}/release/keisoku
+  else
+    echo "probe bench: keisoku does not build; its row is left out" >&2
+  fi
+fi
 
 cores=$(nproc)
 cpu_list=total; for ((i = 0; i < cores; i++)); do cpu_list+=",$i"; done
@@ -64,6 +75,7 @@ run_tool() { # name rep -> starts the collector under cputime in the background
     keisoku-1s) cputime "$t" "$SAMPLE" --interval-ms 1000 --seconds "$DUR" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-1s-pid) cputime "$t" "$SAMPLE" --interval-ms 1000 --seconds "$DUR" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-100ms) cputime "$t" "$SAMPLE" --interval-ms 100 --seconds "$DUR" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-record) rm -f "$OUT/runs.$rep.db"*; cputime "$t" "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" -- sleep "$DUR" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
     sadc) rm -f "$OUT/sa.$rep"; cputime "$t" /usr/lib/sysstat/sadc -S XALL 1 $((DUR + 1)) "$OUT/sa.$rep" & ;;
     dool) cputime "$t" dool --nocolor --noupdate -c -C "$cpu_list" -d -D "total,$disks" -n -N "total,$ifaces" -g -y \
             --vm --proc --mem --swap --io --tcp --socket --fs --aio --output "$OUT/dool.$rep.csv" 1 "$DUR" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
@@ -71,6 +83,7 @@ run_tool() { # name rep -> starts the collector under cputime in the background
 }
 
 TOOLS=(keisoku-1s keisoku-1s-pid keisoku-100ms sadc dool)
+[[ -n ${KEISOKU:-} ]] && TOOLS+=(keisoku-record)
 : >"$OUT/../probe.tsv"
 for ((rep = 1; rep <= REPS; rep++)); do
   echo "probe bench: repetition $rep/$REPS (${DUR}s)" >&2
@@ -109,6 +122,7 @@ for tool in "${TOOLS[@]}"; do
     keisoku-1s) what="keisoku sampler, host"; iv="1 s" ;;
     keisoku-1s-pid) what="keisoku sampler, host + process tree"; iv="1 s" ;;
     keisoku-100ms) what="keisoku sampler, host + process tree"; iv="100 ms" ;;
+    keisoku-record) what="\`keisoku record --pid P -- sleep ${DUR}\` (sampler + run store)"; iv="1 s" ;;
     sadc) what="sadc -S XALL (sar -A)"; iv="1 s" ;;
     dool) what="dool -cdngy --vm --proc --mem --swap --io --tcp --socket --fs --aio"; iv="1 s" ;;
   esac

@@ -213,7 +213,16 @@ impl HostCollector {
     ) -> HostCollector {
         let tcp_states = tcp_states_every.is_some();
         let mut psi = Vec::new();
-        for (i, r) in PSI_RESOURCES.iter().enumerate() {
+        let has_psi = proc_root.join("pressure").is_dir();
+        if !has_psi {
+            notes.once("pressure", || {
+                format!(
+                    "psi.* left out: {} is missing (kernel without CONFIG_PSI, or booted with psi=0)",
+                    proc_root.join("pressure").display()
+                )
+            });
+        }
+        for (i, r) in PSI_RESOURCES.iter().enumerate().filter(|_| has_psi) {
             let rel = format!("pressure/{r}");
             if let Some(f) = open(proc_root, &rel, notes, "pressure stall (PSI) series") {
                 psi.push((

@@ -55,6 +55,11 @@ pub struct PySpyOptions {
     pub format: PySpyFormat,
     /// Also sample subprocesses (gunicorn/uwsgi workers).
     pub subprocesses: bool,
+    /// Include threads that are not on a CPU (blocked in accept, recv,
+    /// locks). Off by default so the profile means CPU time, like perf's.
+    pub idle: bool,
+    /// Put a `thread (0x...)` root frame on each stack (py-spy --threads).
+    pub threads: bool,
     /// Directory for the output file.
     pub output_dir: PathBuf,
     /// The py-spy executable.
@@ -64,13 +69,16 @@ pub struct PySpyOptions {
 }
 
 impl PySpyOptions {
-    /// 99 Hz, speedscope, subprocesses included, `py-spy` from PATH.
+    /// 99 Hz, speedscope, subprocesses included, on-CPU samples only,
+    /// `py-spy` from PATH.
     pub fn new(pid: u32, output_dir: impl Into<PathBuf>, origin: Instant) -> PySpyOptions {
         PySpyOptions {
             pid,
             rate: 99,
             format: PySpyFormat::Speedscope,
             subprocesses: true,
+            idle: false,
+            threads: false,
             output_dir: output_dir.into(),
             py_spy: PathBuf::from("py-spy"),
             origin,
@@ -144,15 +152,17 @@ impl PySpyRecorder {
             .arg(o.format.arg())
             .arg("--output")
             .arg(&path)
-            // Thread ids, so samples can be told apart like perf's.
-            .arg("--threads")
-            // Idle threads too: a server blocked in accept/recv is evidence.
-            .arg("--idle")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         if o.subprocesses {
             cmd.arg("--subprocesses");
+        }
+        if o.idle {
+            cmd.arg("--idle");
+        }
+        if o.threads {
+            cmd.arg("--threads");
         }
         let started_run_ns = u64::try_from(o.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut child = cmd.spawn().map_err(|e| {
