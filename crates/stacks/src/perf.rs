@@ -153,12 +153,14 @@ pub fn stack_line(line: &[u8]) -> Option<StackLine<'_>> {
     })
 }
 
-/// Strips a trailing symbol offset (`+0x1f`), as Linux 4.8+ prints it.
+/// Strips a trailing symbol offset (`+0x1f`), as Linux 4.8+ prints it
+/// (Perl: `s/\+0x[\da-f]+$//`; only the last "+" can start such a tail).
 pub fn strip_offset(rawfunc: &[u8]) -> &[u8] {
-    if let Some(pos) = memchr::memmem::rfind(rawfunc, b"+0x") {
-        let hex = &rawfunc[pos + 3..];
-        if !hex.is_empty()
-            && hex
+    if let Some(pos) = memchr::memrchr(b'+', rawfunc) {
+        let tail = &rawfunc[pos + 1..];
+        if tail.len() > 2
+            && tail.starts_with(b"0x")
+            && tail[2..]
                 .iter()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
         {
@@ -197,6 +199,15 @@ pub fn is_perf_map(module: &[u8]) -> bool {
 /// Applies stackcollapse-perf.pl's per-function clean-ups to `func`,
 /// appending the result to `out`. `java` is the Perl `$pname eq "java"` test.
 pub fn tidy_into(out: &mut Vec<u8>, func: &[u8], java: bool) {
+    // Fast path: nothing to cut or replace (most native symbols).
+    if memchr::memchr3(b'(', b';', b'"', func).is_none() && memchr::memchr(b'\'', func).is_none() {
+        let start = out.len();
+        out.extend_from_slice(func);
+        if java && func.first() == Some(&b'L') && memchr::memchr(b'/', func).is_some() {
+            out.remove(start);
+        }
+        return;
+    }
     // tidy_generic: `s/;/:/g`, then drop everything from the first "(" that
     // does not open "(anonymous namespace)" unless it looks like a Go method
     // ("net/http.(*Client).Do"), then `tr/"'//d`.
@@ -231,21 +242,43 @@ pub fn tidy_into(out: &mut Vec<u8>, func: &[u8], java: bool) {
 }
 
 /// Splits like Perl's `split /\->/`: trailing empty fields are dropped.
-pub fn split_inline(rawfunc: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut parts: Vec<&[u8]> = Vec::new();
-    let mut from = 0;
-    for at in memchr::memmem::find_iter(rawfunc, b"->") {
-        if at < from {
-            continue;
+pub fn split_inline(rawfunc: &[u8]) -> SplitInline<'_> {
+    // Dropping trailing empty fields = stripping trailing "->" repeatedly.
+    let mut end = rawfunc.len();
+    while end >= 2 && &rawfunc[end - 2..end] == b"->" {
+        end -= 2;
+    }
+    SplitInline {
+        rest: if end == 0 {
+            None
+        } else {
+            Some(&rawfunc[..end])
+        },
+    }
+}
+
+/// Iterator of [`split_inline`].
+pub struct SplitInline<'a> {
+    rest: Option<&'a [u8]>,
+}
+
+impl<'a> Iterator for SplitInline<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest?;
+        let mut from = 0;
+        while let Some(i) = memchr::memchr(b'-', &rest[from..]) {
+            let i = from + i;
+            if rest.get(i + 1) == Some(&b'>') {
+                self.rest = Some(&rest[i + 2..]);
+                return Some(&rest[..i]);
+            }
+            from = i + 1;
         }
-        parts.push(&rawfunc[from..at]);
-        from = at + 2;
+        self.rest = None;
+        Some(rest)
     }
-    parts.push(&rawfunc[from..]);
-    while parts.last().is_some_and(|p| p.is_empty()) {
-        parts.pop();
-    }
-    parts.into_iter()
 }
 
 /// Options of the perf script profile parser.
