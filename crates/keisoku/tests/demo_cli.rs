@@ -227,3 +227,43 @@ fn serve_runs_until_interrupted_then_reports_and_stops_the_target() {
         "target pid {pid} outlived keisoku demo --serve"
     );
 }
+
+#[test]
+fn ctrl_c_prints_what_was_measured_and_stops_the_target() {
+    let child = keisoku()
+        .args([
+            "demo",
+            "--naive",
+            "--knob",
+            "formatter",
+            "--sweep",
+            "1,2,4,8,16",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "0s",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the first phase or two finish, then interrupt as a terminal would.
+    std::thread::sleep(Duration::from_millis(2500));
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{:?}\n{out}", o.status);
+    assert!(out.contains("PARTIAL"), "{out}");
+    assert!(out.contains("interrupted"), "{out}");
+    assert!(
+        out.contains("target work per request: 0.00 config loads, 2.00 regex compiles"),
+        "{out}"
+    );
+    let pid = target_pids(&out)[0];
+    assert!(
+        wait_gone(pid),
+        "target pid {pid} outlived the interrupted demo"
+    );
+}

@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -507,6 +508,20 @@ impl TargetProcess {
         .stderr(Stdio::inherit());
         if let Some(w) = workers {
             cmd.arg("--workers").arg(w.to_string());
+        }
+        // Its own process group: Ctrl-C reaches keisoku alone, which then
+        // reads the target's counters before stopping it.
+        cmd.process_group(0);
+        // SAFETY: the closure runs in the forked child before exec and only
+        // calls prctl(2), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                // Should keisoku itself be killed, the target must not outlive it.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
         let mut child = cmd.spawn().context("cannot start the demo target")?;
         let stdout = child
