@@ -87,9 +87,13 @@ export function verdictSection(run: RunJson): HTMLElement {
       ),
     );
   }
-  const warnings = [...(r?.warnings ?? []), ...(r?.error_reasons ?? []).map((e) => `error: ${e}`)];
-  if (warnings.length) {
-    sec.append(h('div', { class: 'ks-warnings', role: 'note' }, h('strong', { text: 'Generator self-check' }), h('ul', {}, ...warnings.map((w) => h('li', { text: w })))));
+  const warnings = r?.warnings ?? [];
+  const reasons = r?.error_reasons ?? [];
+  if (warnings.length || reasons.length) {
+    const box = h('div', { class: 'ks-warnings', role: 'note' });
+    if (warnings.length) box.append(h('strong', { text: 'Generator self-check: the numbers may describe keisoku, not the target' }), h('ul', {}, ...warnings.map((w) => h('li', { text: w }))));
+    if (reasons.length) box.append(h('strong', { text: 'Why requests failed' }), h('ul', {}, ...reasons.map((w) => h('li', { text: w }))));
+    sec.append(box);
   }
 
   const m = meta.machine ?? {};
