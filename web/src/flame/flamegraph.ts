@@ -40,6 +40,8 @@ export interface FlameOptions {
   toolbar?: boolean;
   /** Show the legend; default true. */
   legend?: boolean;
+  /** Show the toolbar's idle checkbox; default true (a page with its own idle switch hides it). */
+  idleToggle?: boolean;
   /** Max height of the scrolling canvas area in CSS pixels; default 70vh. */
   maxHeight?: string;
 }
@@ -119,7 +121,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.scroller.style.maxHeight = options.maxHeight ?? '70vh';
     this.tooltip = h('div', { class: 'ks-flame-tip', role: 'tooltip' });
     this.legendEl = h('div', { class: 'ks-flame-legend' });
-    if (options.toolbar !== false) this.root.append(this.buildToolbar());
+    if (options.toolbar !== false) this.root.append(this.buildToolbar(options.idleToggle !== false));
     this.root.append(h('div', { class: 'ks-flame-statusbar' }, this.status), this.crumbs, this.scroller, this.tooltip);
     if (options.legend !== false) this.root.append(this.legendEl);
     container.append(this.root);
@@ -441,7 +443,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
 
   // ---- DOM --------------------------------------------------------------
 
-  private buildToolbar(): HTMLElement {
+  private buildToolbar(idleToggle: boolean): HTMLElement {
     const search = h('input', {
       type: 'search',
       class: 'ks-flame-search',
@@ -513,7 +515,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       invert,
       split,
       hide,
-      h('label', { title: 'include samples in idle frames (cpu_idle, swapper, ...)' }, idle, 'idle'),
+      idleToggle ? h('label', { title: 'include samples in idle frames (cpu_idle, swapper, ...)' }, idle, 'idle') : null,
       this.focusChip,
     );
   }

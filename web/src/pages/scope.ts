@@ -36,7 +36,7 @@ try {
   const graphBox = h('section', { class: 'ks-graph' });
   app.append(graphBox);
   let threads: ReadonlySet<number> | null = null;
-  let graph = new FlameGraph(graphBox, profile, { hideIdle: !idle });
+  let graph = new FlameGraph(graphBox, profile, { hideIdle: !idle, idleToggle: false });
   let diffGraph: FlameGraph | null = null;
   const handle = { profile, heat, flame: graph, diff: null as FlameGraph | null };
 
@@ -45,7 +45,7 @@ try {
     diffGraph = null;
     handle.diff = null;
     clear(graphBox);
-    graph = new FlameGraph(graphBox, profile, { hideIdle: !idle });
+    graph = new FlameGraph(graphBox, profile, { hideIdle: !idle, idleToggle: false });
     graph.setThreads(threads);
     handle.flame = graph;
   };
@@ -57,7 +57,7 @@ try {
       title.textContent = `Flame graph: ${fmtMs(s.fromMs)} – ${fmtMs(s.toMs)} (${fmtCount(s.samples)} samples)`;
     } else if (sel.a && sel.b) {
       clear(graphBox);
-      diffGraph = new FlameGraph(graphBox, { before: profile, after: profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { hideIdle: !idle });
+      diffGraph = new FlameGraph(graphBox, { before: profile, after: profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { hideIdle: !idle, idleToggle: false });
       diffGraph.setThreads(threads);
       handle.diff = diffGraph;
       title.textContent = `Differential flame graph: A ${fmtMs(sel.a[0])} – ${fmtMs(sel.a[1])} → B ${fmtMs(sel.b[0])} – ${fmtMs(sel.b[1])}`;
