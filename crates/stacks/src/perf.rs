@@ -385,7 +385,9 @@ pub fn parse(
     opts: &PerfOptions,
 ) -> Result<(Profile, EventFilterReport)> {
     let mut profile = Profile::new(name, Unit::Samples);
-    let mut cache: FxHashMap<(Vec<u8>, Vec<u8>, FrameKind), FrameId> = FxHashMap::default();
+    // Frames by "name\0module\0kind": one lookup without allocation per stack line.
+    let mut cache: FxHashMap<Box<[u8]>, FrameId> = FxHashMap::default();
+    let mut key: Vec<u8> = Vec::with_capacity(256);
     let mut report = EventFilterReport {
         kept: opts.event.clone(),
         dropped: Vec::new(),
@@ -577,8 +579,13 @@ pub fn parse(
                 tidy_into(&mut name_buf, func, java);
             }
             let kind = frame_kind(&name_buf, sl.module, unknown, i > 0);
-            let key = (name_buf.clone(), sl.module.to_vec(), kind);
-            let id = match cache.get(&key) {
+            key.clear();
+            key.extend_from_slice(&name_buf);
+            key.push(0);
+            key.extend_from_slice(sl.module);
+            key.push(0);
+            key.push(kind as u8);
+            let id = match cache.get(&key[..]) {
                 Some(&id) => id,
                 None => {
                     let id = profile.frame_parts(
@@ -586,7 +593,7 @@ pub fn parse(
                         &String::from_utf8_lossy(sl.module),
                         kind,
                     );
-                    cache.insert(key, id);
+                    cache.insert(key.clone().into_boxed_slice(), id);
                     id
                 }
             };
