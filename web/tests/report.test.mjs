@@ -3,13 +3,16 @@
 // map drag => flame graph total = samples in range; timeline drag; finding
 // click); search highlights; routes sort. Pages come from the real binary
 // (a Run JSON file in docs/run-json.md's form as RUN), or from the same
-// template when KEISOKU_BIN lacks `report`. A real recorded run is covered by
-// serve.test.mjs when `keisoku run` exists.
+// template when KEISOKU_BIN lacks `report`. The first test records a REAL run
+// (`keisoku run` against the demo target, perf profile) and checks it.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { binSupports, launch, open, runBin, scratch, shot, templatePage, write } from './helpers/browser.mjs';
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { binSupports, keisokuBin, launch, open, runBin, scratch, shot, templatePage, write } from './helpers/browser.mjs';
 import { makeRun } from './report-fixture.mjs';
+import { has, killAll, startDemo, stop } from './report-procs.mjs';
 
 let browser;
 before(async () => {
@@ -17,6 +20,7 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
+  killAll();
 });
 
 /** Writes the report of `run` and returns its path. */
@@ -44,6 +48,49 @@ function samplesWith(profile, name) {
   for (let n = 0; n < parent.length; n++) has[n] = (profile.frames.name[frame[n]] === name ? 1 : 0) | (parent[n] >= 0 ? has[parent[n]] : 0);
   return profile.samples.node.filter((n) => has[n]).length;
 }
+
+test('the report of a real recorded run shows every section with data', async (t) => {
+  if (!has('run', '--target') || !has('demo', '--serve')) {
+    t.skip('KEISOKU_BIN lacks `run` or `demo --serve`');
+    return;
+  }
+  const dir = scratch('report-real');
+  const store = join(dir, 'runs.db');
+  for (const f of [store, `${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
+  const demo = await startDemo();
+  const rec = spawnSync(keisokuBin(), ['run', '--target', `${demo.url}/health`, '--pid', demo.pid, '--profile', 'perf', '--sweep-connections', '1..3:1', '--step-duration', '1s', '--slo', 'p99<=50ms', '--store', store, '--name', 'real'], { encoding: 'utf8', timeout: 90000 });
+  await stop(demo.child);
+  assert.ok(rec.status === 0 || rec.status === 3, `keisoku run: ${rec.stderr}`);
+  const html = join(dir, 'report-real.html');
+  runBin(['report', 'real', '--store', store, '-o', html]);
+  const { page, errors, ctx } = await open(browser, html, { width: 1366, height: 768 });
+  const facts = await page.evaluate(() => ({
+    fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
+    stats: [...document.querySelectorAll('#verdict .ks-stat-value')].map((e) => e.textContent),
+    clauses: document.querySelectorAll('#verdict table.ks-slo tbody tr').length,
+    sweepPoints: window.keisoku.run.results?.phases?.length ?? 0,
+    sweeps: document.querySelectorAll('#sweep canvas').length,
+    routes: document.querySelectorAll('#routes tbody tr').length,
+    charts: [...document.querySelectorAll('#timelines .ks-chart')].map((c) => c.getAttribute('data-key')),
+    samples: window.keisoku.profile.profile?.sampleCount ?? null,
+    flame: window.keisoku.profile.flame?.stats().total ?? null,
+    findings: !!document.querySelector('#findings'),
+  }));
+  assert.equal(facts.fatal, null);
+  assert.equal(facts.stats.length, 8, `${facts.stats}`);
+  assert.notEqual(facts.stats[0], '—', 'throughput measured');
+  assert.equal(facts.clauses, 1);
+  assert.equal(facts.sweepPoints, 3);
+  assert.ok(facts.sweeps >= 2);
+  assert.ok(facts.routes >= 1, 'client routes');
+  for (const key of ['rps', 'latency', 'cpu', 'sched', 'proc-cpu', 'proc-sw']) assert.ok(facts.charts.includes(key), `chart ${key}: ${facts.charts}`);
+  if (facts.samples !== null) assert.equal(facts.flame, facts.samples, 'the flame graph holds every sample');
+  else t.diagnostic('perf gave no profile on this machine: the profile section shows its empty state');
+  assert.ok(facts.findings);
+  await shot(page, 'report-real');
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
 
 const run = makeRun({ samples: 20000 });
 const html = reportPage('report-synthetic', run);

@@ -5,57 +5,20 @@
 // and bad requests get 4xx messages while the server keeps serving.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { keisokuBin, launch, scratch, shot } from './helpers/browser.mjs';
+import { has, killAll, startAndMatch, startDemo, stop } from './report-procs.mjs';
 
 let browser;
-const children = [];
 before(async () => {
   browser = await launch();
 });
 after(async () => {
   await browser?.close();
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  killAll();
 });
-
-/** True when `keisoku CMD --help` mentions `flag` (the command is built, not a placeholder). */
-function has(cmd, flag) {
-  const bin = keisokuBin();
-  if (!bin) return false;
-  const r = spawnSync(bin, [cmd, '--help'], { encoding: 'utf8' });
-  return r.status === 0 && r.stdout.includes(flag);
-}
-
-/** Starts a long-running keisoku command; resolves with the first line matching `re`. */
-function startAndMatch(args, re) {
-  const child = spawn(keisokuBin(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout });
-    const timer = setTimeout(() => reject(new Error(`keisoku ${args[0]}: no ${re} within 30 s; stderr: ${stderr}`)), 30000);
-    rl.on('line', (line) => {
-      const m = line.match(re);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, m });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`keisoku ${args[0]} exited ${code}: ${stderr}`)));
-  });
-}
-
-function stop(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code, sig) => resolve(code ?? sig));
-    child.kill('SIGINT');
-  });
-}
 
 test('serve lists real recorded runs, opens a report, compares two, refuses bad requests', async (t) => {
   assert.ok(has('serve', '--addr'), 'KEISOKU_BIN must point at a keisoku with `serve`');
@@ -69,8 +32,7 @@ test('serve lists real recorded runs, opens a report, compares two, refuses bad 
   rmSync(`${store}-wal`, { force: true });
   rmSync(`${store}-shm`, { force: true });
 
-  const { child: demo, m } = await startAndMatch(['demo', '--serve', '--tuned'], /demo target: (http:\/\/127\.0\.0\.1:\d+) \(pid (\d+)\)/);
-  const [, url, pid] = m;
+  const { child: demo, url, pid } = await startDemo();
   for (const name of ['before', 'after']) {
     const r = spawnSync(keisokuBin(), ['record', '--pid', pid, '--profile', 'perf', '--store', store, '--name', name, '--', keisokuBin(), 'bench', '-c', '4', '-d', '2s', `${url}/health`], { encoding: 'utf8', timeout: 60000 });
     assert.equal(r.status, 0, `record ${name}: ${r.stderr}`);

@@ -31,6 +31,8 @@ export interface SweepSpec {
   title: string;
   /** What was varied, with its unit: "connections" or "offered rate (req/s)". */
   xLabel: string;
+  /** Ticks at whole numbers only (connections cannot be 2.5). */
+  integerX?: boolean;
   unit: string;
   curves: SweepCurve[];
   vmarks?: Mark[];
@@ -77,6 +79,7 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
         label: spec.xLabel,
         labelSize: 18,
         size: 34,
+        incrs: spec.integerX ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] : undefined,
         values: (_u, splits) => splits.map((s) => fmtValue(s, '')),
       },
       {

@@ -85,9 +85,9 @@ try {
     sweepSec.append(grid);
     const xLabel = byRate ? 'offered rate (req/s)' : 'connections';
     const curve = (label: string, ps: SweepPoint[], key: 'rps' | 'p50' | 'p99', color: number, dash: boolean): SweepCurve => ({ label, x: ps.map(xOf), y: ps.map((p) => p[key]), color, dash });
-    sweepChart(grid, { title: 'Throughput', xLabel, unit: 'req/s', width, curves: [curve(`A ${c.a.name}`, pa, 'rps', 0, false), curve(`B ${c.b.name}`, pb, 'rps', 1, false)] });
+    sweepChart(grid, { title: 'Throughput', xLabel, unit: 'req/s', width, integerX: !byRate, curves: [curve(`A ${c.a.name}`, pa, 'rps', 0, false), curve(`B ${c.b.name}`, pb, 'rps', 1, false)] });
     sweepChart(grid, {
-      title: 'Latency', xLabel, unit: 'ms', width,
+      title: 'Latency', xLabel, unit: 'ms', width, integerX: !byRate,
       curves: [curve(`A p99`, pa, 'p99', 0, false), curve(`B p99`, pb, 'p99', 1, false), curve(`A p50`, pa, 'p50', 0, true), curve(`B p50`, pb, 'p50', 1, true)],
     });
   } else sweepSec.append(h('p', { class: 'ks-muted ks-empty', text: 'No sweeps to compare.' }));

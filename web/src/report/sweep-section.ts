@@ -47,8 +47,8 @@ export function sweepSection(results: BenchResults | null | undefined, width: nu
   const w = Math.max(360, Math.min(width, Math.floor(width / 2) - 12));
   const rps: SweepCurve[] = [{ label: 'throughput', x, y: pts.map((q) => q.p.rps ?? null) }];
   if (axis === 'rate') rps.push({ label: 'offered', x, y: x, dash: true, color: 7 });
-  sweepChart(grid, { title: 'Throughput', xLabel, unit: 'req/s', curves: rps, vmarks, hmarks: marks.rps, width: w });
+  sweepChart(grid, { title: 'Throughput', xLabel, unit: 'req/s', curves: rps, vmarks, hmarks: marks.rps, width: w, integerX: axis === 'connections' });
   const lat: SweepCurve[] = (['p50', 'p80', 'p99'] as const).map((k, i) => ({ label: k, x, y: pts.map((q) => q.p.latency_ms?.[k] ?? null), color: i + 1 }));
-  sweepChart(grid, { title: 'Latency percentiles', xLabel, unit: 'ms', curves: lat, vmarks, hmarks: marks.latency, width: w });
+  sweepChart(grid, { title: 'Latency percentiles', xLabel, unit: 'ms', curves: lat, vmarks, hmarks: marks.latency, width: w, integerX: axis === 'connections' });
   return sec;
 }

@@ -54,7 +54,7 @@ export function verdictSection(run: RunJson): HTMLElement {
     const stats = h(
       'div',
       { class: 'ks-stats' },
-      stat('throughput', fmtValue(r.rps, 'req/s', true)),
+      stat('throughput', fmtValue(r.rps, 'req/s')),
       stat('requests', reqs === null ? '—' : reqs.toLocaleString('en-US')),
       stat('errors', errors === null ? '—' : `${errors.toLocaleString('en-US')}${reqs ? ` (${fmtValue((100 * errors) / reqs, '%', true)})` : ''}`, errors ? 'ks-bad' : ''),
       stat('p50', fmtValue(lat.p50, 'ms', true)),
