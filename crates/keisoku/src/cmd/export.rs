@@ -34,16 +34,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    match export(args) {
-        // `keisoku export RUN | head` is fine: the reader had enough.
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(OK)
-        }
-        other => other,
-    }
+    recording::quiet_broken_pipe(export(args))
 }
 
 fn export(args: Args) -> anyhow::Result<u8> {

@@ -190,7 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let opts = args.rec.options(pid, new_run)?;
 
     let ctl = RunControl {
-        progress: None,
+        progress: progress_printer(),
         ..RunControl::default()
     };
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -266,6 +266,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     });
 
     let result = keisoku_load::run(&plan, &ctl);
+    if ctl.progress.is_some() {
+        eprint!("\r\x1b[2K");
+    }
     watch_done.store(true, Ordering::Relaxed);
     if let Some(w) = watcher {
         let _ = w.join();
@@ -359,6 +362,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(FAILURE);
     }
     Ok(if gate_pass { OK } else { GATE_FAILED })
+}
+
+/// A live progress line on a terminal; nothing when stderr is a pipe.
+fn progress_printer() -> Option<keisoku_load::ProgressFn> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(Box::new(|p| {
+        eprint!("\r\x1b[2K{}", render::progress_line(p));
+    }))
 }
 
 fn rec_output(args: &Args, run: &str, stream: &str) -> Vec<u8> {

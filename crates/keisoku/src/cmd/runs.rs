@@ -21,6 +21,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    recording::quiet_broken_pipe(runs(args))
+}
+
+fn runs(args: Args) -> anyhow::Result<u8> {
     let path = args.store.path();
     let runs = if path.exists() {
         recording::open_existing(&path)?

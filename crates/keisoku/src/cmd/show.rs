@@ -23,6 +23,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    recording::quiet_broken_pipe(show(args))
+}
+
+fn show(args: Args) -> anyhow::Result<u8> {
     let store = recording::open_existing(&args.store.path())?;
     let id = recording::resolve(&store, &args.run)?;
     let mut out = std::io::stdout().lock();

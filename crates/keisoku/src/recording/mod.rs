@@ -215,3 +215,16 @@ pub fn print_notes(notes: &[String]) {
         eprintln!("keisoku: note: {n}");
     }
 }
+
+/// `keisoku show RUN | head` is fine: a reader that had enough is not an error.
+pub fn quiet_broken_pipe(r: anyhow::Result<u8>) -> anyhow::Result<u8> {
+    match r {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(crate::exit::OK)
+        }
+        other => other,
+    }
+}
