@@ -15,7 +15,7 @@ pub struct Args {
     /// The run: id, unique id prefix, name, or `last`.
     #[arg(value_name = "RUN")]
     run: String,
-    /// Print one stored output stream instead (server.stdout, server.stderr, command.stdout, command.stderr, notes).
+    /// Print one stored output stream instead: server.stdout, server.stderr (of --server-cmd) or notes.
     #[arg(long, value_name = "STREAM")]
     output: Option<String>,
     #[command(flatten)]

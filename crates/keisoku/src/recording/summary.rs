@@ -273,3 +273,44 @@ pub fn full(run: &RunJson) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keisoku_store::{Frames, Nodes, Samples};
+
+    #[test]
+    fn top_functions_sum_self_weight_per_function() {
+        // Stacks: main;a (x3), main;b (x1), main (x1); "a" appears at two nodes.
+        let p = Profile {
+            version: 1,
+            title: String::new(),
+            unit: "samples".into(),
+            kinds: vec!["native".into()],
+            frames: Frames {
+                name: vec!["main".into(), "a".into(), "b".into()],
+                module: vec!["app".into(), "app".into(), "[kernel.kallsyms]".into()],
+                kind: vec![0, 0, 0],
+            },
+            nodes: Nodes {
+                parent: vec![-1, 0, 0, 2],
+                frame: vec![0, 1, 2, 1],
+            },
+            threads: Vec::new(),
+            samples: Some(Samples {
+                node: vec![1, 1, 3, 2, 0],
+                weight: None,
+                time_ms: None,
+                thread: None,
+            }),
+            counts: None,
+            start_unix_ns: None,
+            duration_ms: None,
+        };
+        let top = top_functions(&p, 2);
+        assert_eq!(top.len(), 2);
+        assert_eq!((top[0].0.as_str(), top[0].2), ("a", 60.0));
+        assert_eq!(top[1].2, 20.0);
+        assert_eq!(top[1].0, "b", "ties break by name");
+    }
+}
