@@ -54,5 +54,7 @@ export function axisLabel(unit: string): string {
   const u = unit.trim();
   if (!u) return 'count';
   if (u === 'bytes' || u === 'B') return 'bytes';
+  // A bare rate reads better spelled out on an axis.
+  if (u === '/s') return 'per second';
   return u;
 }
