@@ -5,13 +5,14 @@
 # collector `sadc -S XALL` (what `sar -A -o FILE` runs) and `dool` with
 # comparable plugins, each collecting for DUR seconds. All collectors of one
 # repetition run at the same time (same machine state), launch order
-# rotates, REPS repetitions; the cost of each is user+sys CPU seconds of its
-# process (and children) from getrusage, reported as % of one core and
-# as a ratio to keisoku at 1 s. sadc and dool only take whole-second
+# rotates, REPS repetitions; the cost of each is the CPU time all its
+# threads used (/proc/PID/task/*/schedstat, nanoseconds) in one DUR-second
+# window that opens after start-up, reported as % of one core and as a
+# ratio to keisoku at 1 s. sadc and dool only take whole-second
 # intervals, so keisoku's 100 ms row has no peer at that rate.
 #
 #   bench/probe.sh                  # REPS=3 DUR=60
-#   REPS=5 DUR=60 bench/probe.sh
+#   REPS=5 DUR=60 RECORD=1 bench/probe.sh   # also `keisoku record`
 #
 # Installs its peers idempotently (Debian sysstat, `pip install dool`).
 # Prints a Markdown section for bench/RESULTS.md on stdout; raw numbers go
@@ -39,8 +40,8 @@ echo "probe bench: building the sampler example (release)" >&2
 cargo build --release -q -p keisoku-probe --example sample
 SAMPLE=${CARGO_TARGET_DIR:-target}/release/examples/sample
 # The whole `keisoku record -- sleep DUR` (sampler + SQLite run store) too,
-# when the binary builds; KEISOKU=path skips the build.
-if [[ -z ${KEISOKU:-} ]]; then
+# with KEISOKU=path, or RECORD=1 to build it here.
+if [[ -z ${KEISOKU:-} && ${RECORD:-0} == 1 ]]; then
   echo "probe bench: building keisoku (release)" >&2
   if cargo build --release -q -p keisoku; then
     KEISOKU=${CARGO_TARGET_DIR:-target}/release/keisoku
@@ -57,28 +58,30 @@ ifaces=$(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | paste -s
 # A process for the "with a target" row: a small tree (shell + 2 children).
 sh -c "sleep $((DUR * REPS * 3)) & sleep $((DUR * REPS * 3)) & wait" &
 TREE=$!
-trap 'kill $TREE 2>/dev/null; pkill -P $TREE 2>/dev/null || true' EXIT
+trap 'pkill -P $TREE 2>/dev/null; kill $TREE 2>/dev/null || true' EXIT
 
-# Runs a command and writes its user and system CPU seconds (kernel
-# accounting with microsecond resolution; /usr/bin/time rounds to 10 ms).
-cputime() { # outfile cmd args...
-  local out=$1; shift
-  python3 -c 'import resource, subprocess, sys
-subprocess.run(sys.argv[2:])
-r = resource.getrusage(resource.RUSAGE_CHILDREN)
-open(sys.argv[1], "w").write("%.6f %.6f\n" % (r.ru_utime, r.ru_stime))' "$out" "$@"
+# CPU time a process has used so far, in seconds: the sum over its threads
+# of /proc/PID/task/TID/schedstat's run time (nanoseconds; utime/stime in
+# /proc/PID/stat count 10 ms ticks, too coarse for a collector's cost).
+cpu_now() {
+  cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.6f\n", s / 1e9}'
 }
 
-run_tool() { # name rep -> starts the collector under cputime in the background
-  local name=$1 rep=$2 t="$OUT/$1.$2.time"
+# Collectors run longer than the measured window: it opens WARM seconds in,
+# after start-up (the first reads, opening files, Python's imports), and
+# closes DUR seconds later, while all of them still run.
+WARM=5
+LIFE=$((WARM + DUR + 5))
+start_tool() { # name rep -> starts the collector in the background ($! is its pid)
+  local name=$1 rep=$2
   case $name in
-    keisoku-1s) cputime "$t" "$SAMPLE" --interval-ms 1000 --seconds "$DUR" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
-    keisoku-1s-pid) cputime "$t" "$SAMPLE" --interval-ms 1000 --seconds "$DUR" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
-    keisoku-100ms) cputime "$t" "$SAMPLE" --interval-ms 100 --seconds "$DUR" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
-    keisoku-record) rm -f "$OUT/runs.$rep.db"*; cputime "$t" "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" -- sleep "$DUR" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
-    sadc) rm -f "$OUT/sa.$rep"; cputime "$t" /usr/lib/sysstat/sadc -S XALL 1 $((DUR + 1)) "$OUT/sa.$rep" & ;;
-    dool) cputime "$t" dool --nocolor --noupdate -c -C "$cpu_list" -d -D "total,$disks" -n -N "total,$ifaces" -g -y \
-            --vm --proc --mem --swap --io --tcp --socket --fs --aio --output "$OUT/dool.$rep.csv" 1 "$DUR" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-1s) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-1s-pid) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-100ms) "$SAMPLE" --interval-ms 100 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-record) rm -f "$OUT/runs.$rep.db"*; "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" -- sleep "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
+    sadc) rm -f "$OUT/sa.$rep"; /usr/lib/sysstat/sadc -S XALL 1 $((LIFE + 1)) "$OUT/sa.$rep" & ;;
+    dool) dool --nocolor --noupdate -c -C "$cpu_list" -d -D "total,$disks" -n -N "total,$ifaces" -g -y \
+            --vm --proc --mem --swap --io --tcp --socket --fs --aio --output "$OUT/dool.$rep.csv" 1 "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
   esac
 }
 
@@ -86,20 +89,27 @@ TOOLS=(keisoku-1s keisoku-1s-pid keisoku-100ms sadc dool)
 [[ -n ${KEISOKU:-} ]] && TOOLS+=(keisoku-record)
 : >"$OUT/../probe.tsv"
 for ((rep = 1; rep <= REPS; rep++)); do
-  echo "probe bench: repetition $rep/$REPS (${DUR}s)" >&2
+  echo "probe bench: repetition $rep/$REPS (${DUR}s measured)" >&2
   n=${#TOOLS[@]}
+  declare -A pid=() c0=()
   for ((k = 0; k < n; k++)); do
-    run_tool "${TOOLS[$(((k + rep) % n))]}" "$rep"
+    tool=${TOOLS[$(((k + rep) % n))]}
+    start_tool "$tool" "$rep"
+    pid[$tool]=$!
   done
-  wait $(jobs -p | grep -v "^$TREE\$") 2>/dev/null || true
+  sleep "$WARM"
+  for tool in "${TOOLS[@]}"; do c0[$tool]=$(cpu_now "${pid[$tool]}"); done
+  sleep "$DUR"
   for tool in "${TOOLS[@]}"; do
-    read -r u s <"$OUT/$tool.$rep.time"
-    echo -e "$tool\t$rep\t$u\t$s" >>"$OUT/../probe.tsv"
+    c1=$(cpu_now "${pid[$tool]}")
+    echo -e "$tool\t$rep\t$(awk -v a="${c0[$tool]}" -v b="$c1" 'BEGIN {printf "%.6f", b - a}')" >>"$OUT/../probe.tsv"
   done
+  for tool in "${TOOLS[@]}"; do kill "${pid[$tool]}" 2>/dev/null || true; done
+  wait "${pid[@]}" 2>/dev/null || true
 done
 
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
-cpu_of() { awk -v t="$1" '$1 == t {print $3 + $4}' "$OUT/../probe.tsv" | median; }
+cpu_of() { awk -v t="$1" '$1 == t {print $3}' "$OUT/../probe.tsv" | median; }
 base=$(cpu_of keisoku-1s)
 points=$(awk 'END {print NR}' "$OUT/keisoku-1s.1.tsv")
 model=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
@@ -109,8 +119,9 @@ cat <<EOF
 ## probe: sampler CPU cost vs sar (sadc) and dool ($(date -u +%Y-%m-%d))
 
 \`REPS=$REPS DUR=$DUR bench/probe.sh\` on $cores cores ($model), Linux $(uname -r).
-All collectors ran at the same time for ${DUR} s per repetition; cost = user+sys
-CPU seconds of the collector process (median of $REPS), as % of one core.
+All collectors ran at the same time; cost = CPU seconds (all threads, from
+/proc/PID/task/*/schedstat) each used in the same ${DUR} s window that opened
+${WARM} s after start-up, median of $REPS repetitions, as % of one core.
 keisoku wrote $points points per ${DUR} s at 1 s (host only) to a TSV file.
 
 | collector | interval | CPU s in ${DUR} s | % of one core | vs keisoku 1 s |

@@ -1,7 +1,7 @@
 //! Samples /proc like `keisoku record` would and prints the points, or with
 //! `--quiet` only the sampler's own CPU cost (used by bench/probe.sh).
 //!
-//! Usage: sample [--interval-ms N] [--seconds N] [--pid PID | --pidof NAME] [--quiet | --out FILE]
+//! Usage: sample [--interval-ms N] [--seconds N] [--pid PID | --pidof NAME] [--no-tcp-states] [--quiet | --out FILE]
 
 use std::io::Write;
 use std::path::Path;
@@ -14,6 +14,7 @@ fn main() {
     let mut seconds = 5u64;
     let mut pid = None;
     let mut quiet = false;
+    let mut tcp_states = true;
     let mut out_path: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -30,6 +31,7 @@ fn main() {
                 }
             },
             "--quiet" => quiet = true,
+            "--no-tcp-states" => tcp_states = false,
             "--out" => out_path = Some(value()),
             other => {
                 eprintln!("sample: unknown argument {other:?}");
@@ -40,6 +42,9 @@ fn main() {
     let mut config = SamplerConfig::new(Instant::now());
     config.interval = Duration::from_millis(interval_ms);
     config.pid = pid;
+    if !tcp_states {
+        config.tcp_states_every = None;
+    }
     // Points are written like a collector would keep them (sadc and dool
     // write files too): buffered, one write per sample.
     let mut sink: Box<dyn Write + Send> = match (&out_path, quiet) {

@@ -189,6 +189,8 @@ pub(crate) struct HostCollector {
     inuse: Series,
     /// Number of cores seen in /proc/stat (for per-core process series).
     pub(crate) cores: usize,
+    /// Processes forked since boot, as of the last sample.
+    pub(crate) forks_total: Option<u64>,
 }
 
 fn open(root: &Path, rel: &str, notes: &mut Notes, what: &str) -> Option<ProcFile> {
@@ -298,6 +300,7 @@ impl HostCollector {
             orphan: Series::new("tcp.orphan", "count"),
             inuse: Series::new("tcp.inuse", "count"),
             cores: 0,
+            forks_total: None,
         }
     }
 
@@ -364,7 +367,10 @@ impl HostCollector {
             let Some(v) = v else { continue };
             match key {
                 b"ctxt" => self.ctxt.update(v, dt_s, 1.0, out, t_ns),
-                b"processes" => self.forks.update(v, dt_s, 1.0, out, t_ns),
+                b"processes" => {
+                    self.forks_total = Some(v);
+                    self.forks.update(v, dt_s, 1.0, out, t_ns)
+                }
                 b"procs_running" => self.running.push(out, t_ns, v as f64),
                 b"procs_blocked" => self.blocked.push(out, t_ns, v as f64),
                 _ => {}

@@ -76,6 +76,15 @@ struct ThreadSlot {
     gen: u64,
 }
 
+/// What the host sample of the same moment tells the process sampler.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HostView {
+    /// Cores in /proc/stat (per-core series are emitted for all of them).
+    pub(crate) cores: usize,
+    /// Forks since boot (/proc/stat `processes`), when host sampling is on.
+    pub(crate) forks_total: Option<u64>,
+}
+
 /// Samples one process tree.
 pub(crate) struct ProcessCollector {
     proc_root: PathBuf,
@@ -98,6 +107,7 @@ pub(crate) struct ProcessCollector {
     stale: Vec<u32>,
     proc_dir: Option<NumericDir>,
     last_tree_scan: Option<Duration>,
+    forks_at_scan: Option<u64>,
     cpu_user: Series,
     cpu_system: Series,
     rss: Series,
@@ -145,6 +155,7 @@ impl ProcessCollector {
             stale: Vec::new(),
             proc_dir: NumericDir::open(proc_root).ok(),
             last_tree_scan: None,
+            forks_at_scan: None,
             cpu_user: Series::new("proc.cpu_user", "%"),
             cpu_system: Series::new("proc.cpu_system", "%"),
             rss: Series::new("proc.rss", "B"),
@@ -247,20 +258,29 @@ impl ProcessCollector {
         elapsed: Duration,
         dt_s: f64,
         t_ns: u64,
-        host_cores: usize,
+        host: HostView,
         out: &mut Vec<SeriesPoint>,
         notes: &mut Notes,
     ) {
         if !self.alive {
             return;
         }
+        // Listing /proc makes the kernel look up a dentry per process
+        // (about a millisecond with a few hundred processes), and without a
+        // fork on the host since the last scan there is no new child to find.
+        let forks_total = host.forks_total;
+        let host_cores = host.cores;
         let due = match self.last_tree_scan {
             None => true,
-            Some(last) => elapsed.saturating_sub(last) >= TREE_SCAN_EVERY,
+            Some(last) => {
+                elapsed.saturating_sub(last) >= TREE_SCAN_EVERY
+                    && (forks_total.is_none() || forks_total != self.forks_at_scan)
+            }
         };
         if due {
             self.rescan_tree();
             self.last_tree_scan = Some(elapsed);
+            self.forks_at_scan = forks_total;
         }
         self.gen += 1;
         let gen = self.gen;

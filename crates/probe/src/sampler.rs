@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ProbeError;
 use crate::host::HostCollector;
-use crate::process::ProcessCollector;
+use crate::process::{HostView, ProcessCollector};
 use crate::series::{Notes, SeriesPoint};
 
 /// The shortest supported interval: below it, tick-based counters (USER_HZ
@@ -103,15 +103,21 @@ impl Collector {
         };
         let t_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
         let mut cores = 0;
+        let mut forks = None;
         if let Some(h) = self.host.as_mut() {
             h.sample(dt_s, t_ns, first, out, &mut self.notes);
             cores = h.cores;
+            forks = h.forks_total;
         }
         if cores == 0 {
             cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         }
         if let Some(p) = self.process.as_mut() {
-            p.sample(elapsed, dt_s, t_ns, cores, out, &mut self.notes);
+            let host = HostView {
+                cores,
+                forks_total: forks,
+            };
+            p.sample(elapsed, dt_s, t_ns, host, out, &mut self.notes);
         }
         self.last = Some(elapsed);
         self.samples += 1;
@@ -207,11 +213,13 @@ impl Sampler {
                         Err(RecvTimeoutError::Timeout) => {
                             take(&mut collector, &mut out);
                             last = Instant::now();
-                            // After a stall, skip the missed ticks rather than
-                            // sampling in a burst.
-                            let behind = last.saturating_duration_since(start).as_nanos()
-                                / interval.as_nanos().max(1);
-                            k = (behind as u32).max(k) + 1;
+                            // Stay on the grid of ticks, but after a stall skip
+                            // the missed ones and any tick too close to this
+                            // sample: a rate over a few milliseconds is noise.
+                            k += 1;
+                            while start + interval * k < last + interval / 2 {
+                                k += 1;
+                            }
                         }
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => {
                             // A last partial interval, so the run's end is covered.

@@ -326,3 +326,31 @@ fn pidof_picks_the_parent_of_same_named_processes() {
         Err(ProbeError::NoProcessNamed(_))
     ));
 }
+
+#[test]
+fn a_child_started_later_joins_the_tree() {
+    use std::io::Write;
+    let mut parent = Command::new("sh")
+        .arg("-c")
+        .arg("read go; sleep 30 & wait")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let cfg = config(Some(parent.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    assert_eq!(by_name(&out)["proc.processes"][0].1, 1.0);
+    std::thread::sleep(Duration::from_millis(1100));
+    col.sample(cfg.origin.elapsed(), &mut out);
+    parent.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let mut last = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut last);
+    let pids = col.target_pids().to_vec();
+    for p in pids.iter().rev() {
+        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+    }
+    let _ = parent.wait();
+    assert_eq!(by_name(&last)["proc.processes"][0].1, 2.0, "pids {pids:?}");
+}
