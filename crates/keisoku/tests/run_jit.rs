@@ -1,5 +1,6 @@
-//! `keisoku run --profile perf` names JIT-compiled handlers: a Java server
-//! (perf map written with jcmd) and a Node server (--perf-basic-prof).
+//! `keisoku run` names the handlers of managed runtimes in the stored
+//! profile: Java (perf, perf map written with jcmd), Node (perf,
+//! --perf-basic-prof) and Python (py-spy, with sample times).
 
 use keisoku_store::RunJson;
 use std::path::Path;
@@ -22,6 +23,10 @@ fn have(tool: &str) -> bool {
 
 /// Runs 3 s of load at `port` against `server_cmd` with perf; returns the run.
 fn profiled_run(dir: &Path, port: u16, server_cmd: &str) -> RunJson {
+    profiled_run_with(dir, port, server_cmd, "perf")
+}
+
+fn profiled_run_with(dir: &Path, port: u16, server_cmd: &str, profiler: &str) -> RunJson {
     let store = dir.join("runs.db");
     let out = Command::new(BIN)
         .args([
@@ -37,7 +42,7 @@ fn profiled_run(dir: &Path, port: u16, server_cmd: &str) -> RunJson {
             "--server-cmd",
             server_cmd,
             "--profile",
-            "perf",
+            profiler,
             "--profile-hz",
             "499",
             "--store",
@@ -157,5 +162,56 @@ http.createServer(keisokuBusyHandler).listen({port}, '127.0.0.1');\n"
         !hits.is_empty(),
         "no keisokuBusyHandler frame among {} frames",
         run.profile.as_ref().map_or(0, |p| p.frames.name.len())
+    );
+}
+
+#[test]
+fn python_handler_appears_by_name_with_py_spy_sample_times() {
+    assert!(
+        have("py-spy") && have("python3"),
+        "py-spy is required: run scripts/setup.sh"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let script = dir.path().join("server.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server, math\n\
+def keisoku_busy_handler():\n    x = 0.0\n    for i in range(20000):\n        x += math.sqrt(i)\n    return str(x).encode()\n\
+class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        b = keisoku_busy_handler()\n        self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)\n    def log_message(self, *a): pass\n\
+http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let run = profiled_run_with(
+        dir.path(),
+        port,
+        &format!("exec python3 {}", script.display()),
+        "py-spy",
+    );
+    assert!(
+        !frames_matching(&run, "keisoku_busy_handler").is_empty(),
+        "frames: {:?}",
+        run.profile.as_ref().map(|p| &p.frames.name)
+    );
+    let times = run
+        .profile
+        .as_ref()
+        .unwrap()
+        .samples
+        .as_ref()
+        .unwrap()
+        .time_ms
+        .as_ref()
+        .unwrap();
+    assert!(!times.is_empty());
+    assert!(
+        times
+            .iter()
+            .all(|&t| t > 0.0 && t < run.run.duration_ms + 1000.0),
+        "{:?}..{:?}",
+        times.first(),
+        times.last()
     );
 }

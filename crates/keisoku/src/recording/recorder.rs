@@ -75,6 +75,8 @@ pub struct Recording {
     notes: Vec<String>,
     /// Options until the recorders start.
     opts: Option<Options>,
+    /// The process py-spy watches.
+    py_pid: u32,
 }
 
 /// This machine, for the run's context.
@@ -148,6 +150,7 @@ impl Recording {
             follower: None,
             workdir,
             notes: Vec::new(),
+            py_pid: 0,
             opts: Some(opts),
         })
     }
@@ -223,9 +226,10 @@ impl Recording {
             }
             ProfileKind::PySpy => match opts.pid {
                 Some(pid) => {
+                    self.py_pid = pid;
                     let mut o = PySpyOptions::new(pid, workdir.join("py-spy"), origin);
                     o.rate = opts.profile_hz;
-                    o.format = PySpyFormat::Raw;
+                    o.format = PySpyFormat::Speedscope;
                     match PySpyRecorder::start(o) {
                         Ok(r) => Some(Profiler::PySpy(r)),
                         Err(e) => {
@@ -373,16 +377,14 @@ impl Recording {
             Profiler::PySpy(r) => {
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
-                let path = out.path.to_string_lossy().into_owned();
-                let loaded = keisoku_stacks::read_profile(
-                    &path,
-                    &keisoku_stacks::ReadOptions {
-                        format: Some(keisoku_stacks::Format::Folded),
-                        event: None,
-                    },
-                )
-                .map_err(|e| e.to_string())?;
-                let mut sp = to_store_profile(&loaded.profile)?;
+                let text =
+                    std::fs::read(&out.path).map_err(|e| format!("{}: {e}", out.path.display()))?;
+                let mut sp = super::speedscope::to_profile(
+                    &text,
+                    out.started_run_ns as f64 / 1e6,
+                    self.py_pid,
+                )?;
+                sp.start_unix_ns = Some(self.started_unix_ms * 1_000_000);
                 sp.title = format!("py-spy {}", self.run);
                 Ok(sp)
             }
