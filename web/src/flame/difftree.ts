@@ -34,8 +34,16 @@ export function diffTrees(before: CallTree, after: CallTree, mode: DiffMode): Di
 
   const funcs: FuncTable = { name: [], module: [], kind: [] };
   const funcIds = new Map<string, number>();
+  // Each side's function id maps to a merged id once; the string key is
+  // built only the first time a function is met.
+  const memo = new Map<CallTree, Int32Array>([
+    [before, new Int32Array(before.funcs.name.length).fill(-1)],
+    [after, new Int32Array(after.funcs.name.length).fill(-1)],
+  ]);
   const funcOf = (t: CallTree, node: number): number => {
     const f = t.func[node];
+    const m = memo.get(t) as Int32Array;
+    if (m[f] >= 0) return m[f];
     const key = `${t.funcs.name[f]}\u0000${t.funcs.module[f]}`;
     let id = funcIds.get(key);
     if (id === undefined) {
@@ -45,6 +53,7 @@ export function diffTrees(before: CallTree, after: CallTree, mode: DiffMode): Di
       funcs.module.push(t.funcs.module[f]);
       funcs.kind.push(t.funcs.kind[f]);
     }
+    m[f] = id;
     return id;
   };
 
