@@ -79,11 +79,13 @@ export function diffColor(delta: number, maxAbs: number, dark: boolean): string 
 
 /**
  * Heat-map colour for a cell holding `v` of at most `max` samples: empty
- * cells blend into the background; FlameScope-like white→orange→red.
+ * cells blend into the background; FlameScope-like white→orange→red on a
+ * square-root scale.
  */
 export function heatColor(v: number, max: number, dark: boolean): string {
   if (v <= 0 || max <= 0) return dark ? '#1c1c1f' : '#f6f6f6';
-  const f = Math.min(1, v / max);
+  // Square root: one burst must not wash every ordinary second out to white.
+  const f = Math.sqrt(Math.min(1, v / max));
   const l = dark ? 22 + f * 38 : 90 - f * 50;
   const hue = 50 - f * 50; // yellow -> red
   return `hsl(${hue.toFixed(1)},${(70 + f * 25).toFixed(0)}%,${l.toFixed(1)}%)`;
