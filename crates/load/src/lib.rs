@@ -518,8 +518,8 @@ impl<'a> Runner<'a> {
                 let own = s.late - s.waited_for_connection.min(s.late);
                 if s.intended > 0 && own as f64 > 0.01 * s.intended as f64 {
                     warnings.push(format!(
-                        "phase {}: the open-model schedule fell behind with connections free: {} of {} requests were sent more than 1 ms late (max lag {:.1} ms); these numbers may describe keisoku, not the target (add --threads or lower the rate)",
-                        p.label, own, s.intended, s.max_lag_ms
+                        "phase {}: the open-model schedule fell behind with connections free: {} of {} requests were sent more than 1 ms late; these numbers may describe keisoku, not the target (add --threads or lower the rate)",
+                        p.label, own, s.intended
                     ));
                 }
                 if s.intended > 0

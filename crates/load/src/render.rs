@@ -232,24 +232,21 @@ pub fn timeline_table(r: &Report) -> String {
         } else {
             format!("{start}-{}", start + width - 1)
         };
+        // A second with only errors has no latency to show.
         let q = |p: f64| {
             if h.is_empty() {
-                0.0
+                "-".to_string()
             } else {
-                h.value_at_quantile(p) as f64 / 1000.0
+                ms(h.value_at_quantile(p) as f64 / 1000.0)
             }
         };
         rows.push(vec![
             label,
             format!("{:.0}", req as f64 / width as f64),
             err.to_string(),
-            ms(q(0.5)),
-            ms(q(0.99)),
-            ms(if h.is_empty() {
-                0.0
-            } else {
-                h.max() as f64 / 1000.0
-            }),
+            q(0.5),
+            q(0.99),
+            q(1.0),
         ]);
         i = j;
     }
