@@ -107,6 +107,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
   private charW = 7.2;
   private widthPx = 0;
   private raf = 0;
+  private resizeObserver: ResizeObserver;
 
   constructor(container: HTMLElement, source: Profile | DiffSource, options: FlameOptions = {}) {
     super();
@@ -129,7 +130,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => this.setHover(-1, null));
     this.canvas.addEventListener('click', (e) => this.onClick(e));
-    new ResizeObserver(() => this.scheduleDraw()).observe(this.scroller);
+    this.resizeObserver = new ResizeObserver(() => this.scheduleDraw());
+    this.resizeObserver.observe(this.scroller);
     onThemeChange(() => {
       this.dark = isDark();
       this.colorCache = [];
@@ -154,6 +156,13 @@ export class FlameGraph extends Emitter<FlameEvents> {
         resolve();
       }, 0);
     });
+  }
+
+  /** Removes the graph from the page and stops observing its size. */
+  destroy(): void {
+    this.resizeObserver.disconnect();
+    if (this.raf) cancelAnimationFrame(this.raf);
+    this.root.remove();
   }
 
   /** Resolves once the full tree is built (large profiles paint a preview first). */

@@ -42,6 +42,7 @@ try {
 
   const showPlain = (): void => {
     if (!diffGraph) return;
+    diffGraph.destroy();
     diffGraph = null;
     handle.diff = null;
     clear(graphBox);
@@ -56,6 +57,8 @@ try {
       graph.setRange(s.fromMs, s.toMs);
       title.textContent = `Flame graph: ${fmtMs(s.fromMs)} – ${fmtMs(s.toMs)} (${fmtCount(s.samples)} samples)`;
     } else if (sel.a && sel.b) {
+      graph.destroy();
+      diffGraph?.destroy();
       clear(graphBox);
       diffGraph = new FlameGraph(graphBox, { before: profile, after: profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { hideIdle: !idle, idleToggle: false });
       diffGraph.setThreads(threads);
@@ -74,8 +77,9 @@ try {
   const tf = threadFilter(profile, (s) => {
     threads = s;
     heat.setThreads(s);
-    graph.setThreads(s);
-    diffGraph?.setThreads(s);
+    // Only the graph on screen is rebuilt; showPlain() applies the filters to a new one.
+    if (diffGraph) diffGraph.setThreads(s);
+    else graph.setThreads(s);
   });
   if (tf) bar.append(tf);
   const idleBox = h('input', { type: 'checkbox', class: 'ks-scope-idle' });
@@ -83,8 +87,8 @@ try {
   idleBox.addEventListener('change', () => {
     idle = idleBox.checked;
     heat.setIdle(idle);
-    graph.setHideIdle(!idle);
-    diffGraph?.setHideIdle(!idle);
+    if (diffGraph) diffGraph.setHideIdle(!idle);
+    else graph.setHideIdle(!idle);
   });
   bar.append(h('label', { title: 'count samples in idle frames (cpu_idle, swapper, ...)' }, idleBox, 'include idle'));
   bar.append(h('button', { type: 'button', class: 'ks-scope-clear', text: 'Clear selection', onclick: clearSel }));
