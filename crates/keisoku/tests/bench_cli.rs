@@ -178,6 +178,8 @@ fn json_on_stdout_and_open_model() {
         "1",
         "-d",
         "1s",
+        "--warmup",
+        "300ms",
         "--json",
         "-",
         &s.url("/"),
@@ -189,7 +191,14 @@ fn json_on_stdout_and_open_model() {
     assert!(v["service_ms"]["p99"].is_f64());
     assert!(v["schedule"]["intended"].as_u64().unwrap() >= 190);
     assert!(stderr(&o).contains("coordinated omission corrected"));
-    assert_eq!(v["requests"].as_u64(), Some(s.requests()));
+    // The warm-up is excluded from the numbers but placed on the run's clock.
+    let warm_end = v["warmup"]["end_ms"].as_f64().unwrap();
+    assert!(warm_end >= 300.0, "{}", v["warmup"]);
+    assert!(v["phases"][0]["start_ms"].as_f64().unwrap() >= warm_end);
+    assert!(
+        v["requests"].as_u64().unwrap() + 40 < s.requests(),
+        "warm-up requests are not counted"
+    );
 }
 
 #[test]
