@@ -94,11 +94,27 @@ pub struct Args {
     hdr_log: Option<PathBuf>,
 }
 
-fn dur(flag: &str, s: &str) -> anyhow::Result<Duration> {
+/// Parses a duration flag; the error names the flag (exit 2). Shared with
+/// the other commands that drive load.
+pub(crate) fn dur(flag: &str, s: &str) -> anyhow::Result<Duration> {
     parse_duration(s).map_err(|e| bad_input(format!("{flag}: {e}")))
 }
 
-fn load_err(e: LoadError) -> anyhow::Error {
+/// `--body STRING|@FILE` as bytes (a missing file is bad input).
+pub(crate) fn read_body(body: Option<&str>) -> anyhow::Result<Vec<u8>> {
+    Ok(match body {
+        None => Vec::new(),
+        Some(b) => match b.strip_prefix('@') {
+            Some(file) => {
+                std::fs::read(file).map_err(|e| bad_input(format!("--body: {file}: {e}")))?
+            }
+            None => b.as_bytes().to_vec(),
+        },
+    })
+}
+
+/// Maps a load-engine error to the binary's exit statuses (bad input: 2).
+pub(crate) fn load_err(e: LoadError) -> anyhow::Error {
     if e.is_bad_input() {
         bad_input(e)
     } else {
@@ -114,15 +130,7 @@ struct Job {
 }
 
 fn build(a: &Args) -> anyhow::Result<Job> {
-    let body = match &a.body {
-        None => Vec::new(),
-        Some(b) => match b.strip_prefix('@') {
-            Some(file) => {
-                std::fs::read(file).map_err(|e| bad_input(format!("--body: {file}: {e}")))?
-            }
-            None => b.clone().into_bytes(),
-        },
-    };
+    let body = read_body(a.body.as_deref())?;
     let method = a
         .method
         .clone()
