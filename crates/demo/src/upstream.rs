@@ -154,6 +154,8 @@ impl BlockingServer {
                         if stop.load(Ordering::Relaxed) {
                             return;
                         }
+                        // Out of descriptors or the like: back off instead of spinning.
+                        std::thread::sleep(Duration::from_millis(10));
                         continue;
                     };
                     if stop.load(Ordering::Relaxed) {

@@ -29,20 +29,28 @@ const SAMPLE_BODIES: usize = 8;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
-#[command(
-    about = "Start the built-in demo target, load it, and explain what was found",
-    long_about = "Start the built-in demo target (a bid server: POST /bid, GET /health, GET /stats) \
-on a free 127.0.0.1 port as a child process, run a connection sweep against it, and print the \
-sweep table, the knee and the SLO verdict. By default it runs the target twice, every knob naive \
-then every knob tuned, and compares the two.\n\n\
-Knobs (each reproduces a case from the field notes; see docs/demo.md): json-cache, formatter, \
-per-request-init, sync-log-rollover, single-worker, no-keepalive, sync-external-call, unpinned.",
-    after_help = "Examples:\n  keisoku demo                          naive then tuned, compared\n  \
-keisoku demo --knob json-cache        only that knob naive, then all tuned\n  \
-keisoku demo --tuned --sweep 1..64:8  one sweep of the tuned target\n  \
-keisoku demo --serve --knob formatter leave the target running for your own tools\n\n\
-Exit status: 0 done, 1 runtime failure, 2 bad flags, 3 the tuned target failed the SLO."
-)]
+#[command(after_help = "\
+The target is a bid server (POST /bid, GET /health, GET /stats) started on a free 127.0.0.1 port \
+as a child process. By default it runs twice, every knob naive then every knob tuned, under the \
+same sweep, and compares the two.
+
+Knobs (each reproduces a case from the field notes; see docs/demo.md):
+  json-cache          cache JSON text and parse it on every hit
+  formatter           compile regexes and the timestamp format per request
+  per-request-init    read and parse the config file per request
+  sync-log-rollover   log under one lock; roll by copying and compressing inside a request
+  single-worker       one event-loop thread instead of one per core
+  no-keepalive        a new backend connection per call
+  sync-external-call  wait for a slow external logger (5-20 ms) inside the request
+  unpinned            workers not pinned to cores
+
+Examples:
+  keisoku demo                           naive then tuned, compared
+  keisoku demo --knob json-cache         only that knob naive, then all tuned
+  keisoku demo --tuned --sweep 1..64:8   one sweep of the tuned target
+  keisoku demo --serve --knob formatter  leave the target running for your own tools
+
+Exit status: 0 done, 1 runtime failure, 2 bad flags, 3 the tuned target failed the SLO.")]
 pub struct Args {
     /// Turn on a single knob: only NAME is naive on the naive side.
     #[arg(long, value_name = "NAME", conflicts_with = "knobs")]
