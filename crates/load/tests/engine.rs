@@ -285,3 +285,49 @@ fn stop_flag_gives_a_partial_report() {
     assert!(r.partial);
     assert!(r.overall.requests > 0);
 }
+
+#[test]
+fn hdr_interval_log_reads_back() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let s = TestServer::start(Config::default());
+    let mut p = plan(&[s.url("/")], 2, 0);
+    p.phases[0].requests = Some(500);
+    let r = go(&p);
+    let mut buf = Vec::new();
+    keisoku_load::hlog::write_hlog(&r, &mut buf).unwrap();
+    let mut de = Deserializer::new();
+    let mut total = 0;
+    let mut intervals = 0;
+    for entry in IntervalLogIterator::new(&buf) {
+        if let LogEntry::Interval(h) = entry.unwrap() {
+            let bytes = base64_decode(h.encoded_histogram());
+            let hist: hdrhistogram::Histogram<u64> = de.deserialize(&mut bytes.as_slice()).unwrap();
+            total += hist.len();
+            intervals += 1;
+        }
+    }
+    assert!(intervals >= 1);
+    assert_eq!(total, 500);
+}
+
+/// Minimal standard base64 decoder (the test only needs to read what the crate wrote).
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::new();
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= (val(c) as u32) << (18 - 6 * i);
+        }
+        out.extend_from_slice(&acc.to_be_bytes()[1..chunk.len()]);
+    }
+    out
+}
