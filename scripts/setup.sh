@@ -12,6 +12,8 @@ command -v perf >/dev/null 2>&1 || need_apt+=(linux-perf)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 command -v sqlite3 >/dev/null 2>&1 || need_apt+=(sqlite3)
 command -v gzip >/dev/null 2>&1 || need_apt+=(gzip)
+# Go builds alp v1.0.21 (bench/alp/build.sh), the peer `keisoku logs` is tested against.
+command -v go >/dev/null 2>&1 || [[ -x /usr/local/go/bin/go ]] || need_apt+=(golang-go)
 command -v jcmd >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3 python3-pip)
 

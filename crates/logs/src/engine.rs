@@ -336,7 +336,7 @@ fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
         counts,
         malformed: c.malformed,
         slow,
-        timeline: timeline.map(|t| t.finish(&names, None)),
+        timeline: timeline.map(|t| t.finish(&names)),
         head,
     }
 }

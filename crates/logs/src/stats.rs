@@ -556,8 +556,18 @@ impl Accumulator {
         if cfg.needs_time() {
             match timestamp::parse(&rec.time) {
                 Some(t) => {
+                    // A whole-second stamp (nginx $time_iso8601/$time_local)
+                    // means "ended during that second": count it there but
+                    // take mid-second as the end for time in flight.
+                    let whole = !rec.time.contains(&b'.');
                     if let Some(tl) = &mut self.timeline {
-                        tl.add(id, t, rec.response_time, rec.status);
+                        tl.add(
+                            id,
+                            t,
+                            if whole { t + 0.5 } else { t },
+                            rec.response_time,
+                            rec.status,
+                        );
                     }
                 }
                 None => self.counts.bad_time += 1,
@@ -659,7 +669,7 @@ impl Accumulator {
             counts: self.counts,
             malformed: self.malformed.iter().map(|(_, m)| m.clone()).collect(),
             slow,
-            timeline: self.timeline.as_ref().map(|t| t.finish(&names, None)),
+            timeline: self.timeline.as_ref().map(|t| t.finish(&names)),
             head: self.head.clone(),
         }
     }

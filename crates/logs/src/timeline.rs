@@ -119,9 +119,11 @@ impl TimelineAcc {
         }
     }
 
-    pub fn add(&mut self, route: u32, end: f64, rt: f64, status: i64) {
+    /// Counts a request logged at `stamp` that ended at `end` (the stamp, or
+    /// mid-second for whole-second stamps) after `rt` seconds.
+    pub fn add(&mut self, route: u32, stamp: f64, end: f64, rt: f64, status: i64) {
         let w = self.width;
-        let b = (end / w).floor() as i64;
+        let b = (stamp / w).floor() as i64;
         let c = self.cells.entry((b, route)).or_default();
         c.count += 1;
         if status >= 500 {
@@ -135,8 +137,9 @@ impl TimelineAcc {
         c.hist.add(us, 1);
         if rt > 0.0 && rt.is_finite() {
             let start = end - rt;
-            let first = ((start / w).floor() as i64).max(b - MAX_SPREAD);
-            for k in first..=b {
+            let last = (end / w).floor() as i64;
+            let first = ((start / w).floor() as i64).max(last - MAX_SPREAD);
+            for k in first..=last {
                 let lo = (k as f64 * w).max(start);
                 let hi = ((k + 1) as f64 * w).min(end);
                 if hi > lo {
@@ -157,7 +160,7 @@ impl TimelineAcc {
     }
 
     /// The finished timeline; `names[id]` is (method, route) of route `id`.
-    pub fn finish(&self, names: &[(String, String)], _unused: Option<()>) -> Timeline {
+    pub fn finish(&self, names: &[(String, String)]) -> Timeline {
         Timeline {
             width: self.width,
             routes: names.to_vec(),
@@ -252,21 +255,11 @@ impl Timeline {
 
     /// The buckets in time order (empty buckets between included).
     pub fn buckets(&self) -> Vec<Bucket> {
+        // The span of request ends: in-flight time before the first logged
+        // request is only partly known, so it is not shown on its own.
         let (Some(first), Some(last)) = (
-            self.cells
-                .keys()
-                .next()
-                .map(|k| k.0)
-                .into_iter()
-                .chain(self.busy.keys().next().copied())
-                .min(),
-            self.cells
-                .keys()
-                .next_back()
-                .map(|k| k.0)
-                .into_iter()
-                .chain(self.busy.keys().next_back().copied())
-                .max(),
+            self.cells.keys().next().map(|k| k.0),
+            self.cells.keys().next_back().map(|k| k.0),
         ) else {
             return Vec::new();
         };
@@ -336,10 +329,10 @@ mod tests {
     #[test]
     fn in_flight_spreads_over_buckets() {
         let mut t = TimelineAcc::new(1.0);
-        // 2.5 s request ending at 102.5: busy 0.5 in 100, 1 in 101, ... wait: start 100.0
-        t.add(0, 102.5, 2.5, 200);
-        t.add(0, 100.5, 0.5, 503);
-        let tl = t.finish(&[("GET".into(), "/a".into())], None);
+        // 2.5 s from 100.0 to 102.5 (busy 1, 1, 0.5) plus 0.5 s in bucket 100.
+        t.add(0, 102.5, 102.5, 2.5, 200);
+        t.add(0, 100.5, 100.5, 0.5, 503);
+        let tl = t.finish(&[("GET".into(), "/a".into())]);
         let b = tl.buckets();
         assert_eq!(b.len(), 3);
         assert_eq!(b[0].count, 1);
