@@ -329,6 +329,23 @@ fn exe_name(pid: u32) -> String {
         .unwrap_or_default()
 }
 
+/// The sample count from perf's summary line, "[ perf record: Captured and
+/// wrote 0.020 MB perf.data (93 samples) ]"; perf leaves the count out when
+/// there were none.
+fn sample_count(stderr: &str) -> Option<u64> {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("perf record: Captured"))?;
+    let Some(open) = line.rfind('(') else {
+        return Some(0);
+    };
+    let mut words = line[open + 1..].split_whitespace();
+    match (words.next().map(str::parse::<u64>), words.next()) {
+        (Some(Ok(n)), Some(w)) if w.starts_with("sample") => Some(n),
+        _ => Some(0),
+    }
+}
+
 impl PerfRecorder {
     /// Checks perf and the event, then starts recording. An error means no
     /// profile for this run, with the reason and the fix.
@@ -474,13 +491,7 @@ impl PerfRecorder {
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        let samples = stderr
-            .lines()
-            .find(|l| l.contains("perf record: Captured"))
-            .and_then(|l| {
-                let open = l.rfind('(')?;
-                l[open + 1..].split_whitespace().next()?.parse::<u64>().ok()
-            });
+        let samples = sample_count(&stderr);
         for l in stderr.lines() {
             let t = l.trim();
             if t.contains("lost") || t.starts_with("Warning") {
@@ -488,9 +499,13 @@ impl PerfRecorder {
             }
         }
         if samples.is_none() {
+            let last = stderr
+                .lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .unwrap_or("(no output)");
             notes.push(format!(
-                "perf record did not report a sample count: {}",
-                first_line(&stderr)
+                "perf record ended without its summary line; the profile may be cut short: {last}"
             ));
         }
         let data_ok = std::fs::metadata(&self.data_path).is_ok_and(|m| m.len() > 0);
@@ -548,5 +563,29 @@ impl Drop for PerfRecorder {
     fn drop(&mut self) {
         // A recorder dropped without stop() must not leave perf running.
         interrupt(&mut self.child, Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_count_from_the_summary_line() {
+        let with = "[ perf record: Woken up 1 times to write data ]\n[ perf record: Captured and wrote 0.020 MB /tmp/n (93 samples) ]\n";
+        assert_eq!(sample_count(with), Some(93));
+        let none = "[ perf record: Captured and wrote 0.001 MB /tmp/x.data ]\n";
+        assert_eq!(sample_count(none), Some(0));
+        assert_eq!(sample_count("Events disabled\nEvents enabled\n"), None);
+    }
+
+    #[test]
+    fn clock_map_round_trip() {
+        let c = ClockMap {
+            origin_monotonic_ns: 5_000_000_000,
+        };
+        assert_eq!(c.to_run_ns(6_500_000_000), 1_500_000_000);
+        assert_eq!(c.perf_secs_to_run_ns(6.5), 1_500_000_000);
+        assert_eq!(c.to_run_ns(4_000_000_000), -1_000_000_000);
     }
 }
