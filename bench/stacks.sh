@@ -22,8 +22,11 @@ inferno="$root/bench/tools/bin/inferno-collapse-perf"
 if [ ! -x "$inferno" ]; then
   cargo install inferno --root "$root/bench/tools"
 fi
-CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" cargo build --release -p keisoku
-keisoku="${CARGO_TARGET_DIR:-$root/target}/release/keisoku"
+# KEISOKU=path/to/release/keisoku skips the build (e.g. while the tree is mid-edit).
+if [ -z "${KEISOKU:-}" ]; then
+  CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}" cargo build --release -p keisoku
+fi
+keisoku="${KEISOKU:-${CARGO_TARGET_DIR:-$root/target}/release/keisoku}"
 
 # 1. Real captures: a system-wide 999 Hz profile while a C program, the JVM
 #    and node run (kernel frames, JIT perf maps, many processes).
@@ -77,11 +80,12 @@ results="$out/results.txt"
 run() {
   local name="$1"; shift
   /usr/bin/time -v -o "$out/time.txt" "$@" > /dev/null
-  local wall rss
+  local wall rss cpu
   wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n=split($2,a,":"); s=0; for(i=1;i<=n;i++) s=s*60+a[i]; print s}' "$out/time.txt")
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$out/time.txt")
-  echo "$name $wall $rss" >> "$results"
-  echo "  $name: ${wall}s, peak RSS ${rss} KB" >&2
+  cpu=$(awk -F': ' '/User time|System time/ {s+=$2} END {print s}' "$out/time.txt")
+  echo "$name $wall $rss $cpu" >> "$results"
+  echo "  $name: ${wall}s wall, ${cpu}s CPU, peak RSS ${rss} KB" >&2
 }
 for rep in $(seq 1 "$REPS"); do
   echo "repetition $rep/$REPS" >&2
@@ -92,14 +96,20 @@ for rep in $(seq 1 "$REPS"); do
 done
 
 median() { grep "^$1 " "$results" | awk '{print $'"$2"'}' | sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# Wall time needs idle cores; on a shared machine CPU time (user+sys) shows
+# the work done, so both are reported.
 {
-  echo "| tool | threads | median wall s | MB/s | peak RSS MB | throughput vs inferno, same threads |"
-  echo "| --- | --- | --- | --- | --- | --- |"
+  echo "load average during the run: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+  echo
+  echo "| tool | median wall s | MB/s (wall) | median CPU s | MB per CPU s | peak RSS MB | wall vs inferno | CPU vs inferno |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
   for t in 1 2; do
     kw=$(median "keisoku-$t" 2); iw=$(median "inferno-$t" 2)
     kr=$(median "keisoku-$t" 3); ir=$(median "inferno-$t" 3)
-    awk -v b="$bytes" -v kw="$kw" -v iw="$iw" -v kr="$kr" -v ir="$ir" -v t="$t" 'BEGIN {
-      printf "| keisoku collapse perf -j%d | %d | %.2f | %.0f | %.0f | %.2fx |\n", t, t, kw, b/1048576/kw, kr/1024, iw/kw;
-      printf "| inferno-collapse-perf --nthreads %d | %d | %.2f | %.0f | %.0f | 1.00x |\n", t, t, iw, b/1048576/iw, ir/1024 }'
+    kc=$(median "keisoku-$t" 4); ic=$(median "inferno-$t" 4)
+    awk -v b="$bytes" -v kw="$kw" -v iw="$iw" -v kr="$kr" -v ir="$ir" -v kc="$kc" -v ic="$ic" -v t="$t" 'BEGIN {
+      mb = b / 1048576;
+      printf "| keisoku collapse perf -j%d | %.2f | %.0f | %.2f | %.0f | %.0f | %.2fx | %.2fx |\n", t, kw, mb/kw, kc, mb/kc, kr/1024, iw/kw, ic/kc;
+      printf "| inferno-collapse-perf --nthreads %d | %.2f | %.0f | %.2f | %.0f | %.0f | 1.00x | 1.00x |\n", t, iw, mb/iw, ic, mb/ic, ir/1024 }'
   done
 } | tee "$out/table.md"

@@ -79,9 +79,15 @@ impl Folded {
         }
         self.filtered_other_events |= other.filtered_other_events;
         self.unrecognised += other.unrecognised;
-        if self.first_unrecognised.is_none() {
-            self.first_unrecognised = other.first_unrecognised;
-        }
+        self.first_unrecognised = earliest(self.first_unrecognised, other.first_unrecognised);
+    }
+}
+
+/// The smaller of two optional line numbers (chunks finish out of order).
+fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
     }
 }
 
@@ -393,16 +399,25 @@ fn fold_parallel(
     chunk_size: usize,
     carry: &mut Vec<u8>,
 ) -> Result<Folded> {
+    // One bounded queue that any idle worker takes from: a worker that
+    // the scheduler parks does not stall the others (round-robin would),
+    // and at most 2 chunks per worker wait in memory.
+    let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, Option<Vec<u8>>, u64)>(threads * 2);
+    let rx = std::sync::Mutex::new(rx);
     std::thread::scope(|scope| {
-        // Bounded queues keep at most a few chunks in memory per worker.
-        let mut senders = Vec::with_capacity(threads);
+        let rx = &rx;
         let mut handles = Vec::with_capacity(threads);
         for _ in 0..threads {
-            let (tx, rx) = mpsc::sync_channel::<(Vec<u8>, Option<Vec<u8>>, u64)>(2);
-            senders.push(tx);
             handles.push(scope.spawn(move || {
                 let mut total = Folded::default();
-                for (chunk, filter, line) in rx {
+                loop {
+                    let next = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((chunk, filter, line)) = next else {
+                        break;
+                    };
                     let mut f = Folder::new(opts, filter);
                     // Folded output of each chunk merges into the worker's map.
                     f.out.stacks = std::mem::take(&mut total.stacks);
@@ -411,15 +426,13 @@ fn fold_parallel(
                     total.stacks = out.stacks;
                     total.filtered_other_events |= out.filtered_other_events;
                     total.unrecognised += out.unrecognised;
-                    if total.first_unrecognised.is_none() {
-                        total.first_unrecognised = out.first_unrecognised;
-                    }
+                    total.first_unrecognised =
+                        earliest(total.first_unrecognised, out.first_unrecognised);
                 }
                 total
             }));
         }
         let mut line = 1u64;
-        let mut i = 0usize;
         let mut read_err = None;
         loop {
             match next_chunk(reader, carry, chunk_size, name) {
@@ -431,14 +444,10 @@ fn fold_parallel(
                     if filter.is_none() {
                         filter = first_event(&chunk);
                     }
-                    if senders[i % threads]
-                        .send((chunk, chunk_filter, line))
-                        .is_err()
-                    {
+                    if tx.send((chunk, chunk_filter, line)).is_err() {
                         break;
                     }
                     line += lines;
-                    i += 1;
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -447,7 +456,7 @@ fn fold_parallel(
                 }
             }
         }
-        drop(senders);
+        drop(tx);
         let mut result = Folded::default();
         let mut parts: Vec<Folded> = Vec::with_capacity(threads);
         for h in handles {
