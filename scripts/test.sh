@@ -18,5 +18,5 @@ echo "== browser tests (headless Chromium)" >&2
 shopt -s nullglob
 browser_tests=(web/tests/*.test.mjs)
 if ((${#browser_tests[@]})); then
-  KEISOKU_BIN="$PWD/target/debug/keisoku" node --test --test-concurrency=1 "${browser_tests[@]}"
+  KEISOKU_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/keisoku" node --test --test-concurrency=1 "${browser_tests[@]}"
 fi
