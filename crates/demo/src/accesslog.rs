@@ -150,6 +150,14 @@ pub(crate) struct QueuedLog {
 }
 
 fn queued_writer(plan: LogPlan, file: File, rx: Receiver<Vec<u8>>, counters: Arc<Counters>) {
+    // Rollover compression is background work: at a lower priority it
+    // yields the cores to the request workers instead of stalling them.
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id
+    // only lowers this thread's priority, and a failure just leaves it as is.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
     let mut out = BufWriter::with_capacity(64 * 1024, file);
     let mut written = 0u64;
     let mut generation = 0u64;
