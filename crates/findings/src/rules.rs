@@ -1,0 +1,919 @@
+//! The rules. Each reads the run through [`View`] and returns zero or more
+//! findings. Thresholds are relative (per request, shares, ratios) so that
+//! they hold on a fast or slow machine; docs/findings.md lists them.
+
+use crate::model::{Evidence, Finding, FrameShare, Severity};
+use crate::patterns::{matches, KINDS, STALL_WORK};
+use crate::view::{MeasuredPhase, View};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Host CPU busy (% of all cores) from which a knee counts as CPU-bound.
+pub const CPU_BOUND_BUSY_PCT: f64 = 85.0;
+/// Host CPU busy below which a knee counts as "cores idle".
+pub const IDLE_KNEE_BUSY_PCT: f64 = 70.0;
+/// One thread's CPU (% of one core) from which it counts as saturated.
+pub const HOT_THREAD_PCT: f64 = 70.0;
+/// A thread of the same family with this share of the top thread's samples
+/// counts as a second worker.
+pub const SIBLING_SHARE: f64 = 0.03;
+/// Involuntary context switches per request from which scheduling counts as churn.
+pub const NIVCSW_PER_REQUEST: f64 = 8.0;
+/// CPU migrations per request from which scheduling counts as churn.
+pub const MIGRATIONS_PER_REQUEST: f64 = 0.25;
+/// CPU migrations per second per core below which migrations never count.
+pub const MIGRATIONS_PER_CORE_S: f64 = 50.0;
+/// New TCP connections (opened plus accepted) per request from which
+/// connections count as churning.
+pub const CONNECTS_PER_REQUEST: f64 = 0.3;
+/// A route's share of total time from which it dominates.
+pub const ROUTE_SHARE: f64 = 0.6;
+/// Share of request time spent waiting (neither on CPU nor runnable).
+pub const WAIT_SHARE: f64 = 0.5;
+/// Mean latency below which waiting is not worth a finding (a loopback
+/// round trip and the kernel's own work stay far below it).
+pub const WAIT_MIN_MS: f64 = 2.0;
+/// A load thread at this CPU (% of one core) is saturated.
+pub const GENERATOR_PCT: f64 = 90.0;
+/// Profile bin for stall detection.
+pub const STALL_BIN_MS: f64 = 100.0;
+/// A bin whose server samples fall to this share of the phase's median bin is quiet.
+pub const STALL_DROP: f64 = 0.5;
+/// Major faults per request from which page-cache thrash is considered.
+pub const MAJFAULTS_PER_REQUEST: f64 = 0.05;
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else if x.abs() >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn finding(rule: &str, qual: Option<&str>, severity: Severity, score: f64) -> Finding {
+    Finding {
+        id: qual.map_or_else(|| rule.to_string(), |q| format!("{rule}.{q}")),
+        rule: rule.to_string(),
+        title: String::new(),
+        severity,
+        score: score.clamp(0.0, 100.0),
+        summary: String::new(),
+        impact: String::new(),
+        suggestion: String::new(),
+        evidence: Evidence::default(),
+    }
+}
+
+/// Saturation: where throughput stopped rising and whether the CPU was the limit.
+pub(crate) fn saturation(v: &View) -> Vec<Finding> {
+    let Some(k) = v
+        .run
+        .results
+        .get("knee")
+        .and_then(|k| k.as_u64())
+        .map(|k| k as usize)
+    else {
+        return Vec::new();
+    };
+    let Some(p) = v.phases.get(k) else {
+        return Vec::new();
+    };
+    let peak = v.phases.iter().map(|p| p.rps).fold(0.0, f64::max);
+    let busy = v.host_busy(p.start_ms, p.end_ms);
+    let server = v.server_cpu(p.start_ms, p.end_ms);
+    let mut ev = Evidence {
+        range_ms: Some([p.start_ms, v.measured_window().1]),
+        phases: v.phases[k..].iter().map(|p| p.index).collect(),
+        series: vec!["client.rps".into(), "client.p99_ms".into()],
+        ..Evidence::default()
+    };
+    ev.text.push(format!(
+        "throughput stopped rising at {} ({} req/s; peak {} req/s)",
+        p.label,
+        fmt_num(p.rps),
+        fmt_num(peak)
+    ));
+    if let Some(b) = busy {
+        ev.series.push("cpu.all.idle".into());
+        ev.text.push(format!("host CPU {b:.0}% busy at the knee"));
+    }
+    if let Some(s) = server {
+        ev.series.push("proc.cpu_user".into());
+        ev.series.push("proc.cpu_system".into());
+        ev.text.push(format!(
+            "server CPU {:.0}% of one core ({:.1} of {} cores)",
+            s,
+            s / 100.0,
+            v.cores()
+        ));
+    }
+    match busy {
+        Some(b) if b < IDLE_KNEE_BUSY_PCT => {
+            let mut f = finding("saturation", Some("not-cpu-bound"), Severity::High, 70.0);
+            f.title = format!(
+                "Throughput stops rising at {} while {:.0}% of the CPU is idle",
+                p.label,
+                100.0 - b
+            );
+            f.summary = "More connections bring no more throughput although cores are free: \
+something other than CPU limits the server (a lock, I/O, a downstream wait, too few workers)."
+                .into();
+            f.impact = format!(
+                "capacity capped near {} req/s with {:.0}% of the machine unused",
+                fmt_num(peak),
+                100.0 - b
+            );
+            f.suggestion = "look at the blocking, stall and single-core findings; profile off-CPU \
+time (perf sched, offcputime) to see what the workers wait for"
+                .into();
+            f.evidence = ev;
+            vec![f]
+        }
+        _ => {
+            let mut f = finding("saturation", Some("cpu-bound"), Severity::Info, 15.0);
+            f.title = format!("Saturated at {}: the CPU is the limit", p.label);
+            f.summary = "Throughput stopped rising with the cores busy: capacity is CPU time; \
+the hot-code findings say where it goes."
+                .into();
+            f.impact = format!("peak {} req/s on this machine", fmt_num(peak));
+            f.suggestion = "cut CPU per request (see the hot code), or add cores".into();
+            f.evidence = ev;
+            vec![f]
+        }
+    }
+}
+
+/// The server's samples per thread over the measured window.
+fn thread_samples(v: &View) -> Vec<(u32, f64)> {
+    let (a, b) = v.measured_window();
+    let mut by: HashMap<u32, f64> = HashMap::new();
+    for s in v.samples_in(a, b) {
+        if let Some(t) = s.thread {
+            *by.entry(t).or_default() += s.weight;
+        }
+    }
+    let mut out: Vec<(u32, f64)> = by.into_iter().collect();
+    out.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    out
+}
+
+/// A thread's family: its name without a trailing number (`worker-3` -> `worker-`).
+fn family(comm: &str) -> &str {
+    comm.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
+/// One core saturated while others idle: one thread does the work.
+pub(crate) fn single_core(v: &View) -> Vec<Finding> {
+    if v.cores() < 2.0 {
+        return Vec::new();
+    }
+    let threads = thread_samples(v);
+    let total: f64 = threads.iter().map(|t| t.1).sum();
+    let Some(&(top, top_w)) = threads.first() else {
+        return Vec::new();
+    };
+    if total < 50.0 {
+        return Vec::new();
+    }
+    let (a, b) = v.measured_window();
+    // The busiest phase says whether that thread ran out of core.
+    let Some(busiest) = v
+        .phases
+        .iter()
+        .filter_map(|p| Some((p, v.server_cpu(p.start_ms, p.end_ms)?)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+    else {
+        return Vec::new();
+    };
+    let (p, cpu) = busiest;
+    let mut in_phase: HashMap<u32, f64> = HashMap::new();
+    for s in v.samples_in(p.start_ms, p.end_ms) {
+        if let Some(t) = s.thread {
+            *in_phase.entry(t).or_default() += s.weight;
+        }
+    }
+    let phase_total: f64 = in_phase.values().sum();
+    let top_phase = in_phase.get(&top).copied().unwrap_or(0.0);
+    if phase_total <= 0.0 {
+        return Vec::new();
+    }
+    let thread_cpu = cpu * top_phase / phase_total;
+    let share = top_w / total;
+    let name = v.thread_name(top);
+    // Siblings of the same family (worker-0, worker-1) mean the server can
+    // spread its work, even when a busy machine starves all but one of them.
+    let siblings = threads
+        .iter()
+        .skip(1)
+        .filter(|(t, w)| family(&v.thread_name(*t)) == family(&name) && *w >= SIBLING_SHARE * top_w)
+        .count();
+    if thread_cpu < HOT_THREAD_PCT || share < 0.5 || siblings > 0 {
+        return Vec::new();
+    }
+    let mut f = finding("single-core", None, Severity::High, 60.0 + 30.0 * share);
+    f.title = format!(
+        "One thread ({name}) does {} of the server's work, a core's worth, while the other cores idle",
+        pct(share)
+    );
+    f.summary = "The server's work runs on one thread: it can use one core, whatever the machine has (a single event loop or worker).".into();
+    f.impact = format!(
+        "throughput capped by one core; up to {:.0}x with one worker per core",
+        v.cores()
+    );
+    f.suggestion =
+        "run one worker (thread or process) per core: a worker pool, the cluster module, SO_REUSEPORT listeners"
+            .into();
+    f.evidence = Evidence {
+        text: vec![
+            format!(
+                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {}",
+                pct(share),
+                p.label
+            ),
+            format!(
+                "no other thread of its kind ({}*) does comparable work",
+                family(&name)
+            ),
+        ],
+        series: vec!["proc.cpu_user".into(), "proc.cpu_system".into()],
+        range_ms: Some([a, b]),
+        phases: vec![p.index],
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// Inclusive share of each frame, and the set of frames per sample: the
+/// basis of the hot-code and stall rules.
+fn inclusive(v: &View, a: f64, b: f64) -> (f64, HashMap<u32, f64>) {
+    let mut total = 0.0;
+    let mut inc: HashMap<u32, f64> = HashMap::new();
+    let mut seen = HashSet::new();
+    for s in v.samples_in(a, b) {
+        total += s.weight;
+        seen.clear();
+        for f in v.stack(s.node) {
+            if seen.insert(f) {
+                *inc.entry(f).or_default() += s.weight;
+            }
+        }
+    }
+    (total, inc)
+}
+
+/// Hot code: the top self-time frames, and known-expensive work in the
+/// request path.
+pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
+    let (a, b) = v.measured_window();
+    let mut total = 0.0;
+    let mut selfw: HashMap<u32, f64> = HashMap::new();
+    let mut kind_w = vec![0.0; KINDS.len()];
+    let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); KINDS.len()];
+    for s in v.samples_in(a, b) {
+        total += s.weight;
+        let stack = v.stack(s.node);
+        if let Some(leaf) = stack.first() {
+            *selfw.entry(*leaf).or_default() += s.weight;
+        }
+        for (k, kind) in KINDS.iter().enumerate() {
+            // The outermost matching frame names the work (Regex::new, not its internals).
+            if let Some(f) = stack
+                .iter()
+                .rev()
+                .find(|f| matches(v.frame_name(**f), kind.patterns))
+            {
+                kind_w[k] += s.weight;
+                *kind_frames[k].entry(*f).or_default() += s.weight;
+            }
+        }
+    }
+    if total < 50.0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (k, kind) in KINDS.iter().enumerate() {
+        let share = kind_w[k] / total;
+        if share < kind.min_share {
+            continue;
+        }
+        let mut frames: Vec<(u32, f64)> = kind_frames[k].iter().map(|(f, w)| (*f, *w)).collect();
+        frames.sort_by(|x, y| y.1.total_cmp(&x.1));
+        let sev = if share >= 0.2 {
+            Severity::High
+        } else {
+            Severity::Warning
+        };
+        let mut f = finding("hot-code", Some(kind.key), sev, 45.0 + 100.0 * share);
+        f.title = format!(
+            "{} takes {} of the server's CPU",
+            capitalise(kind.what),
+            pct(share)
+        );
+        f.summary = format!(
+            "Known-expensive work runs in the request path: {} appears in {} of the server's CPU samples.",
+            kind.what,
+            pct(share)
+        );
+        f.impact = format!(
+            "up to {} of CPU per request; throughput could rise ~{:.1}x at a CPU-bound knee if it went away",
+            pct(share),
+            1.0 / (1.0 - share.min(0.95))
+        );
+        f.suggestion = kind.suggestion.to_string();
+        f.evidence = Evidence {
+            text: vec![format!(
+                "{} of {} samples in the measured phases",
+                fmt_num(kind_w[k]),
+                fmt_num(total)
+            )],
+            series: Vec::new(),
+            range_ms: Some([a, b]),
+            phases: v.phases.iter().map(|p| p.index).collect(),
+            frames: frames
+                .iter()
+                .take(5)
+                .map(|(fr, w)| FrameShare {
+                    name: v.frame_name(*fr).to_string(),
+                    module: v.frame_module(*fr).to_string(),
+                    share: w / total,
+                })
+                .collect(),
+        };
+        out.push(f);
+    }
+    let mut top: Vec<(u32, f64)> = selfw.into_iter().collect();
+    top.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    if let Some((first, w)) = top.first() {
+        let mut f = finding("hot-code", Some("top-self"), Severity::Info, 10.0);
+        f.title = format!(
+            "Hottest function: {} ({} of samples, self time)",
+            short(v.frame_name(*first)),
+            pct(w / total)
+        );
+        f.summary = "Where the server's CPU goes, by self time.".into();
+        f.impact = "CPU per request; what a CPU-bound server's capacity depends on".into();
+        f.suggestion = "open the flame graph at these frames; optimise the largest first".into();
+        f.evidence = Evidence {
+            text: vec![format!("{} samples in the measured phases", fmt_num(total))],
+            range_ms: Some([a, b]),
+            frames: top
+                .iter()
+                .take(5)
+                .map(|(fr, w)| FrameShare {
+                    name: v.frame_name(*fr).to_string(),
+                    module: v.frame_module(*fr).to_string(),
+                    share: w / total,
+                })
+                .collect(),
+            ..Evidence::default()
+        };
+        out.push(f);
+    }
+    out
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// A long frame name cut for a title.
+fn short(name: &str) -> String {
+    if name.chars().count() <= 70 {
+        name.to_string()
+    } else {
+        name.chars().take(67).collect::<String>() + "..."
+    }
+}
+
+/// Subsecond stalls: windows of 100 ms or more where the server's CPU
+/// samples drop while latency rises.
+pub(crate) fn stalls(v: &View) -> Vec<Finding> {
+    let timeline = timeline(v);
+    let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
+    for p in &v.phases {
+        // Skip the edges: connections open and close there.
+        let (a, b) = (p.start_ms + STALL_BIN_MS, p.end_ms - STALL_BIN_MS);
+        let n = ((b - a) / STALL_BIN_MS).floor() as usize;
+        if n < 5 {
+            continue;
+        }
+        let mut bins = vec![0.0; n];
+        for s in v.samples_in(a, b) {
+            if let Some(t) = s.t_ms {
+                let i = ((t - a) / STALL_BIN_MS) as usize;
+                if let Some(x) = bins.get_mut(i) {
+                    *x += s.weight;
+                }
+            }
+        }
+        let mut sorted = bins.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[n / 2];
+        // Too few samples per bin to tell a drop from chance.
+        if median < 4.0 {
+            continue;
+        }
+        let mut i = 0;
+        while i < n {
+            if bins[i] <= STALL_DROP * median {
+                let j = (i..n).find(|&j| bins[j] > STALL_DROP * median).unwrap_or(n);
+                windows.push((a + i as f64 * STALL_BIN_MS, a + j as f64 * STALL_BIN_MS, p));
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    let mut stalls = Vec::new();
+    for (s, e, p) in windows {
+        let len = e - s;
+        // Latency rises: a request overlapping the window waited about its
+        // length, far above what the phase normally sees.
+        let worst = timeline
+            .iter()
+            .filter(|(t, _)| *t + 1000.0 > s && *t < e)
+            .map(|(_, m)| *m)
+            .fold(0.0, f64::max);
+        let normal = p.mean_ms.unwrap_or(f64::INFINITY);
+        if worst >= 0.5 * len && worst >= 3.0 * normal {
+            stalls.push((s, e, p, worst));
+        }
+    }
+    if stalls.is_empty() {
+        return Vec::new();
+    }
+    // Frames active in the stalls, and whether they are file copy/compression work.
+    let mut total = 0.0;
+    let mut inc: HashMap<u32, f64> = HashMap::new();
+    for (s, e, _, _) in &stalls {
+        // The work that caused a stall starts just before the samples fall.
+        let (t, i) = inclusive(v, s - STALL_BIN_MS, e + STALL_BIN_MS);
+        total += t;
+        for (f, w) in i {
+            *inc.entry(f).or_default() += w;
+        }
+    }
+    let mut frames: Vec<(u32, f64)> = inc.into_iter().collect();
+    frames.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+    let work: Vec<&(u32, f64)> = frames
+        .iter()
+        .filter(|(f, _)| matches(v.frame_name(*f), STALL_WORK))
+        .collect();
+    // On a shared machine other tenants make the same dip; only a stall
+    // with file copying or compression in it is the server's own doing.
+    let work_w: f64 = work.iter().map(|x| x.1).sum();
+    if work.is_empty() || work_w < 0.05 * total {
+        return Vec::new();
+    }
+    let longest = stalls.iter().map(|x| x.1 - x.0).fold(0.0, f64::max);
+    let stalled: f64 = stalls.iter().map(|x| x.1 - x.0).sum();
+    let (a, b) = v.measured_window();
+    let share = stalled / (b - a).max(1.0);
+    let score = 70.0 + (100.0 * share).min(25.0);
+    let mut f = finding("stalls", None, Severity::High, score);
+    f.title = format!(
+        "{} stall{} of {:.0}-{:.0} ms: the server's CPU drops while latency spikes",
+        stalls.len(),
+        if stalls.len() == 1 { "" } else { "s" },
+        stalls
+            .iter()
+            .map(|x| x.1 - x.0)
+            .fold(f64::INFINITY, f64::min),
+        longest
+    );
+    f.summary = format!(
+        "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
+        short(v.frame_name(work[0].0))
+    );
+    f.impact = format!(
+        "{} of the measured time stalled; requests caught in a stall wait up to {:.0} ms",
+        pct(share),
+        stalls.iter().map(|x| x.3).fold(0.0, f64::max)
+    );
+    f.suggestion = "take slow work out of locks and off the request path: log through a queue to a writer thread, roll files by rename and compress them in the background".into();
+    let mut phases: Vec<u32> = stalls.iter().map(|x| x.2.index).collect();
+    phases.dedup();
+    f.evidence = Evidence {
+        text: stalls
+            .iter()
+            .take(5)
+            .map(|(s, e, _, w)| {
+                format!(
+                    "{:.1}-{:.1} s: samples fell below half the phase's median; slowest request in that second {:.0} ms",
+                    s / 1000.0,
+                    e / 1000.0,
+                    w
+                )
+            })
+            .collect(),
+        series: vec!["client.p99_ms".into(), "proc.cpu_user".into()],
+        range_ms: stalls
+            .iter()
+            .max_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)))
+            .map(|x| [x.0, x.1]),
+        phases,
+        frames: work
+            .iter()
+            .map(|x| **x)
+            .chain(frames.iter().copied().filter(|(f, _)| !matches(v.frame_name(*f), STALL_WORK)))
+            .take(6)
+            .filter(|_| total > 0.0)
+            .map(|(fr, w)| FrameShare {
+                name: v.frame_name(fr).to_string(),
+                module: v.frame_module(fr).to_string(),
+                share: w / total,
+            })
+            .collect(),
+    };
+    vec![f]
+}
+
+/// The client's per-second worst latency on the run's clock: (second start, max ms).
+fn timeline(v: &View) -> Vec<(f64, f64)> {
+    let origin = v
+        .run
+        .results
+        .get("started_unix_ms")
+        .and_then(|x| x.as_f64())
+        .map_or(0.0, |s| s - v.run.run.started_unix_ms as f64);
+    v.run
+        .results
+        .get("timeline")
+        .and_then(|t| t.as_array())
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|r| {
+                    Some((
+                        origin + r.get("t_s")?.as_f64()? * 1000.0,
+                        r.get("max_ms")?.as_f64()?,
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Scheduler churn: involuntary switches or migrations per request.
+pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
+    let niv = v.per_request("proc.nivcsw");
+    let mig = v.per_request("proc.migrations");
+    let hit_niv = niv.filter(|x| *x >= NIVCSW_PER_REQUEST);
+    let (a, b) = v.measured_window();
+    let mig_rate = v.mean("proc.migrations", a, b).unwrap_or(0.0);
+    // At low throughput a few migrations of idle helper threads look large
+    // per request; churn also needs a rate that costs something per core.
+    let hit_mig = mig
+        .filter(|x| *x >= MIGRATIONS_PER_REQUEST && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores());
+    if hit_niv.is_none() && hit_mig.is_none() {
+        return Vec::new();
+    }
+    let ratio = hit_mig.map_or(0.0, |m| m / MIGRATIONS_PER_REQUEST)
+        + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST);
+    let mut f = finding(
+        "scheduler-churn",
+        None,
+        Severity::Warning,
+        40.0 + 10.0 * ratio.min(4.0),
+    );
+    f.title = match (hit_mig, hit_niv) {
+        (Some(m), _) => format!("Server threads migrate between cores {m:.2} times per request"),
+        (None, Some(n)) => {
+            format!("Server threads are preempted {n:.1} times per request (involuntary switches)")
+        }
+        (None, None) => String::new(),
+    };
+    f.summary = "The scheduler moves or preempts the server's threads far more often than its requests need: caches go cold and requests wait for a core.".into();
+    f.impact =
+        "CPU per request and tail latency; pinning cut CPU ~20% in the field (field notes §2)"
+            .into();
+    f.suggestion = "pin workers to cores (sched_setaffinity, taskset, cpusets), run no more busy threads than cores, keep other work off the server's cores".into();
+    f.evidence = Evidence {
+        text: [
+            mig.map(|m| format!("migrations: {m:.3} per request (threshold {MIGRATIONS_PER_REQUEST})")),
+            niv.map(|n| format!("involuntary context switches: {n:.2} per request (threshold {NIVCSW_PER_REQUEST})")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        series: vec!["proc.migrations".into(), "proc.nivcsw".into()],
+        range_ms: Some(v.measured_window().into()),
+        phases: v.phases.iter().map(|p| p.index).collect(),
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// Connection churn: new TCP connections per request.
+pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
+    let act = v.per_request("tcp.active_opens");
+    let pas = v.per_request("tcp.passive_opens");
+    let (Some(a), Some(p)) = (act, pas) else {
+        return Vec::new();
+    };
+    // On loopback every connection counts once as opened and once as
+    // accepted; elsewhere only one side is on this host.
+    let per = a.max(p);
+    if per < CONNECTS_PER_REQUEST {
+        return Vec::new();
+    }
+    let mut f = finding(
+        "connection-churn",
+        None,
+        Severity::High,
+        55.0 + 20.0 * per.min(2.0),
+    );
+    f.title = format!("{per:.2} new TCP connections per request: connections are not reused");
+    f.summary = "Requests open new TCP connections (to the server or from it to a backend) instead of reusing kept-alive ones: a handshake, a socket and a TIME_WAIT entry each.".into();
+    f.impact = "connect/accept syscalls and kernel TCP work per request, added round trips, TIME_WAIT buildup and port exhaustion under load".into();
+    f.suggestion = "use keep-alive and a connection pool for backend calls (and for the clients of this server)".into();
+    f.evidence = Evidence {
+        text: vec![
+            format!("TCP connections opened: {a:.2} per request"),
+            format!("TCP connections accepted: {p:.2} per request"),
+        ],
+        series: vec![
+            "tcp.active_opens".into(),
+            "tcp.passive_opens".into(),
+            "tcp.time_wait".into(),
+        ],
+        range_ms: Some(v.measured_window().into()),
+        phases: v.phases.iter().map(|p| p.index).collect(),
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// One route dominating total time (alp's sum column).
+pub(crate) fn route_dominating(v: &View) -> Vec<Finding> {
+    let (rows, source) = if v.run.routes.access_log.len() >= 2 {
+        (&v.run.routes.access_log, "access log")
+    } else {
+        (&v.run.routes.client, "client")
+    };
+    if rows.len() < 2 {
+        return Vec::new();
+    }
+    let total: f64 = rows.iter().map(|r| r.sum).filter(|s| s.is_finite()).sum();
+    let Some(top) = rows.iter().max_by(|x, y| x.sum.total_cmp(&y.sum)) else {
+        return Vec::new();
+    };
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    let share = top.sum / total;
+    let count: u64 = rows.iter().map(|r| r.count).sum();
+    let count_share = top.count as f64 / count.max(1) as f64;
+    if share < ROUTE_SHARE {
+        return Vec::new();
+    }
+    let mut f = finding(
+        "route-dominating",
+        None,
+        Severity::Warning,
+        30.0 + 30.0 * share,
+    );
+    f.title = format!(
+        "{} {} takes {} of all request time ({} of requests)",
+        top.method,
+        top.uri,
+        pct(share),
+        pct(count_share)
+    );
+    f.summary = "One route accounts for most of the time the server spends answering: it is where work pays off first.".into();
+    f.impact = format!(
+        "making {} {} twice as fast cuts total request time by {}",
+        top.method,
+        top.uri,
+        pct(share / 2.0)
+    );
+    f.suggestion =
+        "profile this route alone; look at its p99 and body sizes next to the others".into();
+    f.evidence = Evidence {
+        text: vec![format!(
+            "{source}: sum {:.0} ms of {:.0} ms; {} requests, mean {:.1} ms, p99 {:.1} ms",
+            top.sum, total, top.count, top.avg, top.p99
+        )],
+        series: Vec::new(),
+        range_ms: Some(v.measured_window().into()),
+        phases: Vec::new(),
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// Blocking downstream call: request time dominated by a wait with the CPU idle.
+pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
+    // The lightest phase: no queueing behind other requests, so time not
+    // on CPU and not runnable is waiting on something outside.
+    let Some(p) = v
+        .phases
+        .iter()
+        .filter(|p| p.rps > 0.0 && p.mean_ms.is_some())
+        .min_by_key(|p| p.connections.unwrap_or(u64::MAX))
+    else {
+        return Vec::new();
+    };
+    let Some(lat) = p.mean_ms else {
+        return Vec::new();
+    };
+    let Some(cpu) = v.server_cpu(p.start_ms, p.end_ms) else {
+        return Vec::new();
+    };
+    // Per request, in ms of one core: CPU and time runnable but not running.
+    let cpu_ms = cpu / 100.0 * 1000.0 / p.rps;
+    let runq_ms = v
+        .mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
+        .map_or(0.0, |r| r / p.rps);
+    let wait = 1.0 - (cpu_ms + runq_ms) / lat;
+    if lat < WAIT_MIN_MS || wait < WAIT_SHARE {
+        return Vec::new();
+    }
+    let nv = v.per_request("proc.nvcsw");
+    let mut f = finding("blocking-wait", None, Severity::High, 55.0 + 40.0 * wait);
+    f.title = format!(
+        "Requests spend {} of their time waiting with the CPU idle",
+        pct(wait)
+    );
+    f.summary = "Each request waits on something outside the server's CPU (a downstream call, a disk, a lock held elsewhere) while the worker sits blocked: throughput is workers divided by the wait.".into();
+    f.impact = format!(
+        "at {}: {:.1} ms mean latency of which {:.2} ms CPU; up to {:.0}x the throughput per worker without the wait",
+        p.label,
+        lat,
+        cpu_ms,
+        1.0 / (1.0 - wait).max(0.01)
+    );
+    f.suggestion = "take the call off the request path (queue and batch it) or make it asynchronous; add a timeout; if it must stay, raise concurrency so waits overlap".into();
+    f.evidence = Evidence {
+        text: [
+            Some(format!(
+                "{}: mean latency {:.2} ms, server CPU {:.3} ms per request, runnable-but-waiting {:.3} ms per request",
+                p.label, lat, cpu_ms, runq_ms
+            )),
+            nv.map(|n| format!("voluntary context switches (blocking waits): {n:.1} per request")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        series: vec![
+            "client.p50_ms".into(),
+            "proc.cpu_user".into(),
+            "proc.nvcsw".into(),
+        ],
+        range_ms: Some([p.start_ms, p.end_ms]),
+        phases: vec![p.index],
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// Generator saturated: the numbers may describe the client.
+pub(crate) fn generator(v: &View) -> Vec<Finding> {
+    let r = &v.run.results;
+    let hot: Vec<f64> = r
+        .get("generator")
+        .and_then(|g| g.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|t| t.get("cpu_pct")?.as_f64())
+                .filter(|c| *c >= GENERATOR_PCT)
+                .collect()
+        })
+        .unwrap_or_default();
+    let warnings: Vec<String> = r
+        .get("warnings")
+        .and_then(|w| w.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let lag = r.get("schedule").and_then(|s| {
+        let late = s.get("late")?.as_f64()?;
+        let waited = s.get("waited_for_connection")?.as_f64().unwrap_or(0.0);
+        let intended = s.get("intended")?.as_f64()?;
+        (intended > 0.0).then(|| (late - waited) / intended)
+    });
+    let lagging = lag.filter(|l| *l >= 0.05);
+    if hot.is_empty() && warnings.is_empty() && lagging.is_none() {
+        return Vec::new();
+    }
+    let mut f = finding("generator-saturated", None, Severity::High, 95.0);
+    f.title = "The load generator was saturated: these numbers may describe the client".into();
+    f.summary = "keisoku's own load threads ran out of CPU or fell behind their schedule, so throughput and latency measure the client as much as the server.".into();
+    f.impact =
+        "throughput understated, latency overstated; every other finding is less certain".into();
+    f.suggestion = "give the generator more threads (-t) or cores, run it on another machine, or lower the load".into();
+    let mut text = Vec::new();
+    if let Some(m) = hot.iter().copied().reduce(f64::max) {
+        text.push(format!(
+            "{} load-thread phase(s) at {GENERATOR_PCT:.0}% CPU or more (max {m:.0}%)",
+            hot.len()
+        ));
+    }
+    if let Some(l) = lagging {
+        text.push(format!(
+            "{} of requests sent late by keisoku itself",
+            pct(l)
+        ));
+    }
+    text.extend(warnings);
+    f.evidence = Evidence {
+        text,
+        range_ms: Some(v.measured_window().into()),
+        phases: v.phases.iter().map(|p| p.index).collect(),
+        ..Evidence::default()
+    };
+    vec![f]
+}
+
+/// Page-cache thrash: major faults and page-ins rising with read IOPS while
+/// write IOPS fall.
+pub(crate) fn page_cache(v: &View) -> Vec<Finding> {
+    let Some(maj) = v.per_request("vm.pgmajfault") else {
+        return Vec::new();
+    };
+    if maj < MAJFAULTS_PER_REQUEST {
+        return Vec::new();
+    }
+    let (a, b) = v.measured_window();
+    let disks: BTreeMap<String, ()> = v
+        .run
+        .series
+        .iter()
+        .filter_map(|s| {
+            s.name
+                .strip_prefix("disk.")?
+                .strip_suffix(".r_iops")
+                .map(|d| (d.to_string(), ()))
+        })
+        .collect();
+    let faults = v.points("vm.pgmajfault", a, b);
+    let pgin = v.points("vm.pgpgin", a, b);
+    for dev in disks.keys() {
+        let r = v.points(&format!("disk.{dev}.r_iops"), a, b);
+        let w = v.points(&format!("disk.{dev}.w_iops"), a, b);
+        let (Some(cf), Some(cw)) = (correlation(&faults, &r), correlation(&r, &w)) else {
+            continue;
+        };
+        let cp = correlation(&pgin, &r).unwrap_or(cf);
+        if cf >= 0.6 && cp >= 0.6 && cw <= -0.3 {
+            let mut f = finding("page-cache-thrash", None, Severity::High, 65.0);
+            f.title = format!(
+                "Page-cache thrash: {maj:.2} major faults per request, reads on {dev} rising as writes fall"
+            );
+            f.summary = "The working set no longer fits in memory: pages are evicted and read back from disk (major faults), and reads crowd out writes.".into();
+            f.impact = "every major fault is a disk read in the request path: latency in milliseconds instead of microseconds".into();
+            f.suggestion = "add memory or shrink the working set (smaller caches, fewer processes); check what else fills the page cache".into();
+            f.evidence = Evidence {
+                text: vec![
+                    format!("major faults: {maj:.3} per request; correlation with {dev} read IOPS {cf:.2}"),
+                    format!("page-ins vs read IOPS {cp:.2}; read vs write IOPS {cw:.2}"),
+                ],
+                series: vec![
+                    "vm.pgmajfault".into(),
+                    "vm.pgpgin".into(),
+                    format!("disk.{dev}.r_iops"),
+                    format!("disk.{dev}.w_iops"),
+                ],
+                range_ms: Some([a, b]),
+                phases: v.phases.iter().map(|p| p.index).collect(),
+                frames: Vec::new(),
+            };
+            return vec![f];
+        }
+    }
+    Vec::new()
+}
+
+/// Pearson correlation of two series at the times they share.
+fn correlation(x: &[(f64, f64)], y: &[(f64, f64)]) -> Option<f64> {
+    let ys: HashMap<u64, f64> = y.iter().map(|(t, v)| (t.to_bits(), *v)).collect();
+    let pairs: Vec<(f64, f64)> = x
+        .iter()
+        .filter_map(|(t, a)| Some((*a, *ys.get(&t.to_bits())?)))
+        .collect();
+    if pairs.len() < 4 {
+        return None;
+    }
+    let n = pairs.len() as f64;
+    let (mx, my) = (
+        pairs.iter().map(|p| p.0).sum::<f64>() / n,
+        pairs.iter().map(|p| p.1).sum::<f64>() / n,
+    );
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in &pairs {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}

@@ -1,0 +1,483 @@
+//! Each rule on synthetic runs: it fires on the evidence it names and stays
+//! quiet on a healthy run that differs only in that evidence.
+
+use keisoku_findings::{analyze, from_json, render_text, to_json, Finding, Severity};
+use keisoku_store::{
+    Frames, Machine, Nodes, Phase, Profile, RouteRow, Routes, RunInfo, RunJson, Samples, Series,
+    ThreadInfo,
+};
+use serde_json::json;
+
+const PHASE_MS: f64 = 4000.0;
+
+/// A healthy closed-model run: 3 phases (c=1,4,8) of 4 s, 1000 req/s per
+/// connection up to 2 cores, series every 100 ms, no profile.
+fn base() -> RunJson {
+    let conns = [1u64, 4, 8];
+    let phases: Vec<Phase> = conns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| Phase {
+            index: i as u32,
+            label: format!("c={c}"),
+            start_ms: i as f64 * PHASE_MS,
+            end_ms: (i + 1) as f64 * PHASE_MS,
+            warmup: false,
+            connections: Some(*c),
+            rate: None,
+        })
+        .collect();
+    let rps = [1000.0, 3000.0, 3500.0];
+    let results = json!({
+        "started_unix_ms": 1_000_000,
+        "knee": null,
+        "generator": [{"thread": 0, "cpu_pct": 30.0}],
+        "warnings": [],
+        "schedule": null,
+        "timeline": (0..12).map(|s| json!({"t_s": s, "max_ms": 3.0})).collect::<Vec<_>>(),
+        "phases": conns.iter().zip(rps).map(|(c, r)| json!({
+            "requests": r * PHASE_MS / 1000.0, "rps": r,
+            "latency_ms": {"mean": *c as f64 / r * 1000.0, "p99": 3.0}
+        })).collect::<Vec<_>>(),
+    });
+    let mut run = RunJson {
+        version: 1,
+        run: RunInfo {
+            id: "20261121-000000-abcd".into(),
+            name: "synthetic".into(),
+            tags: Default::default(),
+            started_unix_ms: 1_000_000,
+            duration_ms: 3.0 * PHASE_MS,
+            target: Some("http://127.0.0.1:1/".into()),
+            command: "keisoku run".into(),
+            machine: Machine {
+                hostname: "h".into(),
+                cores: 2,
+                kernel: "6.1".into(),
+                memory_bytes: 1 << 30,
+            },
+            interrupted: false,
+            model: Some("closed".into()),
+            status: "complete".into(),
+        },
+        results,
+        phases,
+        series: Vec::new(),
+        routes: Routes::default(),
+        profile: None,
+        findings: Vec::new(),
+    };
+    // CPU per request 0.2 ms; the rest of a request is network and client.
+    set(&mut run, "proc.cpu_user", |_, rps| {
+        rps * 0.2 / 1000.0 * 100.0 * 0.8
+    });
+    set(&mut run, "proc.cpu_system", |_, rps| {
+        rps * 0.2 / 1000.0 * 100.0 * 0.2
+    });
+    set(&mut run, "proc.runq_delay_ms", |_, rps| rps * 0.01);
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 0.5);
+    set(&mut run, "proc.nvcsw", |_, rps| rps * 2.0);
+    set(&mut run, "proc.migrations", |_, rps| rps * 0.001);
+    set(&mut run, "tcp.active_opens", |_, _| 2.0);
+    set(&mut run, "tcp.passive_opens", |_, _| 2.0);
+    set(&mut run, "cpu.all.idle", |_, rps| 100.0 - rps / 40.0);
+    set(&mut run, "vm.pgmajfault", |_, _| 0.0);
+    set(&mut run, "vm.pgpgin", |_, _| 0.0);
+    set(&mut run, "disk.vda.r_iops", |t, _| 5.0 + (t / 1000.0) % 3.0);
+    set(&mut run, "disk.vda.w_iops", |t, _| 50.0 + (t / 700.0) % 5.0);
+    run
+}
+
+/// Request rate of the phase holding t.
+fn rps_at(run: &RunJson, t: f64) -> f64 {
+    let i = ((t - 1.0) / PHASE_MS) as usize;
+    run.results["phases"][i.min(2)]["rps"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+/// Sets (or replaces) a series sampled every 100 ms from f(t, rps).
+fn set(run: &mut RunJson, name: &str, f: impl Fn(f64, f64) -> f64) {
+    let t: Vec<f64> = (1..=120).map(|i| i as f64 * 100.0).collect();
+    let v = t.iter().map(|t| f(*t, rps_at(run, *t))).collect();
+    run.series.retain(|s| s.name != name);
+    run.series.push(Series {
+        name: name.into(),
+        unit: "/s".into(),
+        t_ms: t,
+        v,
+    });
+}
+
+/// A profile whose samples follow `stack_at(i, t)` -> (frames root first, thread).
+fn profile(
+    run: &mut RunJson,
+    threads: &[&str],
+    n: usize,
+    stack_at: impl Fn(usize, f64) -> Option<(Vec<&'static str>, u32)>,
+) {
+    let mut frames = Frames::default();
+    let mut nodes = Nodes::default();
+    let mut samples = Samples {
+        node: Vec::new(),
+        weight: None,
+        time_ms: Some(Vec::new()),
+        thread: Some(Vec::new()),
+    };
+    let span = run.run.duration_ms;
+    for i in 0..n {
+        let t = (i as f64 + 0.5) * span / n as f64;
+        let Some((stack, thread)) = stack_at(i, t) else {
+            continue;
+        };
+        let mut parent = -1i64;
+        for name in stack {
+            let f = match frames.name.iter().position(|x| x == name) {
+                Some(f) => f as u32,
+                None => {
+                    frames.name.push(name.into());
+                    frames.module.push("app".into());
+                    frames.kind.push(0);
+                    (frames.name.len() - 1) as u32
+                }
+            };
+            let node = (0..nodes.parent.len())
+                .find(|k| nodes.parent[*k] == parent && nodes.frame[*k] == f)
+                .unwrap_or_else(|| {
+                    nodes.parent.push(parent);
+                    nodes.frame.push(f);
+                    nodes.parent.len() - 1
+                });
+            parent = node as i64;
+        }
+        samples.node.push(parent as u32);
+        if let Some(v) = samples.time_ms.as_mut() {
+            v.push(t);
+        }
+        if let Some(v) = samples.thread.as_mut() {
+            v.push(thread);
+        }
+    }
+    run.profile = Some(Profile {
+        version: 1,
+        title: "t".into(),
+        unit: "samples".into(),
+        kinds: vec!["native".into()],
+        frames,
+        nodes,
+        threads: threads
+            .iter()
+            .enumerate()
+            .map(|(i, c)| ThreadInfo {
+                pid: 1,
+                tid: i as i64 + 1,
+                comm: (*c).into(),
+            })
+            .collect(),
+        samples: Some(samples),
+        counts: None,
+        start_unix_ns: Some(1_000_000 * 1_000_000),
+        duration_ms: Some(span),
+    });
+}
+
+/// A healthy two-worker profile: the auction's own work.
+fn healthy_profile(run: &mut RunJson) {
+    profile(run, &["worker-0", "worker-1"], 2000, |i, _| {
+        let leaf = ["score", "auction", "write_response"][i % 3];
+        Some((vec!["main", "handle", leaf], (i % 2) as u32))
+    });
+}
+
+fn ids(run: &RunJson) -> Vec<String> {
+    analyze(run)
+        .into_iter()
+        .filter(Finding::is_problem)
+        .map(|f| f.id)
+        .collect()
+}
+
+#[test]
+fn healthy_run_has_no_problem() {
+    let mut run = base();
+    healthy_profile(&mut run);
+    assert_eq!(ids(&run), Vec::<String>::new());
+    let all = analyze(&run);
+    assert!(all.iter().any(|f| f.id == "hot-code.top-self"));
+}
+
+#[test]
+fn saturation_cpu_bound_is_info_and_idle_knee_is_a_problem() {
+    let mut run = base();
+    run.results["knee"] = json!(1);
+    set(&mut run, "cpu.all.idle", |_, _| 3.0);
+    let f = analyze(&run);
+    let s = f
+        .iter()
+        .find(|f| f.rule == "saturation")
+        .expect("saturation");
+    assert_eq!(s.id, "saturation.cpu-bound");
+    assert_eq!(s.severity, Severity::Info);
+    assert_eq!(s.evidence.phases, vec![1, 2]);
+
+    set(&mut run, "cpu.all.idle", |_, _| 60.0);
+    assert!(ids(&run).contains(&"saturation.not-cpu-bound".to_string()));
+    run.results["knee"] = json!(null);
+    assert!(!analyze(&run).iter().any(|f| f.rule == "saturation"));
+}
+
+#[test]
+fn single_core_fires_for_one_worker_not_for_two() {
+    let mut run = base();
+    set(&mut run, "proc.cpu_user", |_, _| 95.0);
+    set(&mut run, "proc.cpu_system", |_, _| 5.0);
+    profile(&mut run, &["worker-0", "backend-0"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 10 == 0)))
+    });
+    assert_eq!(ids(&run)[0], "single-core");
+    // Two workers, even unevenly loaded, can use two cores.
+    profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 5 == 0)))
+    });
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+}
+
+#[test]
+fn hot_code_names_known_expensive_work_with_frames() {
+    for (frame, id, share_every) in [
+        ("serde_json::de::from_str", "hot-code.json-parse", 3),
+        (
+            "regex::regex::string::Regex::new",
+            "hot-code.regex-compile",
+            8,
+        ),
+        (
+            "time::format_description::parse_borrowed",
+            "hot-code.formatter",
+            10,
+        ),
+        ("do_sys_openat2", "hot-code.file-open", 20),
+    ] {
+        let mut run = base();
+        profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+            let stack = if i % share_every == 0 {
+                vec!["main", "handle", frame, "inner"]
+            } else {
+                vec!["main", "handle", "score"]
+            };
+            Some((stack, (i % 2) as u32))
+        });
+        let f = analyze(&run);
+        let hit = f
+            .iter()
+            .find(|f| f.id == id)
+            .unwrap_or_else(|| panic!("{id}"));
+        assert!(hit.is_problem());
+        assert_eq!(hit.evidence.frames[0].name, frame);
+        let want = 1.0 / share_every as f64;
+        assert!((hit.evidence.frames[0].share - want).abs() < 0.01, "{id}");
+        // Below its threshold the same work is not reported.
+        let mut run = base();
+        profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+            let stack = if i % 100 == 0 {
+                vec!["main", "handle", frame]
+            } else {
+                vec!["main", "handle", "score"]
+            };
+            Some((stack, (i % 2) as u32))
+        });
+        assert!(!ids(&run).contains(&id.to_string()), "{id} at 1%");
+    }
+}
+
+/// Samples thin out to one thread copying a log in [6.0 s, 6.4 s); the
+/// client's slowest request that second waited 380 ms.
+fn stalled(run: &mut RunJson, copy_frame: &'static str) {
+    profile(run, &["worker-0", "worker-1"], 2400, move |i, t| {
+        if (6000.0..6400.0).contains(&t) {
+            (i % 10 == 0).then(|| (vec!["main", "handle", "log", copy_frame], 0))
+        } else {
+            Some((vec!["main", "handle", "score"], (i % 2) as u32))
+        }
+    });
+    let tl = run.results["timeline"].as_array_mut().unwrap();
+    tl[6]["max_ms"] = json!(380.0);
+}
+
+#[test]
+fn stalls_fire_with_copy_work_and_name_the_frames() {
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    let f = analyze(&run);
+    let s = f.iter().find(|f| f.id == "stalls").expect("stall");
+    let [a, b] = s.evidence.range_ms.expect("range");
+    assert!(a >= 5900.0 && b <= 6500.0 && b - a >= 300.0, "{a}-{b}");
+    assert_eq!(s.evidence.frames[0].name, "accesslog::copy_compressed");
+    // Same dip without latency rising: not a stall.
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    run.results["timeline"][6]["max_ms"] = json!(3.0);
+    assert!(!ids(&run).contains(&"stalls".to_string()));
+    // A dip with nothing of the server's own in it (another tenant): not reported.
+    let mut run = base();
+    stalled(&mut run, "score");
+    assert!(!ids(&run).contains(&"stalls".to_string()));
+}
+
+#[test]
+fn scheduler_churn_needs_migrations_per_request_and_per_core() {
+    let mut run = base();
+    set(&mut run, "proc.migrations", |_, rps| rps * 0.5);
+    assert!(ids(&run).contains(&"scheduler-churn".to_string()));
+    // The same per-request ratio at a trickle of requests is idle threads moving.
+    let mut run = base();
+    set(&mut run, "proc.migrations", |_, _| 20.0);
+    set(&mut run, "proc.nivcsw", |_, _| 20.0);
+    for p in run.results["phases"].as_array_mut().unwrap() {
+        p["rps"] = json!(40.0);
+        p["requests"] = json!(160.0);
+    }
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    let mut run = base();
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 12.0);
+    assert!(ids(&run).contains(&"scheduler-churn".to_string()));
+}
+
+#[test]
+fn connection_churn_counts_new_connections_per_request() {
+    let mut run = base();
+    set(&mut run, "tcp.active_opens", |_, rps| rps);
+    set(&mut run, "tcp.passive_opens", |_, rps| rps);
+    let f = analyze(&run);
+    let c = f
+        .iter()
+        .find(|f| f.id == "connection-churn")
+        .expect("churn");
+    assert!(c.title.starts_with("1.00 new TCP connections per request"));
+    set(&mut run, "tcp.active_opens", |_, rps| rps * 0.1);
+    set(&mut run, "tcp.passive_opens", |_, rps| rps * 0.1);
+    assert!(!ids(&run).contains(&"connection-churn".to_string()));
+}
+
+fn route(uri: &str, count: u64, avg: f64) -> RouteRow {
+    RouteRow {
+        method: "GET".into(),
+        uri: uri.into(),
+        count,
+        avg,
+        sum: count as f64 * avg,
+        ..RouteRow::default()
+    }
+}
+
+#[test]
+fn route_dominating_uses_the_sum_column() {
+    let mut run = base();
+    run.routes.access_log = vec![route("/search", 100, 80.0), route("/item/:id", 1000, 1.0)];
+    let f = analyze(&run);
+    let r = f
+        .iter()
+        .find(|f| f.id == "route-dominating")
+        .expect("route");
+    assert!(r.title.contains("/search") && r.title.contains("89%"));
+    run.routes.access_log = vec![route("/search", 100, 8.0), route("/item/:id", 1000, 1.0)];
+    assert!(!ids(&run).contains(&"route-dominating".to_string()));
+    // One route alone dominates nothing.
+    run.routes.access_log = vec![route("/bid", 100, 8.0)];
+    assert!(!ids(&run).contains(&"route-dominating".to_string()));
+}
+
+#[test]
+fn blocking_wait_fires_when_latency_is_mostly_off_cpu() {
+    let mut run = base();
+    // 15 ms per request at c=1, 0.2 ms of it on CPU.
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 15.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(15.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    let f = analyze(&run);
+    let b = f.iter().find(|f| f.id == "blocking-wait").expect("wait");
+    assert_eq!(b.evidence.phases, vec![0]);
+    // Waiting to run (an overloaded machine) is not waiting on a downstream.
+    set(&mut run, "proc.runq_delay_ms", |_, rps| rps * 14.0);
+    assert!(!ids(&run).contains(&"blocking-wait".to_string()));
+}
+
+#[test]
+fn generator_saturation_is_reported_first() {
+    let mut run = base();
+    healthy_profile(&mut run);
+    run.results["generator"] = json!([{"thread": 0, "cpu_pct": 97.0}]);
+    set(&mut run, "tcp.active_opens", |_, rps| rps);
+    set(&mut run, "tcp.passive_opens", |_, rps| rps);
+    let f = analyze(&run);
+    assert_eq!(f[0].id, "generator-saturated");
+    run.results["generator"] = json!([{"thread": 0, "cpu_pct": 60.0}]);
+    assert!(!ids(&run).contains(&"generator-saturated".to_string()));
+}
+
+#[test]
+fn page_cache_thrash_needs_faults_reads_up_and_writes_down() {
+    let mut run = base();
+    let wave = |t: f64| ((t / 500.0).sin() + 1.0) * 50.0;
+    set(&mut run, "vm.pgmajfault", move |t, rps| {
+        rps * 0.004 * wave(t)
+    });
+    set(&mut run, "vm.pgpgin", move |t, _| wave(t) * 40.0);
+    set(&mut run, "disk.vda.r_iops", move |t, _| wave(t) * 10.0);
+    set(&mut run, "disk.vda.w_iops", move |t, _| {
+        1000.0 - wave(t) * 9.0
+    });
+    assert!(ids(&run).contains(&"page-cache-thrash".to_string()));
+    // Writes rising with reads (a busy disk, not eviction): no thrash.
+    set(&mut run, "disk.vda.w_iops", move |t, _| wave(t) * 9.0);
+    assert!(!ids(&run).contains(&"page-cache-thrash".to_string()));
+}
+
+#[test]
+fn findings_round_trip_through_json_and_render() {
+    let mut run = base();
+    stalled(&mut run, "flate2::deflate");
+    let f = analyze(&run);
+    let back = from_json(&to_json(&f));
+    assert_eq!(back, f);
+    let text = render_text(&f);
+    assert!(text.contains("[high]") && text.contains("try: "), "{text}");
+    let v = &to_json(&f)[0];
+    for key in [
+        "id",
+        "title",
+        "severity",
+        "score",
+        "impact",
+        "suggestion",
+        "evidence",
+    ] {
+        assert!(v.get(key).is_some(), "{key}");
+    }
+    assert!(v["evidence"]["range_ms"].is_array());
+    assert_eq!(
+        render_text(&[]),
+        "Findings: none (no rule saw a problem in this run)\n"
+    );
+}
+
+#[test]
+fn empty_and_odd_runs_do_not_panic() {
+    let mut run = base();
+    run.phases.clear();
+    run.series.clear();
+    run.results = serde_json::Value::Null;
+    run.run.machine.cores = 0;
+    assert!(ids(&run).is_empty());
+    let mut run = base();
+    profile(&mut run, &[], 10, |_, _| Some((vec!["x"], 7)));
+    if let Some(p) = run.profile.as_mut() {
+        p.nodes.parent[0] = 99;
+    }
+    let _ = analyze(&run);
+}
