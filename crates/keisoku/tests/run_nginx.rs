@@ -330,3 +330,61 @@ fn bad_input_exits_2() {
     // Nothing was recorded for bad input.
     assert!(!store.exists());
 }
+
+#[test]
+fn sigint_during_a_run_keeps_partial_results_and_stops_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let store = dir.path().join("runs.db");
+    let script = dir.path().join("server.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import http.server\n\
+class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length','2'); self.end_headers(); self.wfile.write(b'ok')\n    def log_message(self, *a): pass\n\
+http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "--target",
+            &format!("http://127.0.0.1:{port}/"),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "30s",
+            "--server-cmd",
+            &format!("exec python3 {}", script.display()),
+            "--profile",
+            "none",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // SAFETY: signalling the child this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let run = export(&store, "last");
+    assert_eq!(run.run.status, "interrupted");
+    assert_eq!(run.results["partial"], true);
+    assert!(run.results["requests"].as_u64().unwrap_or(0) > 0);
+    assert!(run.series.iter().any(|s| s.name == "proc.rss"));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the server still listens"
+    );
+}
