@@ -78,7 +78,7 @@ start_tool() { # name rep -> starts the collector in the background ($! is its p
     keisoku-1s) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-1s-pid) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-100ms) "$SAMPLE" --interval-ms 100 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
-    keisoku-record) rm -f "$OUT/runs.$rep.db"*; "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" -- sleep "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-record) rm -f "$OUT/runs.$rep.db"*; "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" --profile none -- sleep "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
     sadc) rm -f "$OUT/sa.$rep"; /usr/lib/sysstat/sadc -S XALL 1 $((LIFE + 1)) "$OUT/sa.$rep" & ;;
     dool) dool --nocolor --noupdate -c -C "$cpu_list" -d -D "total,$disks" -n -N "total,$ifaces" -g -y \
             --vm --proc --mem --swap --io --tcp --socket --fs --aio --output "$OUT/dool.$rep.csv" 1 "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
@@ -118,7 +118,7 @@ cat <<EOF
 
 ## probe: sampler CPU cost vs sar (sadc) and dool ($(date -u +%Y-%m-%d))
 
-\`REPS=$REPS DUR=$DUR bench/probe.sh\` on $cores cores ($model), Linux $(uname -r).
+\`$([[ -n ${KEISOKU:-} ]] && echo "RECORD=1 ")REPS=$REPS DUR=$DUR bench/probe.sh\` on $cores cores ($model), Linux $(uname -r).
 All collectors ran at the same time; cost = CPU seconds (all threads, from
 /proc/PID/task/*/schedstat) each used in the same ${DUR} s window that opened
 ${WARM} s after start-up, median of $REPS repetitions, as % of one core.
@@ -133,7 +133,7 @@ for tool in "${TOOLS[@]}"; do
     keisoku-1s) what="keisoku sampler, host"; iv="1 s" ;;
     keisoku-1s-pid) what="keisoku sampler, host + process tree"; iv="1 s" ;;
     keisoku-100ms) what="keisoku sampler, host + process tree"; iv="100 ms" ;;
-    keisoku-record) what="\`keisoku record --pid P -- sleep ${DUR}\` (sampler + run store)"; iv="1 s" ;;
+    keisoku-record) what="\`keisoku record --pid P --profile none -- sleep\` (sampler + run store)"; iv="1 s" ;;
     sadc) what="sadc -S XALL (sar -A)"; iv="1 s" ;;
     dool) what="dool -cdngy --vm --proc --mem --swap --io --tcp --socket --fs --aio"; iv="1 s" ;;
   esac
