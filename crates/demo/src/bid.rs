@@ -204,7 +204,9 @@ impl BidderConfig {
             bid_shading: 0.85,
             min_margin: 0.01,
             frequency_cap: 10,
-            blocked_domains: (0..60)
+            // A real publisher blocklist runs to thousands of entries, which
+            // is what makes re-reading the file per request expensive.
+            blocked_domains: (0..3000)
                 .map(|i| format!("blocked{i}.example"))
                 .chain(["site13.example".to_string()])
                 .collect(),
