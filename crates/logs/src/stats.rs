@@ -529,8 +529,9 @@ impl Accumulator {
         if self.head.len() < 5 && pos.chunk == 0 {
             self.head.push(line[..line.len().min(512)].to_vec());
         }
-        let cfg = Arc::clone(&self.cfg);
-        let rec = match cfg.parser.parse(line) {
+        // No Arc clone here: a shared refcount touched per line would
+        // bounce a cache line between the parsing threads.
+        let rec = match self.cfg.parser.parse(line) {
             Ok(r) => r,
             Err(e) => {
                 self.bad_line(line, e, pos);
@@ -538,7 +539,7 @@ impl Accumulator {
             }
         };
         self.counts.parsed += 1;
-        if let Some(f) = &cfg.filter {
+        if let Some(f) = &self.cfg.filter {
             if !f.matches(&rec) {
                 self.counts.filtered += 1;
                 return Ok(());
@@ -553,7 +554,7 @@ impl Accumulator {
         }
         sc.0.add(rec.response_time);
         sc.1.add(rec.body_bytes);
-        if cfg.needs_time() {
+        if self.cfg.needs_time() {
             match timestamp::parse(&rec.time) {
                 Some(t) => {
                     // A whole-second stamp (nginx $time_iso8601/$time_local)
@@ -573,7 +574,7 @@ impl Accumulator {
                 None => self.counts.bad_time += 1,
             }
         }
-        if cfg.slow > 0 {
+        if self.cfg.slow > 0 {
             self.offer_slow(&rec, id, pos);
         }
         Ok(())
