@@ -218,12 +218,12 @@ pub fn looks_like(head: &[u8]) -> bool {
             // The head may cut the last field short.
             return fields >= 3;
         };
-        let ok = match (num, &v) {
-            (1..=6 | 11, Value::Bytes(..)) => true,
-            (7..=10 | 12 | 14, Value::Int(_)) => true,
-            (13, Value::Int(_) | Value::Bytes(..)) => true,
-            _ => false,
-        };
+        let ok = matches!(
+            (num, &v),
+            (1..=6 | 11, Value::Bytes(..))
+                | (7..=10 | 12 | 14, Value::Int(_))
+                | (13, Value::Int(_) | Value::Bytes(..))
+        );
         if !ok {
             return false;
         }

@@ -87,7 +87,7 @@ fn system_wide_capture_has_kernel_frames_cpus_and_threads() {
         "[unknown] frames are kept"
     );
     let cpus = p.samples.cpu.as_ref().unwrap();
-    assert!(cpus.iter().any(|&c| c == 0) && cpus.iter().any(|&c| c == 1));
+    assert!(cpus.contains(&0) && cpus.contains(&1));
     assert!(
         p.threads.iter().any(|t| t.comm.contains(' ')),
         "comm with spaces"

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None if perf_forced => Some(Format::Perf),
         None => None,
     };
-    let input = Input::open(&path).map_err(|e| bad_input(e))?;
+    let input = Input::open(&path).map_err(bad_input)?;
     let format = match forced.or_else(|| keisoku_stacks::detect(&input.head)) {
         Some(f) => f,
         None if input.head.is_empty() => {
