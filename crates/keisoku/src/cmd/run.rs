@@ -302,6 +302,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // Recorders stop before the server: perf maps are written while JITs still run.
     let store_path = rec.store_path().to_path_buf();
     let (json, mut notes) = rec.finish(status)?;
+    // Findings are judged on the stored run, so `show` and `report` see the same ones.
+    let findings = keisoku_findings::analyze(&json);
+    if let Err(e) = keisoku_store::Store::open(&store_path)
+        .and_then(|s| s.set_findings(&json.run.id, &keisoku_findings::to_json(&findings)))
+    {
+        notes.push(format!("storing the findings: {e}"));
+    }
     if let Some(s) = server {
         let how = format!("server {}", s.stop(Duration::from_secs(5)));
         if let Ok(store) = keisoku_store::Store::open(&store_path) {
@@ -325,6 +332,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     text.push_str(&summary::header(&json));
     text.push_str(&summary::server(&json));
+    text.push_str(&keisoku_findings::render_text(&findings));
     if to_stdout {
         print!("{text}");
     } else {

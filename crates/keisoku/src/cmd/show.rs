@@ -35,8 +35,16 @@ fn show(args: Args) -> anyhow::Result<u8> {
         out.write_all(&bytes)?;
         return Ok(OK);
     }
-    let run = store.load(&id).map_err(recording::store_error)?;
+    let mut run = store.load(&id).map_err(recording::store_error)?;
+    // Runs stored before findings existed are judged now (not stored: show only reads).
+    let findings = if run.findings.is_empty() {
+        keisoku_findings::analyze(&run)
+    } else {
+        keisoku_findings::from_json(&run.findings)
+    };
+    run.findings.clear();
     write!(out, "{}", summary::full(&run))?;
+    write!(out, "{}", keisoku_findings::render_text(&findings))?;
     let notes = store.output(&id, "notes").map_err(recording::store_error)?;
     if !notes.is_empty() {
         writeln!(out, "Notes")?;
