@@ -69,7 +69,19 @@ http {
   }
 }
 EOF
-"$NGINX" -c "$tmp/nginx.conf" -p "$tmp" &
+# SPLIT=1: nginx on the last core, every generator on the others
+# (taskset), so tools do not randomly share nginx's core; SPLIT=0 lets the
+# scheduler place everything (default: on a shared machine pinning concentrates
+# the other load on the pinned cores).
+SPLIT=${SPLIT:-0}
+ncpu=$(nproc)
+GEN=()
+if [[ $SPLIT == 1 && $ncpu -ge 2 ]] && command -v taskset >/dev/null; then
+  GEN=(taskset -c "0-$((ncpu - 2))")
+  taskset -c "$((ncpu - 1))" "$NGINX" -c "$tmp/nginx.conf" -p "$tmp" &
+else
+  "$NGINX" -c "$tmp/nginx.conf" -p "$tmp" &
+fi
 nginx_pid=$!
 trap 'kill $nginx_pid 2>/dev/null; wait $nginx_pid 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do
@@ -83,10 +95,10 @@ run() {
   local tool=$1 log="$tmp/$1.out" tf="$tmp/$1.time"
   case $tool in
     keisoku)
-      /usr/bin/time -f "%U %S" -o "$tf" "$KEISOKU" bench -t "$THREADS" -c "$CONNS" -d "${DUR}s" --json "$tmp/k.json" "$URL" >"$log" 2>&1 || true
+      /usr/bin/time -f "%U %S" -o "$tf" "${GEN[@]}" "$KEISOKU" bench -t "$THREADS" -c "$CONNS" -d "${DUR}s" --json "$tmp/k.json" "$URL" >"$log" 2>&1 || true
       python3 -c "import json; d=json.load(open('$tmp/k.json')); print(d['requests'], d['rps'])" ;;
     wrk)
-      /usr/bin/time -f "%U %S" -o "$tf" wrk -t "$THREADS" -c "$CONNS" -d "${DUR}s" "$URL" >"$log" 2>&1 || true
+      /usr/bin/time -f "%U %S" -o "$tf" "${GEN[@]}" wrk -t "$THREADS" -c "$CONNS" -d "${DUR}s" "$URL" >"$log" 2>&1 || true
       python3 - "$log" <<'PY'
 import re, sys
 t = open(sys.argv[1]).read()
@@ -96,7 +108,7 @@ print(n, rps)
 PY
       ;;
     oha)
-      TOKIO_WORKER_THREADS=$THREADS /usr/bin/time -f "%U %S" -o "$tf" bench/tools/bin/oha --no-tui --output-format json -c "$CONNS" -z "${DUR}s" "$URL" >"$log" 2>/dev/null || true
+      TOKIO_WORKER_THREADS=$THREADS /usr/bin/time -f "%U %S" -o "$tf" "${GEN[@]}" bench/tools/bin/oha --no-tui --output-format json -c "$CONNS" -z "${DUR}s" "$URL" >"$log" 2>/dev/null || true
       python3 - "$log" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -153,9 +165,9 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 
-python3 - "$tsv" "$REPS" "$DUR" "$CONNS" "$THREADS" <<'PY'
+python3 - "$tsv" "$REPS" "$DUR" "$CONNS" "$THREADS" "$SPLIT" <<'PY'
 import csv, statistics, sys, subprocess, platform, datetime
-path, reps, dur, conns, threads = sys.argv[1:]
+path, reps, dur, conns, threads, split = sys.argv[1:]
 rows = list(csv.DictReader(open(path), delimiter="\t"))
 by = {}
 for r in rows:
@@ -165,7 +177,9 @@ med = {t: (statistics.median(v[0] for v in vals), statistics.median(v[1] for v i
 cpu_model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
 print(f"### Load generators vs wrk ({datetime.date.today()})\n")
-print(f"`REPS={reps} DUR={dur} CONNS={conns} THREADS={threads} bench/loadgen.sh` — nginx (1 worker, `return 200`) on 127.0.0.1; "
+print(f"`REPS={reps} DUR={dur} CONNS={conns} THREADS={threads} SPLIT={split} bench/loadgen.sh` — nginx (1 worker, `return 200`) on 127.0.0.1"
+      + (", pinned to the last core, generators on the others; " if split == "1" else "; ")
+      + 
       f"{nproc} cores, {cpu_model}, kernel {platform.release()}. Medians of {reps} alternating runs of {dur}s each.\n")
 print("| tool | req/s (median) | ratio to wrk | CPU s per 100k req | ratio to wrk |")
 print("| --- | ---: | ---: | ---: | ---: |")
