@@ -11,6 +11,7 @@
 # on a quarter of the 1 GB log instead.
 #
 # usage: bench/logs.sh [RUNS]    env: SIZE_GB=1 BIG_GB=4 ALP_BIG=0 KEEP=1 (keep logs)
+#                                    KEISOKU_BIN=path (skip the release build)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/.."
@@ -22,8 +23,12 @@ mkdir -p "$out"
 
 "$here/alp/build.sh"
 alp="$here/tools/alp"
-(cd "$root" && cargo build --release -q -p keisoku)
-keisoku="${CARGO_TARGET_DIR:-$root/target}/release/keisoku"
+if [[ -n "${KEISOKU_BIN:-}" ]]; then
+  keisoku="$KEISOKU_BIN"
+else
+  (cd "$root" && cargo build --release -q -p keisoku)
+  keisoku="${CARGO_TARGET_DIR:-$root/target}/release/keisoku"
+fi
 [[ -x /usr/bin/time ]] || { echo "bench: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
 
 gen() { # path bytes
