@@ -257,6 +257,7 @@ fn hot_code_names_known_expensive_work_with_frames() {
             10,
         ),
         ("do_sys_openat2", "hot-code.file-open", 20),
+        ("app::Config::load", "hot-code.config-load", 10),
     ] {
         let mut run = base();
         profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
