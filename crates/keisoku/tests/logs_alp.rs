@@ -126,7 +126,7 @@ fn serve_upstream(mut s: TcpStream) {
         ("200 OK", h % 15, (h % 5000) as usize)
     };
     std::thread::sleep(Duration::from_millis(delay_ms));
-    let body = vec![b'x'; size as usize];
+    let body = vec![b'x'; size];
     let _ = write!(
         s,
         "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -261,7 +261,7 @@ fn generate_load(port: u16, n: usize) {
                         14 => request(port, "HEAD", "/static/big.bin", b""),
                         _ => request(
                             port,
-                            if id % 2 == 0 { "DELETE" } else { "PUT" },
+                            if id & 1 == 0 { "DELETE" } else { "PUT" },
                             &format!("/api/users/{id}"),
                             b"x",
                         ),

@@ -395,7 +395,7 @@ struct Progress {
 impl Progress {
     fn start(name: String, size: Option<u64>, read: Arc<AtomicU64>, enabled: bool) -> Progress {
         let done = Arc::new(AtomicBool::new(false));
-        let big = size.map_or(true, |s| s >= 64 << 20);
+        let big = !matches!(size, Some(s) if s < 64 << 20);
         if !enabled || !big || !std::io::stderr().is_terminal() {
             return Progress { done, handle: None };
         }
