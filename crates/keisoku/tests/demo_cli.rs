@@ -12,7 +12,11 @@ fn keisoku() -> Command {
 }
 
 fn demo(args: &[&str]) -> Output {
+    // The demo records into ./.keisoku and writes ./keisoku-demo: keep both out of the tree.
+    let dir = std::env::temp_dir().join(format!("keisoku-demo-cli-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
     keisoku()
+        .current_dir(&dir)
         .arg("demo")
         .args(args)
         .output()

@@ -17,6 +17,8 @@ use keisoku_load::plan::{parse_duration, parse_sweep, PhaseSpec};
 use keisoku_load::{render, Plan, Report, RunControl, Slo, Target};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
+use crate::recording::recorder::{Options, ProfileKind, Recording};
+use keisoku_store::{NewRun, RunStatus};
 
 /// The default SLO: the field notes' bidders live by "50 ms or die" (§2)
 /// with a 3 ms mean (§1); the tuned target meets this on 2 cores up to its
@@ -82,6 +84,12 @@ pub struct Args {
     /// A short sweep (1,4,16 connections, 1s phases, no warm-up) for tests and smoke checks.
     #[arg(long, hide = true)]
     quick: bool,
+    /// Where report.html (the naive side) and compare.html go.
+    #[arg(long, value_name = "DIR", default_value = "keisoku-demo")]
+    out_dir: std::path::PathBuf,
+    /// The run store both sides are recorded into [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
+    #[arg(long, value_name = "PATH")]
+    store: Option<std::path::PathBuf>,
     /// Run only the target: print its URL on the first line of stdout and serve until killed.
     #[arg(long, hide = true)]
     target_only: bool,
@@ -135,6 +143,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Box::new(std::io::stdout())
     };
     let mut results: Vec<SideResult> = Vec::new();
+    let mut run_ids: Vec<(String, String)> = Vec::new();
     for side in &sides {
         if stop.load(Ordering::SeqCst) {
             break;
@@ -154,10 +163,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             stop: stop.clone(),
             progress: progress_printer(json_to_stdout),
         };
+        // The sweep is recorded as `keisoku run` records one: host, target
+        // process, perf profile, all into the store, then judged by the rules.
+        let mut rec = Recording::create(Options {
+            store_path: keisoku_store::store_path(args.store.as_deref()),
+            new_run: NewRun {
+                name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
+                tags: [("knobs".to_string(), describe(&side.knobs))].into(),
+                target: Some(format!("{}/bid", target.url)),
+                command: crate::recording::command_line(),
+                model: Some("closed".into()),
+                ..NewRun::default()
+            },
+            interval: Duration::from_millis(200),
+            pid: Some(target.pid()),
+            profile: ProfileKind::Perf,
+            profile_hz: 99,
+            all_cpus: false,
+            access_log: None,
+            profile_auto: true,
+        })?;
+        rec.start_recorders()?;
         let result = keisoku_load::run(&plan, &ctl);
         clear_progress(json_to_stdout);
         let stats = target.stats().ok();
+        if let Ok(r) = &result {
+            if let Err(e) = crate::cmd::run::store_report(&rec, r) {
+                rec.note(format!("storing the load results: {e}"));
+            }
+        }
+        let status = if result.is_ok() && !stop.load(Ordering::SeqCst) {
+            RunStatus::Complete
+        } else {
+            RunStatus::Interrupted
+        };
+        // Recorders stop before the target, so perf can still read its symbols.
+        let (json, notes) = rec.finish(status)?;
         target.stop();
+        let findings = keisoku_findings::analyze(&json);
+        if let Err(e) =
+            keisoku_store::Store::open(&keisoku_store::store_path(args.store.as_deref()))
+                .and_then(|s| s.set_findings(&json.run.id, &keisoku_findings::to_json(&findings)))
+        {
+            eprintln!("keisoku: note: storing the findings: {e}");
+        }
+        crate::recording::print_notes(&notes);
+        run_ids.push((side.name.clone(), json.run.id.clone()));
         let mut report = result.context("the load run failed")?;
         if report.nothing_succeeded() {
             let why = report.error_reasons.join("; ");
@@ -167,6 +218,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         let pass = keisoku_load::judge(&mut report, &slo);
         print_side(&mut out, side, &report, pass, stats.as_ref())?;
+        writeln!(out, "run {} stored", json.run.id)?;
+        write!(out, "{}", keisoku_findings::render_text(&findings))?;
         results.push(SideResult {
             name: side.name.clone(),
             knobs: side.knobs,
@@ -197,6 +250,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             render::ms(c.naive_p99_ms),
             render::ms(c.tuned_p99_ms)
         )?;
+    }
+    if let Err(e) = write_pages(&args, &run_ids, &mut out) {
+        writeln!(out, "keisoku: note: the HTML pages were not written: {e:#}")?;
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
@@ -657,4 +713,32 @@ fn target_only(args: &Args) -> anyhow::Result<u8> {
     }
     handle.stop();
     Ok(OK)
+}
+
+/// Writes report.html (the naive side, where the findings are; the only
+/// side when one ran) and compare.html (naive vs tuned) into --out-dir.
+fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> anyhow::Result<()> {
+    let Some((_, first)) = runs.first() else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(&args.out_dir)
+        .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
+    let store = args.store.as_deref();
+    let a = crate::cmd::report::load_run_json(first, store)?;
+    let html = keisoku_report::run_page::run_page(&a, &Default::default())
+        .map_err(|e| anyhow!("report: {e}"))?;
+    let report = args.out_dir.join("report.html");
+    std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
+    writeln!(out, "wrote {}", report.display())?;
+    if let Some((_, second)) = runs.get(1) {
+        let b = crate::cmd::report::load_run_json(second, store)?;
+        let cmp = keisoku_report::compare_page::compare(&a, &b, None)
+            .map_err(|e| anyhow!("compare: {e}"))?;
+        let html = keisoku_report::compare_page::compare_page(&cmp, false)
+            .map_err(|e| anyhow!("compare: {e}"))?;
+        let page = args.out_dir.join("compare.html");
+        std::fs::write(&page, html).with_context(|| format!("cannot write {}", page.display()))?;
+        writeln!(out, "wrote {}", page.display())?;
+    }
+    Ok(())
 }

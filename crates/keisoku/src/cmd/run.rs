@@ -1,11 +1,11 @@
 //! `keisoku run`: load a target while recording the host, the server
 //! process, its profile and its access log into the run store.
 
+use super::bench::{self, dur, Job, LoadArgs};
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
 use crate::recording::{self, recorder::Recording, server::Server, summary, RecorderArgs};
 use hdrhistogram::Histogram;
-use keisoku_load::plan::{parse_duration, parse_header, parse_sweep};
-use keisoku_load::{render, LoadError, Model, PhaseSpec, Plan, Report, RunControl, Slo, Target};
+use keisoku_load::{render, Model, Report, RunControl};
 use keisoku_store::{NewRun, Phase, RouteRow, RouteSecond, RouteSource, RunStatus, Series};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,158 +28,35 @@ keisoku run --target http://127.0.0.1:3000/ --server-cmd 'node --perf-basic-prof
 Exit status: 0 ok, 1 runtime failure (no response, server died, interrupted), 2 bad usage, 3 the SLO failed."
 )]
 pub struct Args {
-    /// The URL to load (http://host[:port]/path).
+    /// The URL to load (http://host[:port]/path); repeat to rotate several.
     #[arg(long, value_name = "URL")]
-    target: String,
+    target: Vec<String>,
     /// Start the server with `sh -c CMD` first; stopped (TERM, then KILL) afterwards.
     #[arg(long, value_name = "CMD", conflicts_with_all = ["pid", "pidof"])]
     server_cmd: Option<String>,
     /// How long to wait for a --server-cmd server to accept connections.
     #[arg(long, value_name = "DUR", default_value = "30s")]
     server_timeout: String,
-    /// Closed model: N connections. Open model: the connection cap.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 50)]
-    connections: usize,
-    /// Open model: RPS requests per second in total on a fixed schedule.
-    #[arg(short = 'R', long, value_name = "RPS")]
-    rate: Option<f64>,
-    /// Load generator threads [default: number of cores].
-    #[arg(short = 't', long, value_name = "N")]
-    threads: Option<usize>,
-    /// How long to run each phase (e.g. 10s, 500ms, 2m).
-    #[arg(short = 'd', long, value_name = "DUR", default_value = "10s")]
-    duration: String,
-    /// Warm up for DUR at the first phase's load first (excluded from results, marked in the run).
-    #[arg(long, value_name = "DUR")]
-    warmup: Option<String>,
-    /// HTTP method [default: GET, or POST with --body].
-    #[arg(short = 'X', long = "method", value_name = "METHOD")]
-    method: Option<String>,
-    /// Extra request header 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    headers: Vec<String>,
-    /// Request body: a string, or @FILE to read it from a file.
-    #[arg(long, value_name = "STRING|@FILE")]
-    body: Option<String>,
-    /// Per-request timeout (also the connect timeout).
-    #[arg(long, value_name = "DUR", default_value = "10s")]
-    timeout: String,
-    /// Open a new connection for every request.
-    #[arg(long)]
-    no_keepalive: bool,
-    /// One phase per connection count A, A+STEP, ... B.
-    #[arg(long, value_name = "A..B:STEP", conflicts_with = "sweep_rate")]
-    sweep_connections: Option<String>,
-    /// One phase per rate A, A+STEP, ... B (open model).
-    #[arg(long, value_name = "A..B:STEP")]
-    sweep_rate: Option<String>,
-    /// Length of each sweep phase [default: --duration].
-    #[arg(long, value_name = "DUR")]
-    step_duration: Option<String>,
-    /// Service-level objective, e.g. 'p99<=1s,errors<=0.1%'; exit 3 when it fails.
-    #[arg(long, value_name = "SLO")]
-    slo: Option<String>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// Also write the load results (as `keisoku bench --json`) to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE|-")]
     json: Option<String>,
+    /// Also write an HdrHistogram interval log (.hlog) of the load.
+    #[arg(long, value_name = "FILE")]
+    hdr_log: Option<std::path::PathBuf>,
     #[command(flatten)]
     rec: RecorderArgs,
 }
 
-fn dur(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    parse_duration(s).map_err(|e| bad_input(format!("{flag}: {e}")))
-}
-
-fn load_err(e: LoadError) -> anyhow::Error {
-    if e.is_bad_input() {
-        bad_input(e)
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// The load plan from the flags (the subset of `keisoku bench` that a
-/// recorded run needs).
-fn plan(a: &Args) -> anyhow::Result<(Plan, Option<Slo>)> {
-    let body = match &a.body {
-        None => Vec::new(),
-        Some(b) => match b.strip_prefix('@') {
-            Some(f) => std::fs::read(f).map_err(|e| bad_input(format!("--body: {f}: {e}")))?,
-            None => b.clone().into_bytes(),
-        },
-    };
-    let method = a
-        .method
-        .clone()
-        .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.into());
-    let target = Target::new(&method, &a.target, body, 1).map_err(load_err)?;
-    let mut plan = Plan::new(vec![target]);
-    for h in &a.headers {
-        plan.headers
-            .push(parse_header(h).map_err(|e| bad_input(format!("-H: {e}")))?);
-    }
-    if let Some(t) = a.threads {
-        plan.threads = t;
-    }
-    plan.timeout = dur("--timeout", &a.timeout)?;
-    plan.keepalive = !a.no_keepalive;
-    if let Some(w) = &a.warmup {
-        plan.warmup = dur("--warmup", w)?;
-    }
-    let duration = dur("--duration", &a.duration)?;
-    let step = match &a.step_duration {
-        Some(d) => dur("--step-duration", d)?,
-        None => duration,
-    };
-    if let Some(r) = a.rate {
-        if !(r.is_finite() && r > 0.0) {
-            return Err(bad_input(format!(
-                "--rate: must be a positive number, got {r}"
-            )));
-        }
-    }
-    let phase = |connections: usize, rate: Option<f64>, duration: Duration| PhaseSpec {
-        connections,
-        rate,
-        duration,
-        requests: None,
-    };
-    plan.model = if a.rate.is_some() || a.sweep_rate.is_some() {
-        Model::Open
-    } else {
-        Model::Closed
-    };
-    plan.phases = if let Some(s) = &a.sweep_connections {
-        let steps = parse_sweep(s).map_err(|e| bad_input(format!("--sweep-connections: {e}")))?;
-        steps
-            .iter()
-            .map(|&c| phase(c.max(1.0) as usize, None, step))
-            .collect()
-    } else if let Some(s) = &a.sweep_rate {
-        let steps = parse_sweep(s).map_err(|e| bad_input(format!("--sweep-rate: {e}")))?;
-        steps
-            .iter()
-            .map(|&r| phase(a.connections, Some(r), step))
-            .collect()
-    } else {
-        vec![phase(a.connections, a.rate, duration)]
-    };
-    let slo = match &a.slo {
-        Some(s) => Some(Slo::parse(s).map_err(|e| bad_input(format!("--slo: {e}")))?),
-        None => None,
-    };
-    plan.validate().map_err(load_err)?;
-    Ok((plan, slo))
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (plan, slo) = plan(&args)?;
+    let Job { plan, slo, search } = bench::build(&args.target, &args.load)?;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
     let pid = args.rec.process()?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
         tags: args.rec.tag_map()?,
-        target: Some(args.target.clone()),
+        target: plan.targets.first().map(|t| t.url.clone()),
         command: recording::command_line(),
         model: Some(match plan.model {
             Model::Closed => "closed".into(),
@@ -265,7 +142,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         })
     });
 
-    let result = keisoku_load::run(&plan, &ctl);
+    let result = match (&search, &slo) {
+        (Some(search), Some(slo)) => keisoku_load::find_max(&plan, slo, *search, &ctl),
+        _ => keisoku_load::run(&plan, &ctl),
+    };
     if ctl.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
@@ -281,6 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     };
     let gate_pass = match (&slo, report.as_mut()) {
+        (Some(_), Some(r)) if search.is_some() => r.max_rate.is_some(),
         (Some(slo), Some(r)) => keisoku_load::judge(r, slo),
         _ => true,
     };
@@ -324,6 +205,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             std::fs::write(dest, text + "\n")
                 .map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
         }
+    }
+    if let (Some(r), Some(path)) = (&report, &args.hdr_log) {
+        keisoku_load::hlog::write_hlog_file(r, path)
+            .map_err(|e| anyhow::anyhow!("--hdr-log: {e}"))?;
     }
     let to_stdout = args.json.as_deref() != Some("-");
     let mut text = String::new();
@@ -391,7 +276,7 @@ fn rec_output(args: &Args, run: &str, stream: &str) -> Vec<u8> {
 
 /// Stores the load's results, phases, client series, per-second per-route
 /// histograms and route rows, shifted onto the run's clock.
-fn store_report(rec: &Recording, r: &Report) -> keisoku_store::Result<()> {
+pub(crate) fn store_report(rec: &Recording, r: &Report) -> keisoku_store::Result<()> {
     let store = rec.store();
     let run = &rec.run;
     // The engine's clock starts when the load starts; ours when the run did.
