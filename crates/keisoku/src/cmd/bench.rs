@@ -31,6 +31,21 @@ pub struct Args {
     /// Target URLs (http://host[:port]/path); several are rotated.
     #[arg(value_name = "URL")]
     urls: Vec<String>,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Write machine-readable results to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE|-")]
+    json: Option<String>,
+    /// Write an HdrHistogram interval log (.hlog), one interval per second.
+    #[arg(long, value_name = "FILE")]
+    hdr_log: Option<PathBuf>,
+}
+
+/// The load flags shared by every command that drives load (`bench`,
+/// `run`), so they accept exactly the same options.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Load")]
+pub struct LoadArgs {
     /// Closed model: N connections. Open model: the connection cap.
     #[arg(short = 'c', long, value_name = "N", default_value_t = 50)]
     connections: usize,
@@ -86,12 +101,6 @@ pub struct Args {
     /// (within --sweep-rate A..B:STEP, or up to --rate in steps of a twentieth).
     #[arg(long, requires = "slo")]
     find_max: bool,
-    /// Write machine-readable results to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE|-")]
-    json: Option<String>,
-    /// Write an HdrHistogram interval log (.hlog), one interval per second.
-    #[arg(long, value_name = "FILE")]
-    hdr_log: Option<PathBuf>,
 }
 
 /// Parses a duration flag; the error names the flag (exit 2). Shared with
@@ -122,21 +131,24 @@ pub(crate) fn load_err(e: LoadError) -> anyhow::Error {
     }
 }
 
-/// What `run` needs besides the plan.
-struct Job {
-    plan: Plan,
-    slo: Option<Slo>,
-    search: Option<Search>,
+/// A load plan and what judges it, built from the shared load flags.
+pub(crate) struct Job {
+    pub plan: Plan,
+    pub slo: Option<Slo>,
+    /// `--find-max`: search for the highest rate meeting the SLO.
+    pub search: Option<Search>,
 }
 
-fn build(a: &Args) -> anyhow::Result<Job> {
+/// Builds the load job from target URLs and the shared load flags; every
+/// problem is bad input (exit 2) naming the flag.
+pub(crate) fn build(urls: &[String], a: &LoadArgs) -> anyhow::Result<Job> {
     let body = read_body(a.body.as_deref())?;
     let method = a
         .method
         .clone()
         .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.to_string());
     let mut targets: Vec<Target> = Vec::new();
-    for u in &a.urls {
+    for u in urls {
         targets.push(Target::new(&method, u, body.clone(), 1).map_err(load_err)?);
     }
     if let Some(f) = &a.targets {
@@ -244,7 +256,7 @@ fn build(a: &Args) -> anyhow::Result<Job> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let job = build(&args)?;
+    let job = build(&args.urls, &args.load)?;
     let ctl = RunControl {
         progress: progress_printer(),
         ..RunControl::default()
@@ -269,7 +281,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(_) => report.max_rate.is_some(),
         None => true,
     };
-    write_outputs(&args, &report)?;
+    write_outputs(args.json.as_deref(), args.hdr_log.as_deref(), &report)?;
     if report.nothing_succeeded() {
         let why = if report.error_reasons.is_empty() {
             "no response arrived".to_string()
@@ -286,9 +298,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     Ok(if gate_pass { OK } else { GATE_FAILED })
 }
 
-fn write_outputs(args: &Args, report: &Report) -> anyhow::Result<()> {
+/// Prints the summary and writes `--json` / `--hdr-log`; with `--json -`
+/// the JSON owns stdout and the summary goes to stderr.
+pub(crate) fn write_outputs(
+    json: Option<&str>,
+    hdr_log: Option<&std::path::Path>,
+    report: &Report,
+) -> anyhow::Result<()> {
     let text = render::summary(report);
-    let json_to_stdout = args.json.as_deref() == Some("-");
+    let json_to_stdout = json == Some("-");
     if json_to_stdout {
         eprint!("{text}");
         let stdout = std::io::stdout();
@@ -297,7 +315,7 @@ fn write_outputs(args: &Args, report: &Report) -> anyhow::Result<()> {
         writeln!(out).context("writing JSON to stdout")?;
     } else {
         print!("{text}");
-        if let Some(path) = &args.json {
+        if let Some(path) = json {
             let f = std::fs::File::create(path)
                 .with_context(|| format!("--json: cannot create {path}"))?;
             let mut w = std::io::BufWriter::new(f);
@@ -307,7 +325,7 @@ fn write_outputs(args: &Args, report: &Report) -> anyhow::Result<()> {
                 .with_context(|| format!("--json: writing {path}"))?;
         }
     }
-    if let Some(path) = &args.hdr_log {
+    if let Some(path) = hdr_log {
         keisoku_load::hlog::write_hlog_file(report, path)
             .map_err(|e| anyhow::anyhow!("--hdr-log: {e}"))?;
     }
