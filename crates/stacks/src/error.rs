@@ -6,7 +6,7 @@ use crate::model::Location;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The input could not be read at all.
-    #[error("{path}: {source}")]
+    #[error("{path}: cannot read it")]
     Io {
         /// File name (or "<stdin>").
         path: String,

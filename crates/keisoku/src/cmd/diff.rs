@@ -12,10 +12,10 @@ use std::io::Write;
     after_help = "Output type follows the -o extension: .html (interactive), .svg (inferno differential) or .folded (difffolded.pl: stack before after).\n\nExamples:\n  keisoku diff before.perf after.perf -o diff.html --normalize\n  keisoku diff base.pprof new.pprof --fail-if 'json\\.Marshal>+5%'\n\nExit status 3 when a --fail-if gate fails."
 )]
 pub struct Args {
-    /// The profile before the change.
+    /// The profile before the change (a file, or a stored run).
     #[arg(value_name = "BEFORE")]
     before: String,
-    /// The profile after the change.
+    /// The profile after the change (a file, or a stored run).
     #[arg(value_name = "AFTER")]
     after: String,
     /// Output file: .html, .svg or .folded (default: the table on stdout).

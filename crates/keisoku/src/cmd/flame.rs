@@ -15,7 +15,8 @@ use std::io::Write;
     after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal"
 )]
 pub struct Args {
-    /// Profile: perf script, folded, .cpuprofile or pprof (plain or gzip; "-" for stdin).
+    /// Profile: perf script, folded, .cpuprofile or pprof (plain or gzip; "-" for stdin),
+    /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
     /// Output file: .html, .svg or .folded (default: a summary on stdout).
@@ -58,6 +59,12 @@ pub struct Args {
 
 /// Reads a profile for a command, reporting recovered damage and dropped events.
 pub fn load(path: &str, format: Option<&str>, event: Option<String>) -> anyhow::Result<Profile> {
+    // Not a file but a stored run: explain recorded runs like files.
+    if format.is_none() {
+        if let Some(profile) = crate::cmd::stored::profile(path)? {
+            return Ok(profile);
+        }
+    }
     let format = match format {
         Some(f) => Some(Format::from_name(f).ok_or_else(|| {
             bad_input(format!(

@@ -19,6 +19,7 @@ pub mod runs;
 pub mod scope;
 pub mod serve;
 pub mod show;
+pub mod stored;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
