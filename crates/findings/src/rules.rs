@@ -134,6 +134,21 @@ time (perf sched, offcputime) to see what the workers wait for"
             f.evidence = ev;
             vec![f]
         }
+        Some(b) if b >= CPU_BOUND_BUSY_PCT && server.is_some_and(|s| s < 50.0) => {
+            // The cores were busy, but not with the server: neighbours or the
+            // load generator took them, so this knee says little about the server.
+            let mut f = finding("saturation", Some("host-busy"), Severity::Info, 12.0);
+            f.title = format!(
+                "Saturated at {} with the host's CPU busy, but not with the server",
+                p.label
+            );
+            f.summary = "The machine's cores were busy at the knee while the server used under half a core: other processes (or the load generator) competed for CPU.".into();
+            f.impact = "the knee and peak throughput understate the server's capacity".into();
+            f.suggestion =
+                "rerun on a quiet machine, or with the load generator on another host".into();
+            f.evidence = ev;
+            vec![f]
+        }
         _ => {
             let mut f = finding("saturation", Some("cpu-bound"), Severity::Info, 15.0);
             f.title = format!("Saturated at {}: the CPU is the limit", p.label);

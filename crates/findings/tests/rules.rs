@@ -220,6 +220,15 @@ fn saturation_cpu_bound_is_info_and_idle_knee_is_a_problem() {
     assert_eq!(s.severity, Severity::Info);
     assert_eq!(s.evidence.phases, vec![1, 2]);
 
+    // Busy cores, but the server used a tenth of one: someone else's CPU.
+    let mut quiet = run.clone();
+    set(&mut quiet, "proc.cpu_user", |_, _| 8.0);
+    set(&mut quiet, "proc.cpu_system", |_, _| 2.0);
+    let f = analyze(&quiet);
+    assert!(f
+        .iter()
+        .any(|f| f.id == "saturation.host-busy" && !f.is_problem()));
+
     set(&mut run, "cpu.all.idle", |_, _| 60.0);
     assert!(ids(&run).contains(&"saturation.not-cpu-bound".to_string()));
     run.results["knee"] = json!(null);
