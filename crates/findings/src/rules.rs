@@ -232,8 +232,9 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     }
     let mut f = finding("single-core", None, Severity::High, 60.0 + 30.0 * share);
     f.title = format!(
-        "One thread ({name}) does {} of the server's work, a core's worth, while the other cores idle",
-        pct(share)
+        "One thread ({name}) does {} of the server's work: the server can use one core of {}",
+        pct(share),
+        v.cores()
     );
     f.summary = "The server's work runs on one thread: it can use one core, whatever the machine has (a single event loop or worker).".into();
     f.impact = format!(
