@@ -343,9 +343,8 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
         f.suggestion = kind.suggestion.to_string();
         f.evidence = Evidence {
             text: vec![format!(
-                "{} of {} samples in the measured phases",
-                fmt_num(kind_w[k]),
-                fmt_num(total)
+                "{:.0} of {:.0} samples in the measured phases",
+                kind_w[k], total
             )],
             series: Vec::new(),
             range_ms: Some([a, b]),
@@ -375,7 +374,7 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
         f.impact = "CPU per request; what a CPU-bound server's capacity depends on".into();
         f.suggestion = "open the flame graph at these frames; optimise the largest first".into();
         f.evidence = Evidence {
-            text: vec![format!("{} samples in the measured phases", fmt_num(total))],
+            text: vec![format!("{total:.0} samples in the measured phases")],
             range_ms: Some([a, b]),
             frames: top
                 .iter()
