@@ -8,15 +8,16 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn keisoku() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_keisoku"))
-}
-
-fn demo(args: &[&str]) -> Output {
     // The demo records into ./.keisoku and writes ./keisoku-demo: keep both out of the tree.
     let dir = std::env::temp_dir().join(format!("keisoku-demo-cli-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
+    let mut c = Command::new(env!("CARGO_BIN_EXE_keisoku"));
+    c.current_dir(dir);
+    c
+}
+
+fn demo(args: &[&str]) -> Output {
     keisoku()
-        .current_dir(&dir)
         .arg("demo")
         .args(args)
         .output()
