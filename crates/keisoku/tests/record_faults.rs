@@ -1,13 +1,22 @@
 //! `keisoku record` end to end: access-log rotation and truncation, a store
 //! read while written, SIGINT, a killed keisoku, perf unavailable.
+//!
+//! Every step that depends on keisoku having done something (started its
+//! recorders, read a log line, stored a sample) waits for that condition,
+//! observed from outside, instead of sleeping a fixed time: on a busy
+//! machine start-up alone can take longer than any fixed sleep.
 
 use keisoku_store::RunJson;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
+
+/// Longest wait for a condition: far beyond what a loaded machine needs,
+/// so only a real failure runs into it.
+const PATIENCE: Duration = Duration::from_secs(40);
 
 fn keisoku(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
@@ -21,6 +30,68 @@ fn export(store: &Path, run: &str) -> RunJson {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The run as stored right now, or `None` while it does not exist yet.
+fn export_live(store: &Path, run: &str) -> Option<RunJson> {
+    let out = keisoku(&["export", run, "--store", store.to_str().unwrap()]);
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// Polls `cond` until it yields a value; panics naming `what` after PATIENCE.
+fn wait_for<T>(what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < PATIENCE,
+            "gave up after {PATIENCE:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits until `keisoku record` says its recorders run (it prints the run
+/// id once they are started, before CMD starts), then keeps draining its
+/// stderr so it never blocks; the returned handle yields the whole text.
+fn wait_recording(child: &mut Child) -> std::thread::JoinHandle<String> {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap();
+        assert!(n > 0, "keisoku record ended before recording: {seen}");
+        seen.push_str(&line);
+        if line.contains("recording run") {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        let _ = err.read_to_string(&mut seen);
+        seen
+    })
+}
+
+/// A command that runs until `stop` exists, so the test decides when the
+/// recording ends.
+fn until(stop: &Path) -> [String; 3] {
+    [
+        "sh".into(),
+        "-c".into(),
+        format!("while [ ! -e '{}' ]; do sleep 0.05; done", stop.display()),
+    ]
+}
+
+/// Requests the access-log follower has stored so far (sum of `log.rps`).
+fn logged(store: &Path, run: &str) -> f64 {
+    export_live(store, run)
+        .and_then(|r| r.series.into_iter().find(|s| s.name == "log.rps"))
+        .map_or(0.0, |s| s.v.iter().sum())
 }
 
 fn ltsv(uri: &str, status: u16) -> String {
@@ -41,9 +112,10 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
     let log = dir.path().join("access.log");
+    let stop = dir.path().join("stop");
     // Lines from before the run do not count.
     append(&log, &ltsv("/old", 200).repeat(7));
-    let child = Command::new(BIN)
+    let mut child = Command::new(BIN)
         .args([
             "record",
             "--access-log",
@@ -53,35 +125,43 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
             "--name",
             "rot",
             "--",
-            "sleep",
-            "3.2",
         ])
+        .args(until(&stop))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
-    append(&log, &ltsv("/a", 200).repeat(10));
-    // Half a line now, the rest later: never counted twice or lost.
-    append(&log, "time:x\tmethod:GET\turi:/a\tstat");
-    std::thread::sleep(Duration::from_millis(500));
+    let stderr = wait_recording(&mut child);
+    // Half a line at the end of one write, the rest later: the follower
+    // reads the half with the ten whole lines, and must neither count it
+    // nor lose it.
+    append(
+        &log,
+        &(ltsv("/a", 200).repeat(10) + "time:x\tmethod:GET\turi:/a\tstat"),
+    );
+    let n = wait_for("the first 10 lines stored", || {
+        Some(logged(&store, "rot")).filter(|&n| n >= 10.0)
+    });
+    assert_eq!(n, 10.0, "the half line was counted");
     append(&log, "us:200\tsize:5\treqtime:0.001\n");
-    std::thread::sleep(Duration::from_millis(400));
-    // logrotate's create mode: rename, then the server writes a new file.
+    // logrotate's create mode: rename, then the server writes a new file,
+    // while it may still write a little to the old one.
     append(&log, &ltsv("/b", 500).repeat(3));
     std::fs::rename(&log, dir.path().join("access.log.1")).unwrap();
     append(&dir.path().join("access.log.1"), &ltsv("/b", 500).repeat(2));
     append(&log, &ltsv("/c", 200).repeat(4));
-    std::thread::sleep(Duration::from_millis(600));
-    // copytruncate mode: the file is emptied in place.
+    let n = wait_for("the lines around the rotation stored", || {
+        Some(logged(&store, "rot")).filter(|&n| n >= 20.0)
+    });
+    assert_eq!(n, 20.0);
+    // copytruncate mode: the file is emptied in place and (here, before
+    // the follower looks again) grows back past the old read position.
     std::fs::File::create(&log).unwrap();
     append(&log, &ltsv("/d", 404).repeat(5));
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    std::fs::write(&stop, "").unwrap();
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
+    assert!(status.success(), "{stderr}");
     let run = export(&store, "rot");
     let count = |uri: &str| {
         run.routes
@@ -117,6 +197,7 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
 fn the_store_is_readable_while_a_run_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
+    let stop = dir.path().join("stop");
     let s = store.to_str().unwrap();
     let mut child = Command::new(BIN)
         .args([
@@ -128,14 +209,21 @@ fn the_store_is_readable_while_a_run_is_written() {
             "--name",
             "live",
             "--",
-            "sleep",
-            "4.5",
         ])
+        .args(until(&stop))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(3600));
+    // Series reach the store every few seconds while the run goes on.
+    let live = wait_for("cpu.all.user stored while running", || {
+        export_live(&store, "live").filter(|r| {
+            r.series
+                .iter()
+                .any(|s| s.name == "cpu.all.user" && s.t_ms.len() >= 5)
+        })
+    });
+    assert_eq!(live.run.status, "running");
     let runs = keisoku(&["runs", "--json", "--store", s]);
     assert!(
         runs.status.success(),
@@ -144,14 +232,15 @@ fn the_store_is_readable_while_a_run_is_written() {
     );
     let list: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(list[0]["status"], "running");
-    let live = export(&store, "live");
-    assert_eq!(live.run.status, "running");
     let cpu = live
         .series
         .iter()
         .find(|s| s.name == "cpu.all.user")
-        .expect("series flushed while running");
-    assert!(cpu.t_ms.len() >= 5, "{:?}", cpu.t_ms);
+        .unwrap();
+    // Whatever the sampler does in this half second (a tick, or nothing and
+    // then a last sample at the stop), the finished run has more points.
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::write(&stop, "").unwrap();
     assert!(child.wait().unwrap().success());
     let done = export(&store, "live");
     assert_eq!(done.run.status, "complete");
@@ -161,8 +250,15 @@ fn the_store_is_readable_while_a_run_is_written() {
         .find(|s| s.name == "cpu.all.user")
         .unwrap();
     assert!(cpu_done.t_ms.len() > cpu.t_ms.len());
-    // 200 ms sampling: about 5 points a second.
-    assert!(cpu_done.t_ms.len() >= 15, "{}", cpu_done.t_ms.len());
+    // 200 ms sampling: about 5 points a second (half of that allows for a
+    // starved sampler thread; 1 s sampling would give a fifth).
+    let expected = done.run.duration_ms / 200.0;
+    assert!(
+        cpu_done.t_ms.len() as f64 >= expected * 0.5,
+        "{} points in {} ms",
+        cpu_done.t_ms.len(),
+        done.run.duration_ms
+    );
 }
 
 #[test]
@@ -170,45 +266,66 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
     let s = store.to_str().unwrap();
-    let child = Command::new(BIN)
+    let mut child = Command::new(BIN)
         .args([
-            "record", "--store", s, "--name", "ctrlc", "--", "sleep", "30",
+            "record", "--store", s, "--name", "ctrlc", "--", "sleep", "60",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2200));
+    let stderr = wait_recording(&mut child);
+    let live = wait_for("two cpu samples stored", || {
+        export_live(&store, "ctrlc").and_then(|r| {
+            r.series
+                .into_iter()
+                .find(|s| s.name == "cpu.all.user" && s.v.len() >= 2)
+        })
+    });
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    let stderr = stderr.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(status.code(), Some(1), "{stderr}");
     let run = export(&store, "ctrlc");
     assert_eq!(run.run.status, "interrupted");
-    assert!(run
+    let cpu = run
         .series
         .iter()
-        .any(|s| s.name.starts_with("cpu.") && s.v.len() >= 2));
+        .find(|s| s.name == "cpu.all.user")
+        .expect("cpu.all.user kept");
+    assert!(cpu.v.len() >= live.v.len(), "{cpu:?} after {live:?}");
+    // The points sampled after the last periodic write are kept too: the
+    // newest is from the moment of the interruption, not seconds before.
+    let newest = cpu.t_ms.last().copied().unwrap_or(0.0);
+    assert!(
+        newest >= run.run.duration_ms - 1000.0,
+        "newest point at {newest} ms, run ended at {} ms",
+        run.run.duration_ms
+    );
 
     // SIGKILL: no chance to finish; the data written so far is readable.
+    let stop = dir.path().join("stop");
     let mut child = Command::new(BIN)
-        .args([
-            "record", "--store", s, "--name", "killed", "--", "sleep", "30",
-        ])
+        .args(["record", "--store", s, "--name", "killed", "--"])
+        .args(until(&stop))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(3800));
+    wait_for("series stored before the kill", || {
+        export_live(&store, "killed").filter(|r| {
+            r.series
+                .iter()
+                .any(|s| s.name == "cpu.all.user" && !s.v.is_empty())
+        })
+    });
     child.kill().unwrap();
     child.wait().unwrap();
+    // The orphaned CMD may go now.
+    std::fs::write(&stop, "").unwrap();
     let run = export(&store, "killed");
     assert_eq!(run.run.status, "interrupted");
     assert!(run

@@ -41,6 +41,25 @@ fn export(store: &Path, run: &str) -> RunJson {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// A python3 HTTP server's head: answers `ok` to every GET and calls
+/// `served(n)` (defined by each test) with the running request count.
+const SERVED: &str = "import http.server, threading, os, signal\n\
+lock = threading.Lock()\ncount = [0]\n\
+class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length','2'); self.end_headers(); self.wfile.write(b'ok')\n        with lock:\n            count[0] += 1; n = count[0]\n        served(n)\n    def log_message(self, *a): pass\n";
+
+/// Whether nothing accepts connections on `port` within a few seconds: a
+/// killed process closes its sockets as it exits, a moment after the kill.
+fn stops_listening(port: u16) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
 /// An nginx config: 2 workers, LTSV access log, everything under `dir`.
 fn nginx_conf(dir: &Path, port: u16) -> PathBuf {
     let d = dir.display();
@@ -218,12 +237,8 @@ fn nginx_run_records_cpu_process_profile_and_access_log_on_one_clock() {
     let list: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(list[0]["status"], "complete");
     assert!(list[0]["rps"].as_f64().unwrap() > 0.0);
-    // nginx was stopped.
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "nginx still listens"
-    );
+    // nginx was stopped (its killed workers close the socket as they exit).
+    assert!(stops_listening(port), "nginx still listens");
 }
 
 #[test]
@@ -231,14 +246,15 @@ fn a_server_killed_mid_run_leaves_an_interrupted_run_with_its_data() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let store = dir.path().join("runs.db");
-    // python3's http.server, killed (SIGKILL, by itself) 1.5 s after it starts.
+    // python3's http.server, killed (SIGKILL, by itself) 1 s after its 20th
+    // request: counted from the load, not from its start, so a slow start
+    // on a busy machine cannot end the run before the load and sampler ran.
     let script = dir.path().join("server.py");
     std::fs::write(
         &script,
         format!(
-            "import http.server, threading, os, signal\n\
-class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length','2'); self.end_headers(); self.wfile.write(b'ok')\n    def log_message(self, *a): pass\n\
-threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n\
+            "{SERVED}\
+def served(n):\n    if n == 20: threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()\n\
 http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
         ),
     )
@@ -337,12 +353,14 @@ fn sigint_during_a_run_keeps_partial_results_and_stops_the_server() {
     let port = free_port();
     let store = dir.path().join("runs.db");
     let script = dir.path().join("server.py");
+    let marker = dir.path().join("served-20");
     std::fs::write(
         &script,
         format!(
-            "import http.server\n\
-class H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        self.send_response(200); self.send_header('Content-Length','2'); self.end_headers(); self.wfile.write(b'ok')\n    def log_message(self, *a): pass\n\
-http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+            "{SERVED}\
+def served(n):\n    if n == 20: open('{marker}', 'w').close()\n\
+http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n",
+            marker = marker.display()
         ),
     )
     .unwrap();
@@ -368,7 +386,16 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
+    // With two connections, by the 20th request the client has its first
+    // responses: the partial results cannot be empty.
+    let start = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the server never served 20 requests"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = std::time::Instant::now();
@@ -382,9 +409,5 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     assert_eq!(run.results["partial"], true);
     assert!(run.results["requests"].as_u64().unwrap_or(0) > 0);
     assert!(run.series.iter().any(|s| s.name == "proc.rss"));
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
-        "the server still listens"
-    );
+    assert!(stops_listening(port), "the server still listens");
 }
