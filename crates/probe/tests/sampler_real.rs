@@ -15,6 +15,20 @@ fn config(pid: Option<u32>) -> SamplerConfig {
     c
 }
 
+/// Waits (up to 30 s, for a loaded machine) until `parent`'s tree has `n`
+/// processes: a shell forks its children when the scheduler lets it, not
+/// within a fixed time.
+fn wait_tree(parent: u32, n: usize) -> Vec<keisoku_probe::ProcessInfo> {
+    let start = Instant::now();
+    loop {
+        let tree = process_tree(Path::new("/proc"), parent).unwrap();
+        if tree.len() >= n || start.elapsed() > Duration::from_secs(30) {
+            return tree;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn host_series_are_present_and_sane() {
     let cfg = config(None);
@@ -192,8 +206,7 @@ fn children_and_their_threads_are_counted() {
         .arg("sleep 30 & sleep 30 & wait")
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let tree = process_tree(Path::new("/proc"), parent.id()).unwrap();
+    let tree = wait_tree(parent.id(), 3);
     assert_eq!(tree.len(), 3, "{tree:?}");
     assert_eq!(tree[0].pid, parent.id());
     assert!(tree[1..]
@@ -309,9 +322,8 @@ fn pidof_picks_the_parent_of_same_named_processes() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let tree = wait_tree(parent.id(), 2);
     let found = pidof(Path::new("/proc"), "kprobe-pidof");
-    let tree = process_tree(Path::new("/proc"), parent.id()).unwrap();
     for p in tree.iter().rev() {
         unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
     }
@@ -343,8 +355,11 @@ fn a_child_started_later_joins_the_tree() {
     assert_eq!(by_name(&out)["proc.processes"][0].1, 1.0);
     std::thread::sleep(Duration::from_millis(1100));
     col.sample(cfg.origin.elapsed(), &mut out);
+    let asked = Instant::now();
     parent.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
-    std::thread::sleep(Duration::from_millis(1100));
+    wait_tree(parent.id(), 2);
+    // The sampler re-lists /proc at most once a second (after a fork).
+    std::thread::sleep(Duration::from_millis(1100).saturating_sub(asked.elapsed()));
     let mut last = Vec::new();
     col.sample(cfg.origin.elapsed(), &mut last);
     let pids = col.target_pids().to_vec();
