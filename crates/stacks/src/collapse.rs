@@ -314,6 +314,10 @@ fn next_chunk(
     name: &str,
 ) -> Result<Option<Vec<u8>>> {
     let mut buf = std::mem::take(carry);
+    // Bytes before `searched` hold no "\n\n": a sample (or a file without
+    // blank lines) longer than many chunks is scanned once, not once per
+    // chunk read.
+    let mut searched = 0;
     let mut eof = false;
     loop {
         if buf.len() >= size || eof {
@@ -321,16 +325,12 @@ fn next_chunk(
             let cut = if eof {
                 buf.len()
             } else {
-                match memchr::memmem::rfind(&buf, b"\n\n") {
-                    Some(i) => i + 2,
+                match memchr::memmem::rfind(&buf[searched..], b"\n\n") {
+                    Some(i) => searched + i + 2,
                     None => {
                         // One sample larger than a chunk: read on.
-                        let old = buf.len();
-                        buf.resize(old + size, 0);
-                        let n =
-                            read_full(reader, &mut buf[old..]).map_err(|e| Error::io(name, e))?;
-                        buf.truncate(old + n);
-                        eof = n == 0;
+                        searched = buf.len() - 1;
+                        eof = read_more(reader, &mut buf, size, name)?;
                         continue;
                     }
                 }
@@ -338,25 +338,20 @@ fn next_chunk(
             *carry = buf.split_off(cut);
             return Ok(if buf.is_empty() { None } else { Some(buf) });
         }
-        let old = buf.len();
-        buf.resize(size.max(old + 64 * 1024), 0);
-        let n = read_full(reader, &mut buf[old..]).map_err(|e| Error::io(name, e))?;
-        buf.truncate(old + n);
-        eof = n == 0;
+        let want = size.max(buf.len() + 64 * 1024) - buf.len();
+        eof = read_more(reader, &mut buf, want, name)?;
     }
 }
 
-fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
+/// Appends up to `want` bytes; true at the end of the input. The buffer
+/// grows with what is read rather than by `want` zeroed bytes, so small
+/// inputs do not pay for a whole chunk.
+fn read_more(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize, name: &str) -> Result<bool> {
+    let n = reader
+        .take(want as u64)
+        .read_to_end(buf)
+        .map_err(|e| Error::io(name, e))?;
+    Ok(n < want)
 }
 
 /// Folds `perf script` output exactly like stackcollapse-perf.pl.
@@ -647,5 +642,24 @@ mod tests {
                 assert_eq!(fold(&t, opts), one, "chunk {chunk} threads {threads}");
             }
         }
+    }
+
+    #[test]
+    fn input_without_blank_lines_is_scanned_once() {
+        // `perf script` without call chains has no blank line at all, so
+        // the whole input is one "sample" longer than any chunk. Scanning
+        // the buffer again after every read made this quadratic: 8 MiB in
+        // 64-byte reads took hours; one pass takes well under a second.
+        let line = b"java 100/101 [000] 1.000001: 1001 cpu-clock: 7f6d f+0x3 (/b)\n";
+        let text: Vec<u8> = line.iter().copied().cycle().take(8 << 20).collect();
+        let started = std::time::Instant::now();
+        let mut carry = Vec::new();
+        let chunk = next_chunk(&mut &text[..], &mut carry, 64, "t").unwrap();
+        assert_eq!(chunk.as_deref(), Some(&text[..]));
+        assert!(next_chunk(&mut &b""[..], &mut carry, 64, "t")
+            .unwrap()
+            .is_none());
+        let took = started.elapsed();
+        assert!(took.as_secs() < 30, "took {took:?}");
     }
 }
