@@ -2,16 +2,23 @@
 // distinct frames) is first painted in headless Chromium.
 //
 //   node bench/flame-paint.mjs [--samples N] [--frames N] [--runs N] [--via template|binary]
+//                              [--page-tool PATH] [--form samples|counts]
 //
-// Two numbers per run, both from the page's own clock (ms since navigation):
+// Three numbers per run, all from the page's own clock (ms since navigation):
 //   first-paint  the `keisoku:first-paint` mark, emitted right after the
 //                flame graph's first canvas draw;
+//   first-frame  the `keisoku:first-frame` mark, in the animation frame
+//                after that draw (the frame that shows it);
 //   interactive  the full tree built (after the preview), function table and
 //                legend done, and the next frame shown.
 // The page comes from `keisoku flame` when --via binary (KEISOKU_BIN) and
-// otherwise from the same template crates/report uses, with per-sample data
-// (time and thread per sample: the heavier form, as `scope` pages embed).
-import { writeFileSync, statSync } from 'node:fs';
+// otherwise from profile JSON made here: with per-sample data (time and
+// thread per sample: the heavier form, as perf input and stored runs give)
+// or counts per node. --page-tool (crates/report's `profile_page` example,
+// which bench/flame-paint.sh builds) embeds it exactly as `keisoku flame`
+// does; without it the JSON goes into the page as is (the form run reports
+// and hand-made pages use).
+import { writeFileSync, statSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
@@ -29,6 +36,7 @@ const via = arg('via', 'template');
 // samples: per-sample columns (time, thread), as `scope` pages and perf
 // input carry; counts: self weight per stack node, as folded input gives.
 const form = arg('form', 'samples');
+const pageTool = arg('page-tool', process.env.KEISOKU_PAGE_TOOL || '');
 
 const dir = scratch('flame-paint');
 const t0 = Date.now();
@@ -52,10 +60,15 @@ if (via === 'binary') {
     for (const n of p.samples.node) counts[n]++;
     p = { ...p, samples: null, counts, threads: [] };
   }
-  writeFileSync(html, templatePage(profile.title, 'flame', JSON.stringify({ title: profile.title, view: {}, profile: p })));
+  if (pageTool) {
+    const json = join(dir, `flame-${samples}-${form}.json`);
+    writeFileSync(json, JSON.stringify(p));
+    execFileSync(pageTool, ['flame', json, html], { stdio: ['ignore', 'ignore', 'inherit'] });
+  } else writeFileSync(html, templatePage(profile.title, 'flame', JSON.stringify({ title: profile.title, view: {}, profile: p })));
 }
+const embedding = readFileSync(html, 'utf8').includes('"encoding":"compact-1"') ? 'compact' : 'json';
 const mb = statSync(html).size / 1e6;
-console.error(`page: ${html} (${mb.toFixed(1)} MB, via ${via})`);
+console.error(`page: ${html} (${mb.toFixed(1)} MB, via ${via}, ${embedding} embedding)`);
 
 // Peer: inferno's flamegraph.pl-compatible SVG of the same stacks, opened in
 // the same browser (default --minwidth 0.01%, which drops thinner frames, and
@@ -83,6 +96,7 @@ if (inferno && arg('peers', 'yes') !== 'no') {
 
 const browser = await launch();
 const firstPaint = [];
+const firstFrame = [];
 const interactive = [];
 const zooms = [];
 const searches = [];
@@ -96,9 +110,11 @@ for (let r = 0; r < runs; r++) {
           requestAnimationFrame(() => {
             const mark = performance.getEntriesByName('keisoku:first-paint')[0];
             const fp = mark ? mark.startTime : NaN;
+            const frameMark = performance.getEntriesByName('keisoku:first-frame')[0];
+            const ff = frameMark ? frameMark.startTime : NaN;
             // Then wait for the full tree (large profiles paint a preview first).
             window.keisoku.flame.ready.then(() =>
-              requestAnimationFrame(() => resolve({ fp, ready: performance.now(), total: window.keisoku.flame.stats().total })),
+              requestAnimationFrame(() => resolve({ fp, ff, ready: performance.now(), total: window.keisoku.flame.stats().total })),
             );
           }),
         );
@@ -107,8 +123,9 @@ for (let r = 0; r < runs; r++) {
   if (errors.length) throw new Error(`page errors: ${errors.join('; ')}`);
   if (m.total !== samples) throw new Error(`the page's flame graph holds ${m.total} samples, expected ${samples}`);
   firstPaint.push(m.fp);
+  firstFrame.push(m.ff);
   interactive.push(m.ready);
-  console.error(`run ${r + 1}: first-paint ${m.fp.toFixed(0)} ms, interactive ${m.ready.toFixed(0)} ms`);
+  console.error(`run ${r + 1}: first-paint ${m.fp.toFixed(0)} ms, first-frame ${m.ff.toFixed(0)} ms, interactive ${m.ready.toFixed(0)} ms`);
   // Responsiveness on the full tree: a zoom (with the function table's
   // update), a search over every frame, and Esc back to the root.
   const ops = await page.evaluate(() => {
@@ -158,7 +175,7 @@ for (let r = 0; r < runs; r++) {
 }
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, runs, first_paint_ms_median: Math.round(median(firstPaint)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, embedding, runs, first_paint_ms_median: Math.round(median(firstPaint)), first_frame_ms_median: Math.round(median(firstFrame)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
 for (const p of peers) {
   const m = p.load.includes(Infinity) ? `>${PEER_TIMEOUT_MS}` : median(p.load);
   out[`${p.label}_mb`] = Number(p.mb.toFixed(1));

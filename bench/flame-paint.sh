@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Time to first paint of a 1,000,000-sample flame graph page in headless
 # Chromium (goal: < 1 s). Runs both data forms, alternating, and prints one
-# JSON line per form. Needs node, web/node_modules and chromium
+# JSON line per form. Needs cargo, node, web/node_modules and chromium
 # (scripts/setup.sh installs them). Usage: bench/flame-paint.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
 [ -d web/node_modules/playwright-core ] || (cd web && npm ci --no-audit --no-fund)
 command -v chromium >/dev/null || { echo "flame-paint: chromium is missing; run scripts/setup.sh" >&2; exit 1; }
+# The example that embeds profile JSON exactly as `keisoku flame` does.
+target="${CARGO_TARGET_DIR:-target}"
+cargo build --quiet -p keisoku-report --example profile_page
+export KEISOKU_PAGE_TOOL="$PWD/$target/debug/examples/profile_page"
+case "$target" in /*) KEISOKU_PAGE_TOOL="$target/debug/examples/profile_page" ;; esac
 echo "machine: $(nproc) cpus, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" >&2
 for form in samples counts; do
   node bench/flame-paint.mjs --form "$form" --runs "$runs"

@@ -20,6 +20,13 @@ pub fn escape_inline_script(text: &str) -> String {
 /// inlined, plus `data` (JSON) available to the script as
 /// `document.getElementById("keisoku-data").textContent`.
 pub fn page(title: &str, entry: &str, data_json: &str) -> Option<String> {
+    page_with_tail(title, entry, data_json, "")
+}
+
+/// [`page`] with `tail` (HTML, already escaped) placed after the page
+/// script: bulky data the script reads once the document is parsed, so it
+/// can draw before the browser has read it.
+pub fn page_with_tail(title: &str, entry: &str, data_json: &str, tail: &str) -> Option<String> {
     let js = asset(&format!("{entry}.js"))?;
     let css = asset(&format!("{entry}.css")).unwrap_or("");
     Some(format!(
@@ -28,7 +35,7 @@ pub fn page(title: &str, entry: &str, data_json: &str) -> Option<String> {
 <meta name=\"color-scheme\" content=\"light dark\">\
 <title>{title}</title><style>{css}</style></head>\n<body><div id=\"app\"></div>\n\
 <script type=\"application/json\" id=\"keisoku-data\">{data}</script>\n\
-<script>{js}</script>\n</body></html>\n",
+<script>{js}</script>\n{tail}</body></html>\n",
         title = html_escape(title),
         css = css.replace("</style", "<\\/style"),
         data = escape_inline_script(data_json),

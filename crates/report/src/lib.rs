@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod compare;
 pub mod compare_page;
+mod embed;
 mod error;
 pub mod profile_pages;
 pub mod run_page;

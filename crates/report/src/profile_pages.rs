@@ -1,9 +1,12 @@
 //! Self-contained HTML pages for profiles: the flame graph (`keisoku
 //! flame`), the differential flame graph (`keisoku diff`) and the
-//! subsecond heat map (`keisoku scope`). The profile JSON (see
-//! docs/profile-json.md) is embedded as is; the browser code in
+//! subsecond heat map (`keisoku scope`). Flame and scope pages embed the
+//! profile JSON (see docs/profile-json.md) in its compact in-page form
+//! (`embed`), so a 1,000,000-sample page draws in well under a second; diff
+//! pages embed it as is. The browser code in
 //! `web/src/pages/{flame,diff,scope}.ts` draws it.
 
+use crate::embed::{self, PreviewFor};
 use crate::{assets, ReportError};
 
 /// How a flame graph page opens.
@@ -51,8 +54,15 @@ pub fn flame_page_with(
         "icicle": view.icicle,
         "invert": view.invert,
     });
-    let data = wrap(title, profile_json, &view_json.to_string());
-    render(title, "flame", &data)
+    // The preview is the tree as the page opens: not inverted, idle shown.
+    let preview = (!view.invert).then_some(PreviewFor { hide_idle: false });
+    render_profile(
+        title,
+        "flame",
+        profile_json,
+        &view_json.to_string(),
+        preview,
+    )
 }
 
 /// A differential flame graph page (differential profile JSON, see
@@ -73,8 +83,27 @@ pub fn scope_page(
     view: &ScopeView,
 ) -> Result<String, ReportError> {
     let view_json = serde_json::json!({ "rows": view.rows.clamp(1, 1000), "idle": view.idle });
-    let data = wrap(title, profile_json, &view_json.to_string());
-    render(title, "scope", &data)
+    // No preview: the heat map needs every sample time before it can draw.
+    render_profile(title, "scope", profile_json, &view_json.to_string(), None)
+}
+
+/// A page of one profile: compact when the JSON is a well-formed v1
+/// profile, as is otherwise (the UI then names what is wrong).
+fn render_profile(
+    title: &str,
+    entry: &str,
+    profile_json: &str,
+    view_json: &str,
+    preview: Option<PreviewFor>,
+) -> Result<String, ReportError> {
+    match embed::compact(profile_json, preview) {
+        Some(c) => {
+            let data = wrap(title, &c.header, view_json);
+            assets::page_with_tail(title, entry, &data, &c.tail)
+                .ok_or_else(|| ReportError::MissingPage(entry.to_string()))
+        }
+        None => render(title, entry, &wrap(title, profile_json, view_json)),
+    }
 }
 
 /// `{"title": .., "view": .., "profile": <profile_json>}` without
@@ -122,6 +151,21 @@ mod tests {
         serde_json::from_str(&html[start..end]).unwrap()
     }
 
+    /// A compact column's encoding and text.
+    fn column<'a>(html: &'a str, id: &str) -> (&'a str, &'a str) {
+        let open = format!("<script type=\"text/plain\" id=\"keisoku-col-{id}\" data-enc=\"");
+        let start = html.find(&open).map(|i| i + open.len()).unwrap();
+        let enc_end = start + html[start..].find('"').unwrap();
+        let text_start = enc_end + "\">".len();
+        let end = text_start + html[text_start..].find("</script>").unwrap();
+        (&html[start..enc_end], &html[text_start..end])
+    }
+
+    /// Every script element ends where it should: as many ends as starts.
+    fn scripts_balanced(html: &str) -> bool {
+        html.matches("<script").count() == html.matches("</script>").count()
+    }
+
     #[test]
     fn flame_page_embeds_profile_view_and_bundle() {
         let view = FlameView {
@@ -136,12 +180,19 @@ mod tests {
         assert_eq!(data["title"], "my <title>");
         assert_eq!(data["view"]["search"], "^work$");
         assert_eq!(data["view"]["icicle"], true);
-        assert_eq!(data["profile"]["frames"]["name"][1], "</script>work");
-        assert_eq!(
-            html.matches("</script>").count(),
-            2,
-            "data cannot end the script early"
+        assert_eq!(data["profile"]["encoding"], "compact-1");
+        assert_eq!(data["profile"]["node_count"], 2);
+        assert!(
+            data["profile"]["preview"].is_null(),
+            "small profiles need none"
         );
+        let (enc, frames) = column(&html, "frames");
+        assert_eq!(enc, "json");
+        // The page escapes "</" as "<\/", which JSON reads back as "</".
+        let frames: serde_json::Value = serde_json::from_str(frames).unwrap();
+        assert_eq!(frames["name"][1], "</script>work");
+        assert_eq!(column(&html, "sample-node"), ("varint", "110"));
+        assert!(scripts_balanced(&html), "data cannot end a script early");
     }
 
     #[test]
@@ -159,7 +210,10 @@ mod tests {
         let data = embedded(&html);
         assert_eq!(data["view"]["rows"], 20);
         assert_eq!(data["view"]["idle"], true);
-        assert_eq!(data["profile"]["samples"]["time_ms"][2], 1500.0);
+        assert_eq!(data["profile"]["time_unit_ns"], 1_000_000);
+        // 0, 10, 1500 ms in 1 ms steps: deltas 0, 10, 1490 as zigzag varints.
+        assert_eq!(column(&html, "sample-time").1, "0DTm2");
+        assert!(scripts_balanced(&html));
     }
 
     #[test]
@@ -174,6 +228,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(embedded(&html)["view"]["rows"], 1);
+    }
+
+    #[test]
+    fn malformed_profiles_are_embedded_as_is_for_the_ui_to_report() {
+        let bad = PROFILE.replace("\"parent\":[-1,0]", "\"parent\":[-1,5]");
+        let html = flame_page("bad", &bad).unwrap();
+        assert_eq!(embedded(&html)["profile"]["nodes"]["parent"][1], 5);
     }
 
     #[test]

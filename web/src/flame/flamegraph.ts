@@ -27,6 +27,22 @@ export interface DiffSource {
   afterRange?: [number, number] | null;
 }
 
+/**
+ * A profile still being read (a compact page's columns), with a coarse tree
+ * to draw meanwhile. Filters set before it loads apply once it has.
+ */
+export interface PendingProfile {
+  preview: CallTree;
+  unit: string;
+  /** The profile has per-sample threads (the split menu is usable). */
+  threads: boolean;
+  load: Promise<Profile>;
+}
+
+function isPending(s: Profile | DiffSource | PendingProfile): s is PendingProfile {
+  return 'load' in s && 'preview' in s;
+}
+
 /** Construction options. */
 export interface FlameOptions {
   /** Root at the top (icicle) instead of the bottom. */
@@ -79,10 +95,24 @@ const MIN_PX = 0.5;
 const FONT = '12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace';
 let firstPaintMarked = false;
 
+/**
+ * Marks the first draw and, a frame later, the first frame shown with it.
+ * The detail says what was drawn: tests check that a compact page's first
+ * paint is its preview, drawn while the document was still loading.
+ */
+function markFirstPaint(nodes: number): void {
+  if (firstPaintMarked) return;
+  firstPaintMarked = true;
+  performance.mark('keisoku:first-paint', { detail: { readyState: document.readyState, nodes } });
+  requestAnimationFrame(() => performance.mark('keisoku:first-frame'));
+}
+
 /** A flame graph component bound to one container element. */
 export class FlameGraph extends Emitter<FlameEvents> {
   readonly root: HTMLElement;
-  private readonly source: Profile | DiffSource;
+  /** Null while a pending profile loads. */
+  private source: Profile | DiffSource | null;
+  private readonly pendingUnit: string;
   private treeOpts: TreeOptions;
   private _tree!: CallTree;
   private diff: DiffTree | null = null;
@@ -103,15 +133,18 @@ export class FlameGraph extends Emitter<FlameEvents> {
   private legendEl: HTMLElement;
   private searchInput: HTMLInputElement | null = null;
   private hideInput: HTMLInputElement | null = null;
+  private splitSelect: HTMLSelectElement | null = null;
   private focusChip: HTMLElement | null = null;
   private charW = 7.2;
   private widthPx = 0;
   private raf = 0;
   private resizeObserver: ResizeObserver;
 
-  constructor(container: HTMLElement, source: Profile | DiffSource, options: FlameOptions = {}) {
+  constructor(container: HTMLElement, source: Profile | DiffSource | PendingProfile, options: FlameOptions = {}) {
     super();
-    this.source = source;
+    const pending = isPending(source) ? source : null;
+    this.source = pending ? null : (source as Profile | DiffSource);
+    this.pendingUnit = pending ? pending.unit : 'samples';
     this.icicle = !!options.icicle;
     this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle };
     this.root = h('div', { class: 'ks-flame' });
@@ -122,7 +155,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.scroller.style.maxHeight = options.maxHeight ?? '70vh';
     this.tooltip = h('div', { class: 'ks-flame-tip', role: 'tooltip' });
     this.legendEl = h('div', { class: 'ks-flame-legend' });
-    if (options.toolbar !== false) this.root.append(this.buildToolbar(options.idleToggle !== false));
+    if (options.toolbar !== false) this.root.append(this.buildToolbar(options.idleToggle !== false, pending ? pending.threads : this.hasThreads()));
     this.root.append(h('div', { class: 'ks-flame-statusbar' }, this.status), this.crumbs, this.scroller, this.tooltip);
     if (options.legend !== false) this.root.append(this.legendEl);
     container.append(this.root);
@@ -139,15 +172,28 @@ export class FlameGraph extends Emitter<FlameEvents> {
       this.scheduleDraw();
     });
     // Large profiles paint a preview first (only frames wide enough to
-    // see), then build the full tree in the next task.
+    // see): given by the page while its columns load, or cut from the
+    // profile; the full tree follows in a later task.
     const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES;
-    this.rebuild(big ? 1 / (4 * Math.max(800, container.clientWidth || 1366)) : 0);
+    if (pending) {
+      this._tree = pending.preview;
+      this.renderLegend();
+    } else this.rebuild(big ? 1 / (4 * Math.max(800, container.clientWidth || 1366)) : 0);
     if (!firstPaintMarked) performance.mark('keisoku:tree-built');
     this.renderStatus();
     this.renderCrumbs();
-    if (options.search && !big) this.search(options.search);
+    if (options.search && !big && !pending) this.search(options.search);
     this.draw();
     if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
+    if (pending) {
+      this.ready = pending.load.then((profile) => {
+        this.source = profile;
+        if (this.splitSelect) this.enableSplit(this.splitSelect, this.hasThreads());
+        this.refresh();
+        if (options.search) this.search(options.search);
+      });
+      return;
+    }
     this.ready = new Promise((resolve) => {
       if (!big) return resolve();
       setTimeout(() => {
@@ -156,6 +202,17 @@ export class FlameGraph extends Emitter<FlameEvents> {
         resolve();
       }, 0);
     });
+  }
+
+  private hasThreads(): boolean {
+    const p = this.profile;
+    return !!p && !!p.sampleThread && p.threads.length > 0;
+  }
+
+  private enableSplit(split: HTMLSelectElement, on: boolean): void {
+    split.disabled = !on;
+    if (on) split.removeAttribute('title');
+    else split.title = 'this profile has no thread information';
   }
 
   /** Removes the graph from the page and stops observing its size. */
@@ -374,6 +431,12 @@ export class FlameGraph extends Emitter<FlameEvents> {
   // ---- building ---------------------------------------------------------
 
   private refresh(keepZoom = true): void {
+    // While a pending profile loads, filters are only recorded: the load
+    // rebuilds with them.
+    if (this.source === null) {
+      if (!keepZoom) this.afterZoom(false);
+      return;
+    }
     const path = keepZoom ? this.pathKeys(this.zoomNode) : [];
     const hist = keepZoom ? this.history : [];
     this.rebuild();
@@ -385,6 +448,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
 
   private rebuild(previewShare = 0): void {
     const src = this.source;
+    if (src === null) return;
     if (src instanceof Profile) {
       this.diff = null;
       this._tree = buildTree(src, previewShare > 0 ? { ...this.treeOpts, minShare: previewShare } : this.treeOpts);
@@ -452,7 +516,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
 
   // ---- DOM --------------------------------------------------------------
 
-  private buildToolbar(idleToggle: boolean): HTMLElement {
+  private buildToolbar(idleToggle: boolean, hasThreads: boolean): HTMLElement {
     const search = h('input', {
       type: 'search',
       class: 'ks-flame-search',
@@ -507,9 +571,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
       h('option', { value: 'thread', text: 'split by thread' }),
     );
     split.value = this.treeOpts.split ?? 'merge';
-    const hasThreads = [this.profile].some((p) => p && p.sampleThread && p.threads.length > 0);
-    split.disabled = !hasThreads;
-    if (!hasThreads) split.title = 'this profile has no thread information';
+    this.enableSplit(split, hasThreads);
+    this.splitSelect = split;
     split.addEventListener('change', () => this.setSplit(split.value as SplitMode));
     const idle = h('input', { type: 'checkbox', class: 'ks-flame-idle' });
     idle.checked = !this.treeOpts.hideIdle;
@@ -569,7 +632,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
   }
 
   private unit(): string {
-    return this.source instanceof Profile ? this.source.unit : this.source.after.unit;
+    const src = this.source;
+    if (src === null) return this.pendingUnit;
+    return src instanceof Profile ? src.unit : src.after.unit;
   }
 
   private renderLegend(): void {
@@ -641,7 +706,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const f = t.func[n];
     if (n > 0) this.emit('select', { func: f, name: t.funcs.name[f], module: t.funcs.module[f] });
     if (e.shiftKey && n > 0) {
-      if (this.source instanceof Profile) this.setFocus(t.funcs.name[f]);
+      if (!this.isDiff) this.setFocus(t.funcs.name[f]);
       return;
     }
     this.zoomTo(n);
@@ -702,7 +767,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const tbl = h('table');
     for (const [k, v] of rows) tbl.append(h('tr', {}, h('th', { text: k }), h('td', { text: v })));
     tip.append(tbl);
-    tip.append(h('div', { class: 'ks-muted ks-tip-hint', text: this.source instanceof Profile ? 'click: zoom · shift+click: focus on function' : 'click: zoom' }));
+    tip.append(h('div', { class: 'ks-muted ks-tip-hint', text: this.isDiff ? 'click: zoom' : 'click: zoom · shift+click: focus on function' }));
   }
 
   // ---- drawing ----------------------------------------------------------
@@ -830,10 +895,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       pushKids(n);
     }
     const ms = performance.now() - t0;
-    if (!firstPaintMarked) {
-      firstPaintMarked = true;
-      performance.mark('keisoku:first-paint');
-    }
+    markFirstPaint(t.n);
     this.emit('paint', { ms, frames });
   }
 }

@@ -99,6 +99,23 @@ function strs(v: unknown, what: string, len: number): string[] {
   return a.map((x) => (typeof x === 'string' ? x : String(x ?? '')));
 }
 
+/** A profile's columns, typed, before the cross-checks of Profile.fromColumns. */
+export interface ProfileColumns {
+  title: string;
+  unit: string;
+  frameName: string[];
+  frameModule: string[];
+  frameKind: string[];
+  nodeParent: Int32Array;
+  nodeFrame: Int32Array;
+  threads: ThreadInfo[];
+  samples: { node: Int32Array; weight: Float64Array | null; time: Float64Array | null; thread: Int32Array | null } | null;
+  counts: Float64Array | null;
+  startUnixNs: number | null;
+  /** As embedded; the profile widens it to the last sample time. */
+  durationMs: number | null;
+}
+
 /** A validated profile with columnar typed arrays. */
 export class Profile {
   readonly title: string;
@@ -120,49 +137,22 @@ export class Profile {
   readonly durationMs: number | null;
   private idleCache: Uint8Array | null = null;
 
-  private constructor(j: ProfileJson) {
-    if (j.version !== 1) throw new ProfileError(`profile: version ${String(j.version)} is not supported (expected 1)`);
-    this.title = typeof j.title === 'string' ? j.title : 'profile';
-    this.unit = typeof j.unit === 'string' ? j.unit : 'samples';
-    const kinds = arr(j.kinds, 'kinds').map(String);
-    if (!j.frames || !j.nodes) throw new ProfileError('profile: "frames" and "nodes" are required');
-    const nf = arr(j.frames.name, 'frames.name').length;
-    this.frameName = strs(j.frames.name, 'frames.name', nf);
-    this.frameModule = strs(j.frames.module, 'frames.module', nf);
-    const kindIdx = ints(j.frames.kind, 'frames.kind', Math.max(kinds.length, 1));
-    if (kindIdx.length !== nf) throw new ProfileError(`profile: frames.kind has ${kindIdx.length} entries, expected ${nf}`);
-    this.frameKind = Array.from(kindIdx, (k) => kinds[k] ?? 'unknown');
-    const nn = arr(j.nodes.parent, 'nodes.parent').length;
-    this.nodeParent = ints(j.nodes.parent, 'nodes.parent', nn, -1);
-    this.nodeFrame = ints(j.nodes.frame, 'nodes.frame', nf);
-    if (this.nodeFrame.length !== nn) throw new ProfileError(`profile: nodes.frame has ${this.nodeFrame.length} entries, expected ${nn}`);
-    for (let i = 0; i < nn; i++) {
-      if (this.nodeParent[i] >= i) throw new ProfileError(`profile: nodes.parent[${i}] = ${this.nodeParent[i]} must be below ${i}`);
-    }
-    this.threads = Array.isArray(j.threads)
-      ? j.threads.map((t) => ({ pid: Number(t?.pid) || 0, tid: Number(t?.tid) || 0, comm: String(t?.comm ?? '') }))
-      : [];
-    if ((j.samples == null) === (j.counts == null)) {
-      throw new ProfileError('profile: exactly one of "samples" and "counts" must be present');
-    }
-    if (j.samples) {
-      const s = j.samples;
-      this.sampleNode = ints(s.node, 'samples.node', nn);
-      const ns = this.sampleNode.length;
-      this.sampleWeight = s.weight == null ? null : nums(s.weight, 'samples.weight', ns);
-      this.sampleTime = s.time_ms == null ? null : nums(s.time_ms, 'samples.time_ms', ns);
-      this.sampleThread = s.thread == null ? null : ints(s.thread, 'samples.thread', Math.max(this.threads.length, 1));
-      if (this.sampleThread && this.sampleThread.length !== ns) {
-        throw new ProfileError(`profile: samples.thread has ${this.sampleThread.length} entries, expected ${ns}`);
-      }
-      if (this.sampleThread && this.threads.length === 0) throw new ProfileError('profile: samples.thread given but "threads" is empty');
-      this.counts = null;
-    } else {
-      this.sampleNode = this.sampleWeight = this.sampleTime = this.sampleThread = null;
-      this.counts = nums(j.counts, 'counts', nn);
-    }
-    this.startUnixNs = typeof j.start_unix_ns === 'number' ? j.start_unix_ns : null;
-    let dur = typeof j.duration_ms === 'number' && Number.isFinite(j.duration_ms) ? j.duration_ms : null;
+  private constructor(c: ProfileColumns) {
+    this.title = c.title;
+    this.unit = c.unit;
+    this.frameName = c.frameName;
+    this.frameModule = c.frameModule;
+    this.frameKind = c.frameKind;
+    this.nodeParent = c.nodeParent;
+    this.nodeFrame = c.nodeFrame;
+    this.threads = c.threads;
+    this.sampleNode = c.samples?.node ?? null;
+    this.sampleWeight = c.samples?.weight ?? null;
+    this.sampleTime = c.samples?.time ?? null;
+    this.sampleThread = c.samples?.thread ?? null;
+    this.counts = c.samples ? null : c.counts;
+    this.startUnixNs = c.startUnixNs;
+    let dur = c.durationMs;
     if (this.sampleTime && this.sampleTime.length > 0) {
       let max = 0;
       for (let i = 0; i < this.sampleTime.length; i++) if (this.sampleTime[i] > max) max = this.sampleTime[i];
@@ -171,10 +161,90 @@ export class Profile {
     this.durationMs = dur;
   }
 
+  /**
+   * A profile from typed columns (the compact in-page form): checks every
+   * index and length, throws ProfileError naming the first bad one.
+   */
+  static fromColumns(c: ProfileColumns): Profile {
+    const nf = c.frameName.length;
+    const nn = c.nodeParent.length;
+    if (c.frameModule.length !== nf || c.frameKind.length !== nf) throw new ProfileError(`profile: frame columns disagree on the frame count (${nf})`);
+    if (c.nodeFrame.length !== nn) throw new ProfileError(`profile: nodes.frame has ${c.nodeFrame.length} entries, expected ${nn}`);
+    for (let i = 0; i < nn; i++) {
+      const p = c.nodeParent[i];
+      if (p < -1 || p >= i) throw new ProfileError(`profile: nodes.parent[${i}] = ${p} must be below ${i}`);
+      const f = c.nodeFrame[i];
+      if (f < 0 || f >= nf) throw new ProfileError(`profile: nodes.frame[${i}] = ${f} is not an index below ${nf}`);
+    }
+    const s = c.samples;
+    if ((s === null) === (c.counts === null)) throw new ProfileError('profile: exactly one of "samples" and "counts" must be present');
+    if (s) {
+      const ns = s.node.length;
+      for (let i = 0; i < ns; i++) if (s.node[i] < 0 || s.node[i] >= nn) throw new ProfileError(`profile: samples.node[${i}] = ${s.node[i]} is not an index below ${nn}`);
+      for (const [a, what] of [[s.weight, 'samples.weight'], [s.time, 'samples.time_ms'], [s.thread, 'samples.thread']] as const) {
+        if (a && a.length !== ns) throw new ProfileError(`profile: ${what} has ${a.length} entries, expected ${ns}`);
+      }
+      if (s.thread) {
+        const nt = c.threads.length;
+        if (nt === 0) throw new ProfileError('profile: samples.thread given but "threads" is empty');
+        for (let i = 0; i < ns; i++) if (s.thread[i] < 0 || s.thread[i] >= nt) throw new ProfileError(`profile: samples.thread[${i}] = ${s.thread[i]} is not an index below ${nt}`);
+      }
+    } else if (c.counts && c.counts.length !== nn) throw new ProfileError(`profile: counts has ${c.counts.length} entries, expected ${nn}`);
+    return new Profile(c);
+  }
+
+  /** Profile JSON v1 (already JSON-parsed) into typed columns. */
+  private static columnsOf(j: ProfileJson): ProfileColumns {
+    if (j.version !== 1) throw new ProfileError(`profile: version ${String(j.version)} is not supported (expected 1)`);
+    const kinds = arr(j.kinds, 'kinds').map(String);
+    if (!j.frames || !j.nodes) throw new ProfileError('profile: "frames" and "nodes" are required');
+    const nf = arr(j.frames.name, 'frames.name').length;
+    const kindIdx = ints(j.frames.kind, 'frames.kind', Math.max(kinds.length, 1));
+    if (kindIdx.length !== nf) throw new ProfileError(`profile: frames.kind has ${kindIdx.length} entries, expected ${nf}`);
+    const nn = arr(j.nodes.parent, 'nodes.parent').length;
+    // Node order first: a broken tree is the likelier cause of any later error.
+    const nodeParent = ints(j.nodes.parent, 'nodes.parent', nn, -1);
+    for (let i = 0; i < nn; i++) {
+      if (nodeParent[i] >= i) throw new ProfileError(`profile: nodes.parent[${i}] = ${nodeParent[i]} must be below ${i}`);
+    }
+    const threads = Array.isArray(j.threads)
+      ? j.threads.map((t) => ({ pid: Number(t?.pid) || 0, tid: Number(t?.tid) || 0, comm: String(t?.comm ?? '') }))
+      : [];
+    if ((j.samples == null) === (j.counts == null)) {
+      throw new ProfileError('profile: exactly one of "samples" and "counts" must be present');
+    }
+    let samples: ProfileColumns['samples'] = null;
+    if (j.samples) {
+      const s = j.samples;
+      const node = ints(s.node, 'samples.node', nn);
+      const ns = node.length;
+      samples = {
+        node,
+        weight: s.weight == null ? null : nums(s.weight, 'samples.weight', ns),
+        time: s.time_ms == null ? null : nums(s.time_ms, 'samples.time_ms', ns),
+        thread: s.thread == null ? null : ints(s.thread, 'samples.thread', Math.max(threads.length, 1)),
+      };
+    }
+    return {
+      title: typeof j.title === 'string' ? j.title : 'profile',
+      unit: typeof j.unit === 'string' ? j.unit : 'samples',
+      frameName: strs(j.frames.name, 'frames.name', nf),
+      frameModule: strs(j.frames.module, 'frames.module', nf),
+      frameKind: Array.from(kindIdx, (k) => kinds[k] ?? 'unknown'),
+      nodeParent,
+      nodeFrame: ints(j.nodes.frame, 'nodes.frame', nf),
+      threads,
+      samples,
+      counts: j.samples ? null : nums(j.counts, 'counts', nn),
+      startUnixNs: typeof j.start_unix_ns === 'number' ? j.start_unix_ns : null,
+      durationMs: typeof j.duration_ms === 'number' && Number.isFinite(j.duration_ms) ? j.duration_ms : null,
+    };
+  }
+
   /** Validates parsed JSON; throws ProfileError naming the bad field. */
   static from(json: unknown): Profile {
     if (!json || typeof json !== 'object') throw new ProfileError('profile: expected a JSON object');
-    return new Profile(json as ProfileJson);
+    return Profile.fromColumns(Profile.columnsOf(json as ProfileJson));
   }
 
   get nodeCount(): number {

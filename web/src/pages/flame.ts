@@ -3,7 +3,8 @@ import '../common/base.css';
 import { h, pageData, showFatal } from '../common/dom';
 import { fmtCount, fmtMs, fmtWeight } from '../common/format';
 import { installKeys } from '../common/keyboard';
-import { FlameGraph } from '../flame/flamegraph';
+import { FlameGraph, PendingProfile } from '../flame/flamegraph';
+import { CompactHeader, decodeCompact, isCompact, previewTree, whenParsed } from '../flame/compact';
 import { FunctionTable } from '../flame/functable';
 import { Profile, ProfileJson } from '../flame/profile';
 import { threadFilter } from '../flame/threadfilter';
@@ -12,33 +13,59 @@ import './flame.css';
 interface FlamePageData {
   title?: string;
   view?: { search?: string | null; icicle?: boolean; invert?: boolean };
-  profile: ProfileJson;
+  profile: ProfileJson | CompactHeader;
+}
+
+/** What the header line says about the profile. */
+function factsLine(f: { samples: number | null; weight: number | null; unit: string; frames: number; nodes: number; durationMs: number | null }): string {
+  const facts: string[] = [];
+  if (f.samples !== null) facts.push(`${fmtCount(f.samples)} samples`);
+  else if (f.weight !== null) facts.push(fmtWeight(f.weight, f.unit));
+  facts.push(`${fmtCount(f.frames)} distinct frames`, `${fmtCount(f.nodes)} stack nodes`);
+  if (f.durationMs) facts.push(`${fmtMs(f.durationMs)}`);
+  if (f.unit !== 'samples') facts.push(`weights in ${f.unit}`);
+  return facts.join(' · ');
 }
 
 const app = document.getElementById('app') as HTMLElement;
-try {
-  // Either a bare profile or { title, view, profile } from crates/report.
-  const raw = pageData<ProfileJson | FlamePageData>();
+async function main(): Promise<void> {
+  // Either a bare profile or { title, view, profile } from crates/report;
+  // the profile is JSON v1 or the compact header whose columns follow this
+  // script (read after the first paint).
+  const raw = pageData<ProfileJson | CompactHeader | FlamePageData>();
   performance.mark('keisoku:data-parsed');
   const wrapped = 'profile' in raw && typeof raw.profile === 'object' ? (raw as FlamePageData) : null;
-  const profile = Profile.from(wrapped ? wrapped.profile : raw);
-  performance.mark('keisoku:profile-ready');
+  const pj = wrapped ? wrapped.profile : (raw as ProfileJson | CompactHeader);
   const view = wrapped?.view ?? {};
-  const pageTitle = wrapped?.title || profile.title;
-  const facts: string[] = [];
-  const ns = profile.sampleCount;
-  if (ns !== null) facts.push(`${fmtCount(ns)} samples`);
-  else if (profile.counts) facts.push(fmtWeight(profile.counts.reduce((a, b) => a + b, 0), profile.unit));
-  facts.push(`${fmtCount(profile.frameCount)} distinct frames`, `${fmtCount(profile.nodeCount)} stack nodes`);
-  if (profile.durationMs) facts.push(`${fmtMs(profile.durationMs)}`);
-  if (profile.unit !== 'samples') facts.push(`weights in ${profile.unit}`);
-  app.append(h('header', { class: 'ks-page-head' }, h('h1', { text: pageTitle }), h('span', { class: 'ks-muted', text: facts.join(' · ') })));
+  const compact = isCompact(pj) ? pj : null;
+  const preview = compact ? previewTree(compact) : null;
+  let profile: Profile | null = null;
+  let pending: PendingProfile | null = null;
+  if (compact && preview) {
+    pending = {
+      preview,
+      unit: typeof compact.unit === 'string' ? compact.unit : 'samples',
+      threads: compact.has.thread && (compact.threads?.length ?? 0) > 0,
+      load: whenParsed().then(() => decodeCompact(compact)),
+    };
+  } else if (compact) {
+    await whenParsed();
+    profile = decodeCompact(compact);
+  } else profile = Profile.from(pj);
+  performance.mark('keisoku:profile-ready');
+
+  const unit = profile ? profile.unit : (pending as PendingProfile).unit;
+  const pageTitle = wrapped?.title || (profile ? profile.title : compact?.title) || 'profile';
+  const facts = profile
+    ? { samples: profile.sampleCount, weight: profile.counts ? profile.counts.reduce((a, b) => a + b, 0) : null, unit, frames: profile.frameCount, nodes: profile.nodeCount, durationMs: profile.durationMs }
+    : { samples: compact?.sample_count ?? null, weight: preview ? preview.total[0] : null, unit, frames: compact?.frame_count ?? 0, nodes: compact?.node_count ?? 0, durationMs: compact?.duration_ms ?? null };
+  app.append(h('header', { class: 'ks-page-head' }, h('h1', { text: pageTitle }), h('span', { class: 'ks-muted', text: factsLine(facts) })));
 
   const controls = h('div', { class: 'ks-toolbar ks-page-controls' });
   app.append(controls);
   const graphBox = h('section', { class: 'ks-graph' });
   app.append(graphBox);
-  const graph = new FlameGraph(graphBox, profile, { icicle: !!view.icicle });
+  const graph = new FlameGraph(graphBox, profile ?? (pending as PendingProfile), { icicle: !!view.icicle });
   if (view.invert) graph.setInvert(true);
   if (view.search) {
     try {
@@ -48,9 +75,11 @@ try {
     }
   }
 
-  if (profile.sampleTime) {
+  const hasTime = profile ? profile.sampleTime !== null : !!compact?.has.time;
+  if (hasTime) {
+    const durationMs = profile ? profile.durationMs : compact?.duration_ms;
     const from = h('input', { type: 'number', step: 'any', min: '0', class: 'ks-range-from', 'aria-label': 'from second', placeholder: '0' });
-    const to = h('input', { type: 'number', step: 'any', min: '0', class: 'ks-range-to', 'aria-label': 'to second', placeholder: ((profile.durationMs ?? 0) / 1000).toFixed(1) });
+    const to = h('input', { type: 'number', step: 'any', min: '0', class: 'ks-range-to', 'aria-label': 'to second', placeholder: ((durationMs ?? 0) / 1000).toFixed(1) });
     const apply = (): void => {
       const f = from.value === '' ? null : Number(from.value) * 1000;
       const t = to.value === '' ? null : Number(to.value) * 1000;
@@ -60,21 +89,28 @@ try {
     to.addEventListener('change', apply);
     controls.append(h('label', {}, 'time from', from, 's'), h('label', {}, 'to', to, 's'));
   }
-  const tf = threadFilter(profile, (s) => graph.setThreads(s));
-  if (tf) controls.append(tf);
-  if (!controls.childElementCount) controls.remove();
-
   app.append(h('h2', { text: 'Functions' }));
   const tableBox = h('section');
   app.append(tableBox);
-  new FunctionTable(tableBox, graph);
-  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: / search · Esc reset · click: zoom · shift+click: focus · weights in ${profile.unit}` }));
-
+  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: / search · Esc reset · click: zoom · shift+click: focus · weights in ${unit}` }));
   installKeys({ search: () => graph.focusSearch(), reset: () => {
     graph.setFocus(null);
     graph.reset();
   } });
+
+  // Everything below needs the whole profile: a compact page's preview
+  // was drawn above; its columns are read now.
+  if (!profile) {
+    const wait = h('p', { class: 'ks-muted ks-loading', text: 'reading the profile…' });
+    tableBox.append(wait);
+    profile = await (pending as PendingProfile).load;
+    await graph.ready;
+    wait.remove();
+  }
+  const tf = threadFilter(profile, (s) => graph.setThreads(s));
+  if (tf) controls.append(tf);
+  if (!controls.childElementCount) controls.remove();
+  new FunctionTable(tableBox, graph);
   (window as unknown as { keisoku: unknown }).keisoku = { profile, flame: graph };
-} catch (e) {
-  showFatal(app, e);
 }
+main().catch((e) => showFatal(app, e));

@@ -8,19 +8,22 @@ import { FlameGraph } from '../flame/flamegraph';
 import { Profile, ProfileJson, ProfileError } from '../flame/profile';
 import { threadFilter } from '../flame/threadfilter';
 import { HeatMap } from '../heatmap/heatmap';
+import { CompactHeader, decodeCompact, isCompact, whenParsed } from '../flame/compact';
 import './flame.css';
 
 interface ScopeData {
   title?: string;
   view?: { rows?: number; idle?: boolean };
-  profile: ProfileJson;
+  profile: ProfileJson | CompactHeader;
 }
 
 const app = document.getElementById('app') as HTMLElement;
-try {
+async function main(): Promise<void> {
   const data = pageData<ScopeData>();
   if (!data || typeof data !== 'object' || !data.profile) throw new ProfileError('scope: the page data has no "profile"');
-  const profile = Profile.from(data.profile);
+  // A compact page's columns follow this script: wait until they are parsed.
+  const pj = data.profile;
+  const profile = isCompact(pj) ? await whenParsed().then(() => decodeCompact(pj)) : Profile.from(pj);
   let idle = !!data.view?.idle;
   app.append(h('header', { class: 'ks-page-head' },
     h('h1', { text: data.title || profile.title }),
@@ -99,6 +102,5 @@ try {
     (diffGraph ?? graph).reset();
   } });
   (window as unknown as { keisoku: unknown }).keisoku = handle;
-} catch (e) {
-  showFatal(app, e);
 }
+main().catch((e) => showFatal(app, e));

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync, existsSync, readFileSync, mkdtempSync } from 
 import { join, dirname, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { decodeCompactPage } from './compact.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const WEB = resolve(here, '../..');
@@ -79,10 +80,14 @@ export function embeddedData(htmlPath) {
   return JSON.parse(html.slice(from, end));
 }
 
-/** The profile inside a page's data (bare or wrapped as { profile }). */
+/**
+ * The profile inside a page's data (bare or wrapped as { profile }), as
+ * profile JSON v1 also when the page embeds the compact form.
+ */
 export function embeddedProfile(htmlPath) {
   const d = embeddedData(htmlPath);
-  return d.profile && typeof d.profile === 'object' ? d.profile : d;
+  const p = d.profile && typeof d.profile === 'object' ? d.profile : d;
+  return p.encoding === 'compact-1' ? decodeCompactPage(p, readFileSync(htmlPath, 'utf8')) : p;
 }
 
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
