@@ -80,8 +80,12 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
     }
     let mut out = Vec::with_capacity(d.routes.len());
     for r in d.routes {
-        let in_hist: u64 = r.hist_us.iter().map(|p| p.1).sum();
-        if in_hist != r.count || r.time.n != r.count {
+        let in_hist = r.hist_us.iter().try_fold(0u64, |a, p| a.checked_add(p.1));
+        // Histogram counts are u32 and saturate, so a route with more than
+        // 2^32 requests at one latency dumps fewer in its histogram.
+        let saturated = r.hist_us.iter().any(|p| p.1 >= u64::from(u32::MAX));
+        let hist_ok = in_hist.is_some_and(|h| h == r.count || (saturated && h < r.count));
+        if !hist_ok || r.time.n != r.count {
             return Err(DumpError::Inconsistent(format!(
                 "route {} {}: counts disagree",
                 r.method, r.uri
@@ -99,4 +103,41 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
         out.push(s);
     }
     Ok((out, d.counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dump_with(count: u64, hist: &str) -> String {
+        format!(
+            r#"{{"format":"{DUMP_FORMAT}","counts":{{"lines":1,"blank":0,"parsed":1,"filtered":0,"malformed":0,"bad_time":0}},
+            "routes":[{{"method":"GET","uri":"/","count":{count},"status":[0,1,0,0,0],
+            "time":{{"n":{count},"min":0.009,"saw_zero":false,"max":1.25,"sum":1.259}},
+            "body":{{"n":1,"min":1.0,"saw_zero":false,"max":1.0,"sum":1.0}},
+            "moments":{{"n":1,"mean":0.5,"m2":0.0}},"low":0.009,"ms_grid":true,"hist_us":{hist}}}]}}"#
+        )
+    }
+
+    #[test]
+    fn histogram_counts_that_overflow_are_refused() {
+        // A crash input of the logs_dump fuzz target: summing the pairs overflowed.
+        let text = dump_with(1, "[[9007,18446744073709551615],[1,2]]");
+        assert!(matches!(from_json(&text), Err(DumpError::Inconsistent(_))));
+    }
+
+    #[test]
+    fn a_saturated_histogram_reads_back_and_round_trips() {
+        // A crash input of the logs_dump fuzz target: u64::MAX requests overflowed
+        // the percentile rank, and the u32 histogram could not hold them so
+        // the dump written back was refused.
+        let text = dump_with(u64::MAX, "[[9007,18446744073709551615]]");
+        let (routes, counts) = from_json(&text).unwrap();
+        assert!(routes[0].percentile(50.0) > 0.0);
+        let again = to_json(&routes, &counts);
+        let (back, _) = from_json(&again).unwrap();
+        assert_eq!(back[0].count, u64::MAX);
+        // Short of saturation, the counts must agree exactly.
+        assert!(from_json(&dump_with(3, "[[9007,2]]")).is_err());
+    }
 }

@@ -112,7 +112,8 @@ pub fn alp_rank(n: u64, p: f64) -> u64 {
     if p >= 100.0 {
         return n.saturating_sub(1);
     }
-    let pos = ((n + 1) as f64 * (p / 100.0)) as u64;
+    // In floats: `n + 1` overflows for a dump that claims u64::MAX requests.
+    let pos = ((n as f64 + 1.0) * (p / 100.0)) as u64;
     pos.saturating_sub(1)
 }
 

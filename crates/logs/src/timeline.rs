@@ -138,10 +138,12 @@ impl TimelineAcc {
         if rt > 0.0 && rt.is_finite() {
             let start = end - rt;
             let last = (end / w).floor() as i64;
-            let first = ((start / w).floor() as i64).max(last - MAX_SPREAD);
+            let first = ((start / w).floor() as i64).max(last.saturating_sub(MAX_SPREAD));
             for k in first..=last {
+                // Float arithmetic: `k + 1` overflows when a tiny width puts
+                // the bucket at i64::MAX.
                 let lo = (k as f64 * w).max(start);
-                let hi = ((k + 1) as f64 * w).min(end);
+                let hi = ((k as f64 + 1.0) * w).min(end);
                 if hi > lo {
                     *self.busy.entry(k).or_default() += hi - lo;
                 }
@@ -263,7 +265,7 @@ impl Timeline {
         ) else {
             return Vec::new();
         };
-        let fill = last - first < MAX_FILLED;
+        let fill = last.checked_sub(first).is_some_and(|d| d < MAX_FILLED);
         let mut keys: Vec<i64> = if fill {
             (first..=last).collect()
         } else {
@@ -342,5 +344,15 @@ mod tests {
         assert!((b[2].in_flight - 0.5).abs() < 1e-9);
         assert_eq!(b[2].count, 1);
         assert!((b[2].p99 - 2.5).abs() / 2.5 < 0.01);
+    }
+
+    #[test]
+    fn buckets_at_the_ends_of_the_index_range_do_not_overflow() {
+        // A width of 1e-12 s puts a present-day stamp past i64::MAX buckets.
+        let mut t = TimelineAcc::new(1e-12);
+        t.add(0, 1.7e9, 1.7e9, 0.5, 200);
+        t.add(0, -1.7e9, -1.7e9, 0.5, 200);
+        let tl = t.finish(&[("GET".into(), "/a".into())]);
+        assert_eq!(tl.buckets().len(), 2);
     }
 }

@@ -6,6 +6,9 @@
 //! `02/Jan/2006:15:04:05 -0700`, brackets optional) and epoch seconds
 //! (`$msec`, `1700000000.123`).
 
+/// 10000-01-01T00:00:00Z: epoch stamps from then on are refused.
+const MAX_EPOCH: f64 = 253_402_300_800.0;
+
 fn num(b: &[u8]) -> Option<i64> {
     if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
         return None;
@@ -111,7 +114,8 @@ pub fn parse(text: &[u8]) -> Option<f64> {
         && t.iter().all(|c| c.is_ascii_digit() || *c == b'.')
     {
         let v: f64 = std::str::from_utf8(t).ok()?.parse().ok()?;
-        return v.is_finite().then_some(v);
+        // After the year 9999 (as ISO and CLF stamps are) it is not a time.
+        return (v < MAX_EPOCH).then_some(v);
     }
     iso8601(t).or_else(|| clf(t))
 }
@@ -178,6 +182,10 @@ mod tests {
         assert_eq!(parse(b"yesterday"), None);
         assert_eq!(parse(b"2023-13-14T22:13:20Z"), None);
         assert_eq!(format_utc(want), "2023-11-14T22:13:20Z");
+        // A crash input of the logs_ltsv fuzz target: a 20-digit epoch stamp made
+        // the timeline's bucket arithmetic overflow.
+        assert_eq!(parse(b"99999999999999999999"), None);
+        assert_eq!(parse(b"253402300799.5"), Some(253_402_300_799.5));
     }
 
     #[test]

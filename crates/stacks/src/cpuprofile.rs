@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn extreme_line_numbers_and_hit_counts_do_not_overflow() {
-        // Found by the cpuprofile fuzz target: `lineNumber + 1` and the sum
+        // Crash inputs for the cpuprofile fuzz target: `lineNumber + 1` and the sum
         // of two nodes' hitCounts overflowed.
         let doc = br#"{"nodes":[
             {"id":1,"callFrame":{"functionName":"(root)"},"children":[2,3]},
