@@ -485,10 +485,17 @@ impl Bidder {
             }
         };
 
-        let mut line = String::with_capacity(512);
+        // A bid log: the answer itself is kept for reconciliation with win
+        // notices and billing, as bidders do; it makes lines ~1 KB.
+        let resp = if answer.body.is_empty() {
+            "null"
+        } else {
+            std::str::from_utf8(&answer.body).unwrap_or("null")
+        };
+        let mut line = String::with_capacity(1024 + answer.body.len());
         let _ = writeln!(
             line,
-            "{{\"ts\":\"{ts}\",\"worker\":{worker},\"auction\":{},\"domain\":{},\"user\":{},\"device\":\"{device_class}\",\"ua\":{},\"imps\":{},\"status\":{},\"bytes\":{},\"segments\":{:?},\"us\":{}}}",
+            "{{\"ts\":\"{ts}\",\"worker\":{worker},\"auction\":{},\"domain\":{},\"user\":{},\"device\":\"{device_class}\",\"ua\":{},\"imps\":{},\"status\":{},\"bytes\":{},\"segments\":{:?},\"us\":{},\"resp\":{resp}}}",
             json_str(&req.id),
             json_str(domain),
             json_str(user_id),

@@ -47,7 +47,7 @@ impl Default for DemoConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             knobs: Knobs::all_tuned(),
             workers: None,
-            log_roll_bytes: 8 * 1024 * 1024,
+            log_roll_bytes: 16 * 1024 * 1024,
             logger_delay_ms: (5, 20),
             cache_ttl: Duration::from_secs(10),
         }

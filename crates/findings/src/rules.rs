@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub const CPU_BOUND_BUSY_PCT: f64 = 85.0;
 /// Host CPU busy below which a knee counts as "cores idle".
 pub const IDLE_KNEE_BUSY_PCT: f64 = 70.0;
-/// One thread's CPU (% of one core) from which it counts as saturated.
+/// One thread's CPU plus time runnable waiting for a core (% of one core)
+/// from which it counts as saturated.
 pub const HOT_THREAD_PCT: f64 = 70.0;
 /// A thread of the same family with this share of the top thread's samples
 /// counts as a second worker.
@@ -38,6 +39,9 @@ pub const GENERATOR_PCT: f64 = 90.0;
 pub const STALL_BIN_MS: f64 = 100.0;
 /// A bin whose server samples fall to this share of the phase's median bin is quiet.
 pub const STALL_DROP: f64 = 0.5;
+/// A bin where file copying/compression frames hold this share of the
+/// server's samples is stopped: the copy crowds out the requests.
+pub const STALL_WORK_SHARE: f64 = 0.6;
 /// Major faults per request from which page-cache thrash is considered.
 pub const MAJFAULTS_PER_REQUEST: f64 = 0.05;
 
@@ -218,6 +222,13 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
         return Vec::new();
     }
     let thread_cpu = cpu * top_phase / phase_total;
+    // On a shared machine a saturated thread spends part of its time
+    // runnable but waiting for a core: that is demand too. The process's
+    // run-queue wait is split by CPU share (per-thread waits are not stored).
+    let thread_wait = v
+        .mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
+        .map_or(0.0, |ms_per_s| ms_per_s / 10.0 * top_phase / phase_total);
+    let demand = thread_cpu + thread_wait;
     let share = top_w / total;
     let name = v.thread_name(top);
     // Siblings of the same family (worker-0, worker-1) mean the server can
@@ -227,7 +238,7 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
         .skip(1)
         .filter(|(t, w)| family(&v.thread_name(*t)) == family(&name) && *w >= SIBLING_SHARE * top_w)
         .count();
-    if thread_cpu < HOT_THREAD_PCT || share < 0.5 || siblings > 0 {
+    if demand < HOT_THREAD_PCT || share < 0.5 || siblings > 0 {
         return Vec::new();
     }
     let mut f = finding("single-core", None, Severity::High, 60.0 + 30.0 * share);
@@ -247,9 +258,10 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     f.evidence = Evidence {
         text: vec![
             format!(
-                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {}",
+                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {} (~{:.0}% with its time waiting for a core)",
                 pct(share),
-                p.label
+                p.label,
+                demand.min(100.0)
             ),
             format!(
                 "no other thread of its kind ({}*) does comparable work",
@@ -408,8 +420,13 @@ fn short(name: &str) -> String {
     }
 }
 
-/// Subsecond stalls: windows of 100 ms or more where the server's CPU
-/// samples drop while latency rises.
+/// Subsecond stalls: windows of 100 ms or more where the server stops
+/// serving while latency rises. A window is "stopped" in one of two ways:
+/// the server's samples fall to half the phase's median (every thread
+/// waits: on a many-core server, 1 of 28 cores running), or file
+/// copying/compression fills most of the window's samples (on a 2-core
+/// machine the one thread copying under the lock is as busy as the
+/// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let timeline = timeline(v);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
@@ -421,11 +438,18 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             continue;
         }
         let mut bins = vec![0.0; n];
+        let mut work = vec![0.0; n];
         for s in v.samples_in(a, b) {
             if let Some(t) = s.t_ms {
                 let i = ((t - a) / STALL_BIN_MS) as usize;
                 if let Some(x) = bins.get_mut(i) {
                     *x += s.weight;
+                    if v.stack(s.node)
+                        .iter()
+                        .any(|f| matches(v.frame_name(*f), STALL_WORK))
+                    {
+                        work[i] += s.weight;
+                    }
                 }
             }
         }
@@ -436,10 +460,14 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         if median < 4.0 {
             continue;
         }
+        let stopped = |i: usize| {
+            bins[i] <= STALL_DROP * median
+                || (bins[i] >= 2.0 && work[i] >= STALL_WORK_SHARE * bins[i])
+        };
         let mut i = 0;
         while i < n {
-            if bins[i] <= STALL_DROP * median {
-                let j = (i..n).find(|&j| bins[j] > STALL_DROP * median).unwrap_or(n);
+            if stopped(i) {
+                let j = (i..n).find(|&j| !stopped(j)).unwrap_or(n);
                 windows.push((a + i as f64 * STALL_BIN_MS, a + j as f64 * STALL_BIN_MS, p));
                 i = j;
             } else {
@@ -488,6 +516,12 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     if work.is_empty() || work_w < 0.05 * total {
         return Vec::new();
     }
+    // Copying on a background thread (a queued log writer rolling its file)
+    // holds up no request: the copy must run on the threads that serve
+    // requests, the family doing most of the server's work.
+    if !copy_on_request_threads(v, &stalls) {
+        return Vec::new();
+    }
     let longest = stalls.iter().map(|x| x.1 - x.0).fold(0.0, f64::max);
     let stalled: f64 = stalls.iter().map(|x| x.1 - x.0).sum();
     let (a, b) = v.measured_window();
@@ -495,7 +529,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let score = 70.0 + (100.0 * share).min(25.0);
     let mut f = finding("stalls", None, Severity::High, score);
     f.title = format!(
-        "{} stall{} of {:.0}-{:.0} ms: the server's CPU drops while latency spikes",
+        "{} stall{} of {:.0}-{:.0} ms: requests wait while the server copies files",
         stalls.len(),
         if stalls.len() == 1 { "" } else { "s" },
         stalls
@@ -522,7 +556,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             .take(5)
             .map(|(s, e, _, w)| {
                 format!(
-                    "{:.1}-{:.1} s: samples fell below half the phase's median; slowest request in that second {:.0} ms",
+                    "{:.1}-{:.1} s: samples fell below half the phase's median or were mostly file copying; slowest request in that second {:.0} ms",
                     s / 1000.0,
                     e / 1000.0,
                     w
@@ -549,6 +583,43 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             .collect(),
     };
     vec![f]
+}
+
+/// Whether the file copying in the stalls ran on the server's busiest
+/// thread family (its request workers) rather than on a helper thread.
+fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)]) -> bool {
+    let mut by_family: HashMap<String, f64> = HashMap::new();
+    for (t, w) in thread_samples(v) {
+        *by_family
+            .entry(family(&v.thread_name(t)).to_string())
+            .or_default() += w;
+    }
+    let Some(busiest) = by_family
+        .iter()
+        .max_by(|x, y| x.1.total_cmp(y.1).then(y.0.cmp(x.0)))
+        .map(|x| x.0.clone())
+    else {
+        // No thread information: the copy's place cannot be checked.
+        return true;
+    };
+    let mut copying: HashMap<String, f64> = HashMap::new();
+    for (s, e, _, _) in stalls {
+        for smp in v.samples_in(s - STALL_BIN_MS, e + STALL_BIN_MS) {
+            let Some(t) = smp.thread else { continue };
+            if v.stack(smp.node)
+                .iter()
+                .any(|f| matches(v.frame_name(*f), STALL_WORK))
+            {
+                *copying
+                    .entry(family(&v.thread_name(t)).to_string())
+                    .or_default() += smp.weight;
+            }
+        }
+    }
+    copying
+        .iter()
+        .max_by(|x, y| x.1.total_cmp(y.1).then(y.0.cmp(x.0)))
+        .is_some_and(|(f, _)| *f == busiest)
 }
 
 /// The client's per-second worst latency on the run's clock: (second start, max ms).

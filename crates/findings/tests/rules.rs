@@ -252,6 +252,21 @@ fn single_core_fires_for_one_worker_not_for_two() {
 }
 
 #[test]
+fn single_core_counts_a_starved_workers_wait_for_a_core() {
+    // A busy host: the one worker runs 55% of a core and waits runnable
+    // for another 350 ms each second; alone it is still the whole server.
+    let mut run = base();
+    set(&mut run, "proc.cpu_user", |_, _| 60.0);
+    set(&mut run, "proc.cpu_system", |_, _| 5.0);
+    profile(&mut run, &["worker-0", "backend-0"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 6 == 0)))
+    });
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+    set(&mut run, "proc.runq_delay_ms", |_, _| 350.0);
+    assert_eq!(ids(&run)[0], "single-core");
+}
+
+#[test]
 fn hot_code_names_known_expensive_work_with_frames() {
     for (frame, id, share_every) in [
         ("serde_json::de::from_str", "hot-code.json-parse", 3),
@@ -331,6 +346,40 @@ fn stalls_fire_with_copy_work_and_name_the_frames() {
     // A dip with nothing of the server's own in it (another tenant): not reported.
     let mut run = base();
     stalled(&mut run, "score");
+    assert!(!ids(&run).contains(&"stalls".to_string()));
+}
+
+/// A 2-core stall: the thread copying under the lock is as busy as the
+/// workers were, so samples do not fall, but nothing else runs in
+/// [6.0 s, 6.4 s); `copier` is the thread doing the copy.
+fn copy_fills_the_window(run: &mut RunJson, copier: u32) {
+    profile(
+        run,
+        &["worker-0", "worker-1", "log-writer"],
+        2400,
+        move |i, t| {
+            if (6000.0..6400.0).contains(&t) {
+                Some((vec!["main", "roll", "flate2::deflate"], copier))
+            } else {
+                Some((vec!["main", "handle", "score"], (i % 2) as u32))
+            }
+        },
+    );
+    let tl = run.results["timeline"].as_array_mut().unwrap();
+    tl[6]["max_ms"] = json!(380.0);
+}
+
+#[test]
+fn stalls_fire_when_copying_fills_the_window_on_a_request_thread() {
+    let mut run = base();
+    copy_fills_the_window(&mut run, 0);
+    let f = analyze(&run);
+    let s = f.iter().find(|f| f.id == "stalls").expect("stall");
+    let [a, b] = s.evidence.range_ms.expect("range");
+    assert!(a >= 5900.0 && b <= 6500.0 && b - a >= 300.0, "{a}-{b}");
+    // The same copy on a background writer thread holds up no request.
+    let mut run = base();
+    copy_fills_the_window(&mut run, 2);
     assert!(!ids(&run).contains(&"stalls".to_string()));
 }
 

@@ -19,8 +19,9 @@ fn free_port() -> u16 {
         .expect("a free port on 127.0.0.1")
 }
 
-/// Records one run of the target with `knobs` and returns its exported JSON.
-fn record(dir: &Path, knobs: &str, extra_target_flags: &str) -> serde_json::Value {
+/// Records one run of the target with `knobs` (two phases of `step` each)
+/// and returns its exported JSON.
+fn record(dir: &Path, knobs: &str, extra_target_flags: &str, step: &str) -> serde_json::Value {
     let body = dir.join("bid.json");
     std::fs::write(&body, &keisoku_demo::sample_requests(1)[0]).expect("write body");
     let store = dir.join("runs.db");
@@ -39,7 +40,7 @@ fn record(dir: &Path, knobs: &str, extra_target_flags: &str) -> serde_json::Valu
             "--sweep-connections",
             "1..8:7",
             "--step-duration",
-            "2500ms",
+            step,
             "--warmup",
             "500ms",
             "--interval",
@@ -61,7 +62,24 @@ fn record(dir: &Path, knobs: &str, extra_target_flags: &str) -> serde_json::Valu
         .arg(&store)
         .output()
         .expect("export");
+    keep(knobs, &exported.stdout);
     serde_json::from_slice(&exported.stdout).expect("run JSON")
+}
+
+/// With `KEISOKU_KEEP_RUNS=DIR`, keeps each exported run for tuning rules
+/// (`cargo run -p keisoku-findings --example analyze -- DIR/*.json`).
+fn keep(knobs: &str, json: &[u8]) {
+    let Some(dir) = std::env::var_os("KEISOKU_KEEP_RUNS") else {
+        return;
+    };
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let name = knobs.replace(['=', ','], "_");
+    let path = Path::new(&dir).join(format!("{name}-{stamp}.json"));
+    if let Err(e) = std::fs::write(&path, json) {
+        eprintln!("could not keep {}: {e}", path.display());
+    }
 }
 
 fn ids(run: &serde_json::Value) -> Vec<(String, String)> {
@@ -82,9 +100,13 @@ fn ids(run: &serde_json::Value) -> Vec<(String, String)> {
 
 /// Runs the knob naive and checks one of `want` is among the first three findings.
 fn knob(name: &str, want: &[&str], needs_profile: bool, extra: &str) {
+    knob_for(name, want, needs_profile, extra, "2500ms");
+}
+
+fn knob_for(name: &str, want: &[&str], needs_profile: bool, extra: &str, step: &str) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let run = record(dir.path(), &format!("{name}=naive"), extra);
+    let run = record(dir.path(), &format!("{name}=naive"), extra, step);
     if needs_profile && run["profile"].is_null() {
         // perf missing or not permitted here: the run says so in its notes.
         eprintln!("skipping {name}: no CPU profile was recorded (perf unavailable)");
@@ -124,14 +146,14 @@ fn per_request_init_is_config_load_or_file_open() {
 }
 
 #[test]
-#[ignore = "a 4-8 MiB rollover lasts tens of ms here: too short for 100 ms windows at 99 Hz on a busy 2-core machine (docs/findings.md)"]
 fn sync_log_rollover_is_a_stall() {
-    // A small roll size so that several rollovers fall in a short run.
-    knob("sync-log-rollover", &["stalls"], true, "--log-roll-mb 4");
+    // The target's default 16 MiB roll (a rollover every ~3 s at ~5 MB/s of
+    // bid log, each stalling ~0.15-0.3 s): longer phases so that at least
+    // two rollovers fall in the run.
+    knob_for("sync-log-rollover", &["stalls"], true, "", "4s");
 }
 
 #[test]
-#[ignore = "flaky: the single-core rule missed the naive single worker in 1 of 3 fresh-clone runs (only hot-code.top-self fired); rule needs work (issue 7)"]
 fn single_worker_is_one_core() {
     knob("single-worker", &["single-core"], true, "");
 }
@@ -156,7 +178,7 @@ fn unpinned_is_scheduler_churn() {
 fn all_tuned_reports_no_problem() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("temp dir");
-    let run = record(dir.path(), "all=tuned", "");
+    let run = record(dir.path(), "all=tuned", "", "2500ms");
     let problems: Vec<(String, String)> = ids(&run)
         .into_iter()
         .filter(|(_, sev)| sev != "info")
