@@ -326,3 +326,151 @@ fn apache_microseconds_and_custom_regexp() {
     let bad = keisoku(&["logs", "regexp", &log, "--pattern", "(unclosed"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Records `log_text` appended to an access log during `keisoku record`
+/// (the recorded command writes it, so every line belongs to the run).
+fn record_log(dir: &std::path::Path, name: &str, log_text: &str) -> String {
+    let seed = write_log(dir, &format!("{name}.seed"), log_text);
+    let log = dir.join(format!("{name}.log"));
+    std::fs::write(&log, "").unwrap();
+    let store = dir.join("runs.db");
+    ok(&[
+        "record",
+        "--access-log",
+        log.to_str().unwrap(),
+        "--profile",
+        "none",
+        "--store",
+        store.to_str().unwrap(),
+        "--name",
+        name,
+        "--",
+        "sh",
+        "-c",
+        &format!("cat '{seed}' >> '{}'", log.display()),
+    ]);
+    store.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_stored_run_prints_the_tables_of_its_log_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..200u32 {
+        let (uri, st) = match i % 4 {
+            0 => (format!("/users/{}?page={}", i % 9, i % 3), 200),
+            1 => (format!("/items/{}", i * 7), 404),
+            2 => ("/".to_string(), 500),
+            _ => (format!("/users/{}/posts", i % 5), 302),
+        };
+        let rt = 0.001 * f64::from(1 + (i * 37) % 250);
+        text.push_str(&format!(
+            "time:21/Nov/2026:21:30:00 +0000\tmethod:{}\turi:{uri}\tstatus:{st}\tsize:{}\treqtime:{rt:.3}\n",
+            if i % 7 == 0 { "POST" } else { "GET" },
+            100 + i
+        ));
+    }
+    let store = record_log(dir.path(), "before", &text);
+    let file = dir.path().join("before.seed");
+    let file = file.to_str().unwrap();
+    // The same table, columns, order and digits as the log file gives.
+    for extra in [
+        &[][..],
+        &["--sort", "p99", "-r", "--format", "tsv"][..],
+        &["--percentiles", "10,50,75", "--format", "json"][..],
+        &[
+            "--auto-group",
+            "--sort",
+            "sum",
+            "--format",
+            "md",
+            "--show-footers",
+        ][..],
+        &[
+            "-m",
+            "^/users/[0-9]+/posts$,^/users/[0-9]+$",
+            "--format",
+            "csv",
+        ][..],
+        &["-o", "count,method,uri,p0,p100,stddev,avg_body"][..],
+    ] {
+        let mut stored = vec!["logs", "before", "--store", &store];
+        stored.extend_from_slice(extra);
+        let mut logged = vec!["logs", "ltsv", file];
+        logged.extend_from_slice(extra);
+        assert_eq!(ok(&stored), ok(&logged), "{extra:?}");
+    }
+    // `keisoku logs ltsv RUN` reads the run too (KEISOKU_STORE names the store).
+    let out = Command::new(env!("CARGO_BIN_EXE_keisoku"))
+        .env("KEISOKU_STORE", &store)
+        .args(["logs", "ltsv", "last", "--auto-group"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        ok(&["logs", "ltsv", file, "--auto-group"])
+    );
+
+    // What needs the log lines is refused with the reason, exit 2.
+    for bad in [
+        &["-f", "Status >= 500"][..],
+        &["--timeline", "1s"][..],
+        &["-q"][..],
+        &["--slow", "3"][..],
+    ] {
+        let mut args = vec!["logs", "before", "--store", &store];
+        args.extend_from_slice(bad);
+        let out = keisoku(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(
+            err.contains("not the log lines") && err.contains(bad[0]),
+            "{err}"
+        );
+    }
+    let out = keisoku(&["logs", "no-such-run", "--store", &store]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("keisoku runs"));
+
+    // Two stored runs compare like two dumps; the gate works on them.
+    let slower: String = text
+        .lines()
+        .map(|l| l.replace("reqtime:0.", "reqtime:1.") + "\n")
+        .collect();
+    record_log(dir.path(), "after", &slower);
+    let out = keisoku(&[
+        "logs",
+        "diff",
+        "before",
+        "after",
+        "--store",
+        &store,
+        "--fail-over",
+        "0.5",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dump = dir.path().join("before.json");
+    ok(&[
+        "logs",
+        "before",
+        "--store",
+        &store,
+        "--dump",
+        dump.to_str().unwrap(),
+    ]);
+    let same = ok(&[
+        "logs",
+        "diff",
+        dump.to_str().unwrap(),
+        "before",
+        "--store",
+        &store,
+    ]);
+    assert!(!same.contains("(+"), "{same}");
+}

@@ -237,6 +237,64 @@ fn nginx_run_records_cpu_process_profile_and_access_log_on_one_clock() {
     let list: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     assert_eq!(list[0]["status"], "complete");
     assert!(list[0]["rps"].as_f64().unwrap() > 0.0);
+    // `keisoku logs RUN` prints what `keisoku logs ltsv FILE` prints for
+    // the same log: the exact columns to the digit, the percentiles from
+    // the stored histograms; sum/avg/stddev travel through milliseconds, so
+    // only a rounding tie of the last digit may differ.
+    let stored = keisoku(&[
+        "logs",
+        "last",
+        "--store",
+        store.to_str().unwrap(),
+        "--format",
+        "tsv",
+        "--percentiles",
+        "50,75,90,99,100",
+    ]);
+    assert!(
+        stored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stored.stderr)
+    );
+    let file = keisoku(&[
+        "logs",
+        "ltsv",
+        log.to_str().unwrap(),
+        "--format",
+        "tsv",
+        "--percentiles",
+        "50,75,90,99,100",
+    ]);
+    assert!(
+        file.status.success(),
+        "{}",
+        String::from_utf8_lossy(&file.stderr)
+    );
+    let (stored, file) = (
+        String::from_utf8_lossy(&stored.stdout),
+        String::from_utf8_lossy(&file.stdout),
+    );
+    assert_eq!(
+        stored.lines().count(),
+        file.lines().count(),
+        "{stored}\n{file}"
+    );
+    let header: Vec<&str> = file.lines().next().unwrap().split('\t').collect();
+    assert_eq!(stored.lines().next(), file.lines().next());
+    for (a, b) in stored.lines().zip(file.lines()).skip(1) {
+        for ((col, x), y) in header.iter().zip(a.split('\t')).zip(b.split('\t')) {
+            if ["Sum", "Avg", "Stddev"]
+                .iter()
+                .any(|c| col.eq_ignore_ascii_case(c))
+            {
+                let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+                assert!((x - y).abs() <= 0.0011, "{col}: {x} vs {y}");
+            } else {
+                assert_eq!(x, y, "{col}\n{stored}\n{file}");
+            }
+        }
+    }
+
     // nginx was stopped (its killed workers close the socket as they exit).
     assert!(stops_listening(port), "nginx still listens");
 }

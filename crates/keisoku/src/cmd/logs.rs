@@ -3,6 +3,7 @@
 
 use crate::exit::{bad_input, BadInput, GATE_FAILED, OK};
 use anyhow::Context as _;
+use clap::Parser as _;
 use keisoku_logs::render::{self, Column, OutputFormat, RenderOptions, SortKey};
 use keisoku_logs::{dump, engine, filter::Filter, format, group::Grouper, input, view};
 use keisoku_logs::{Analysis, Config, FieldNames, Format, LineParser, QueryMode, RouteStats};
@@ -32,6 +33,8 @@ Examples:
   keisoku logs json --file access.json --slow 20 -f 'Status >= 500'
   keisoku logs regexp access.log --dump before.json
   keisoku logs diff before.json after.json --sort sum -r
+  keisoku logs last --sort p99 -r            # a run recorded with --access-log
+  keisoku logs diff before-run after-run     # two stored runs, route by route
 
 Exit status: 0 ok, 1 runtime failure, 2 bad usage or input (including a
 file that is not a log of the chosen format), 3 `diff --fail-over` tripped.";
@@ -71,8 +74,13 @@ enum Sub {
         #[command(flatten)]
         subexp: RegexpNames,
     },
-    /// Compare two dumps (from --dump) route by route: `value (+change)`.
+    /// Compare two dumps (from --dump) or stored runs route by route:
+    /// `value (+change)`.
     Diff(DiffArgs),
+    /// `keisoku logs RUN [flags]`: the route table of a stored run's access
+    /// log (RUN: id, id prefix, name or `last`; see `keisoku logs RUN --help`).
+    #[command(external_subcommand)]
+    Stored(Vec<String>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -263,15 +271,19 @@ struct RegexpNames {
 
 #[derive(clap::Args, Debug)]
 struct DiffArgs {
-    /// The earlier dump.
+    /// The earlier dump, or a stored run (id, prefix, name, `last`).
     from: PathBuf,
-    /// The later dump.
+    /// The later dump, or a stored run.
     to: PathBuf,
     #[command(flatten)]
     view: ViewFlags,
     /// Exit 3 if any route's p99 grew by more than this fraction (0.2 = 20%).
     #[arg(long = "fail-over", value_name = "FRACTION")]
     fail_over: Option<f64>,
+    /// The run store, for BEFORE/AFTER given as stored runs (default:
+    /// $KEISOKU_STORE, else ./.keisoku/runs.db).
+    #[arg(long, value_name = "PATH")]
+    store: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -315,6 +327,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             analyse(common, format)
         }
         Sub::Diff(d) => diff(d),
+        Sub::Stored(argv) => {
+            let args = StoredArgs::parse_from(
+                std::iter::once("keisoku logs RUN".to_string()).chain(argv.iter().skip(1).cloned()),
+            );
+            let spec = argv.first().cloned().unwrap_or_default();
+            stored_run(&spec, args)
+        }
     }
 }
 
@@ -613,6 +632,16 @@ fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
             }
             files.push(PathBuf::from("-"));
         }
+        if let [only] = files.as_slice() {
+            if let Some(spec) = only
+                .to_str()
+                .filter(|_| !only.exists() && only != Path::new("-"))
+            {
+                if let Some((store, run)) = find_run(spec, None)? {
+                    return stored_from_common(&store, &run, &c);
+                }
+            }
+        }
         if c.pos.is_some() && (files.len() != 1 || files[0] == Path::new("-")) {
             return Err(bad_input(
                 "--pos needs exactly one log file (not standard input)",
@@ -721,7 +750,12 @@ fn analyse_from_pos(
     Ok(a)
 }
 
-fn load_dump(p: &Path) -> anyhow::Result<Vec<RouteStats>> {
+fn load_dump(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>> {
+    if let Some(spec) = p.to_str().filter(|_| !p.exists()) {
+        if let Some((store, run)) = find_run(spec, store_flag)? {
+            return stored_routes(&store, &run);
+        }
+    }
     let text =
         std::fs::read_to_string(p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
     let (routes, _) = dump::from_json(&text)
@@ -731,8 +765,8 @@ fn load_dump(p: &Path) -> anyhow::Result<Vec<RouteStats>> {
 
 fn diff(d: DiffArgs) -> anyhow::Result<u8> {
     let view = parse_view(&d.view)?;
-    let from = load_dump(&d.from)?;
-    let mut to = load_dump(&d.to)?;
+    let from = load_dump(&d.from, d.store.as_deref())?;
+    let mut to = load_dump(&d.to, d.store.as_deref())?;
     render::sort_routes(&mut to, view.sort, view.reverse);
     write_out(&render::render(&to, Some(&from), view.format, &view.opts))?;
     if let Some(limit) = d.fail_over {
@@ -761,4 +795,277 @@ fn diff(d: DiffArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(OK)
+}
+
+const STORED_ABOUT: &str = "\
+The route table of a stored run's access log (a run recorded by `keisoku
+run` or `keisoku record` with --access-log). RUN is a run id, a unique id
+prefix, a run name or `last` (see `keisoku runs`).
+
+The run keeps, per route, the columns alp prints (counts, status classes,
+min, max, sum, avg, stddev, body sizes) and per-second latency histograms,
+so every column, sort key, percentile and output format works, and routes
+can be grouped further with -m or --auto-group (stored routes are paths
+without their query string). It does not keep the log lines themselves, so
+-f, -q, --slow and --timeline need the log file: `keisoku logs ltsv FILE ...`
+(`keisoku show RUN` has requests and p99 per second as log.rps and
+log.p99_ms).";
+
+/// Flags of `keisoku logs RUN`.
+#[derive(clap::Parser, Debug)]
+#[command(about = STORED_ABOUT, after_help = "Examples:\n  keisoku logs last\n  \
+keisoku logs before --sort p99 -r --percentiles 50,99 --format md\n  \
+keisoku logs last --auto-group --dump after.json\n  keisoku logs diff before after")]
+struct StoredArgs {
+    #[command(flatten)]
+    view: ViewFlags,
+    /// Group routes further by regular expressions, comma-separated; the
+    /// first match names the route (alp's -m).
+    #[arg(short = 'm', long = "matching-groups", value_name = "REGEX,REGEX")]
+    matching_groups: Option<String>,
+    /// Replace id-like path segments with :id, :uuid, :date, :hex, :token.
+    #[arg(long = "auto-group")]
+    auto_group: bool,
+    /// Save the route statistics as JSON (for `keisoku logs diff`).
+    #[arg(long, value_name = "FILE")]
+    dump: Option<PathBuf>,
+    /// The run store (default: $KEISOKU_STORE, else ./.keisoku/runs.db).
+    #[arg(long, value_name = "PATH")]
+    store: Option<PathBuf>,
+    /// Needs the log lines: refused with the reason.
+    #[arg(short = 'f', long, hide = true)]
+    filters: Option<String>,
+    /// Needs the log lines: refused with the reason.
+    #[arg(short = 'q', long = "query-string", hide = true)]
+    query_string: bool,
+    /// Needs the log lines: refused with the reason.
+    #[arg(long = "qs-ignore-values", hide = true)]
+    qs_ignore_values: bool,
+    /// Needs the log lines: refused with the reason.
+    #[arg(long, hide = true)]
+    timeline: Option<String>,
+    /// Needs the log lines: refused with the reason.
+    #[arg(long, hide = true)]
+    slow: Option<usize>,
+}
+
+/// The store and run id `spec` names, or `None` when there is no store or
+/// no such run (the caller then treats `spec` as a file name).
+fn find_run(
+    spec: &str,
+    store_flag: Option<&Path>,
+) -> anyhow::Result<Option<(keisoku_store::Store, String)>> {
+    let path = keisoku_store::store_path(store_flag);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let store = keisoku_store::Store::open_existing(&path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(store.resolve(spec).ok().map(|run| (store, run)))
+}
+
+/// Refuses options that need the raw log lines, naming them.
+fn refuse_line_options(run: &str, used: &[(&str, bool)]) -> anyhow::Result<()> {
+    let used: Vec<&str> = used.iter().filter(|u| u.1).map(|u| u.0).collect();
+    if used.is_empty() {
+        return Ok(());
+    }
+    Err(bad_input(format!(
+        "{}: run {run} keeps per-route statistics and per-second histograms, not the log lines {} need{}; run `keisoku logs ltsv|json|regexp FILE` on the access log itself",
+        used.join(", "),
+        if used.len() == 1 { "this option" } else { "these options" },
+        if used.len() == 1 { "s" } else { "" },
+    )))
+}
+
+fn stored_run(spec: &str, a: StoredArgs) -> anyhow::Result<u8> {
+    let path = keisoku_store::store_path(a.store.as_deref());
+    let Some((store, run)) = find_run(spec, a.store.as_deref())? else {
+        return Err(bad_input(format!(
+            "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
+            path.display()
+        )));
+    };
+    refuse_line_options(
+        &run,
+        &[
+            ("-f", a.filters.is_some()),
+            ("-q", a.query_string || a.qs_ignore_values),
+            ("--timeline", a.timeline.is_some()),
+            ("--slow", a.slow.is_some()),
+        ],
+    )?;
+    let view = parse_view(&a.view)?;
+    print_stored(
+        &store,
+        &run,
+        &view,
+        a.matching_groups.as_deref(),
+        a.auto_group,
+        a.dump.as_deref(),
+    )
+}
+
+/// `keisoku logs ltsv RUN ...`: the same as `keisoku logs RUN ...`.
+fn stored_from_common(store: &keisoku_store::Store, run: &str, c: &Common) -> anyhow::Result<u8> {
+    refuse_line_options(
+        run,
+        &[
+            ("-f", c.filters.is_some()),
+            ("-q", c.query_string || c.qs_ignore_values),
+            ("--timeline", c.timeline.is_some()),
+            ("--slow", c.slow.is_some()),
+            ("--pos", c.pos.is_some()),
+            ("--load", c.load.is_some()),
+        ],
+    )?;
+    let view = parse_view(&c.view)?;
+    print_stored(
+        store,
+        run,
+        &view,
+        c.matching_groups.as_deref(),
+        c.auto_group,
+        c.dump.as_deref(),
+    )
+}
+
+fn print_stored(
+    store: &keisoku_store::Store,
+    run: &str,
+    view: &View,
+    groups: Option<&str>,
+    auto_group: bool,
+    dump_to: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let groups: Vec<String> = groups
+        .map(|s| {
+            s.split(',')
+                .map(|g| g.trim().to_string())
+                .filter(|g| !g.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let grouper = Grouper::new(&groups, auto_group).map_err(|e| bad_input(format!("-m: {e}")))?;
+    let mut routes = stored_routes(store, run)?;
+    if grouper.is_active() {
+        routes = regroup(routes, &grouper);
+    }
+    if let Some(path) = dump_to {
+        let n: u64 = routes.iter().map(|r| r.count).sum();
+        let counts = keisoku_logs::stats::LineCounts {
+            lines: n,
+            parsed: n,
+            ..Default::default()
+        };
+        std::fs::write(path, dump::to_json(&routes, &counts))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    render::sort_routes(&mut routes, view.sort, view.reverse);
+    write_out(&render::render(&routes, None, view.format, &view.opts))?;
+    Ok(OK)
+}
+
+/// Merges routes that `grouper` names alike (stored routes are in first-seen
+/// order, so the merged rows keep alp's order-dependent minimum rule).
+fn regroup(routes: Vec<RouteStats>, grouper: &Grouper) -> Vec<RouteStats> {
+    let mut out: Vec<RouteStats> = Vec::new();
+    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
+    for mut r in routes {
+        r.uri = grouper.route(&r.uri).into_owned();
+        match index.get(&(r.method.clone(), r.uri.clone())) {
+            Some(&i) => out[i].merge(&r),
+            None => {
+                index.insert((r.method.clone(), r.uri.clone()), out.len());
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// A stored run's access-log routes as `keisoku logs` computes them: the
+/// exact columns from the stored rows (ms there, seconds here), the
+/// latency histogram from the per-second histograms merged.
+fn stored_routes(store: &keisoku_store::Store, run: &str) -> anyhow::Result<Vec<RouteStats>> {
+    use keisoku_store::RouteSource;
+    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
+    let rows = store.routes(run, RouteSource::AccessLog).map_err(damaged)?;
+    let seconds = store
+        .route_seconds(run, RouteSource::AccessLog)
+        .map_err(damaged)?;
+    if rows.is_empty() {
+        return Err(bad_input(if seconds.is_empty() {
+            format!("run {run} has no access-log data (record it with --access-log FILE)")
+        } else {
+            format!("run {run} has per-second access-log histograms but no route table: its recording was killed before it finished (`keisoku export {run}` has the histograms)")
+        }));
+    }
+    let mut routes: Vec<RouteStats> = Vec::with_capacity(rows.len());
+    let mut index: std::collections::HashMap<(&str, &str), usize> = Default::default();
+    for row in &rows {
+        let whole_ms = |v: f64| (v - v.round()).abs() < 1e-6;
+        let mut r = RouteStats::new(row.method.clone(), row.uri.clone());
+        r.count = row.count;
+        r.status = [row.s1xx, row.s2xx, row.s3xx, row.s4xx, row.s5xx];
+        r.time = keisoku_logs::summary::Summary {
+            n: row.count,
+            min: from_ms(row.min),
+            saw_zero: false,
+            max: from_ms(row.max),
+            sum: from_ms(row.sum),
+        };
+        r.body = keisoku_logs::summary::Summary {
+            n: row.count,
+            min: row.min_body,
+            saw_zero: false,
+            max: row.max_body,
+            sum: row.sum_body,
+        };
+        let sd = from_ms(row.stddev);
+        r.moments = keisoku_logs::summary::Moments {
+            n: row.count,
+            mean: if row.count > 0 {
+                r.time.sum / row.count as f64
+            } else {
+                0.0
+            },
+            m2: sd * sd * row.count as f64,
+        };
+        r.low = r.time.min;
+        // The stored percentiles were snapped to whole milliseconds when
+        // every response time was one (nginx); none is otherwise, bar chance.
+        r.ms_grid = [row.min, row.max, row.p50, row.p90, row.p95, row.p99]
+            .into_iter()
+            .all(whole_ms);
+        index.insert((row.method.as_str(), row.uri.as_str()), routes.len());
+        routes.push(r);
+    }
+    for sec in &seconds {
+        let Some(&i) = index.get(&(sec.method.as_str(), sec.route.as_str())) else {
+            continue;
+        };
+        for v in sec.histogram.iter_recorded() {
+            let n = u32::try_from(v.count_at_value()).unwrap_or(u32::MAX);
+            let _ = routes[i].hist.record_n(v.value_iterated_to(), n);
+        }
+    }
+    Ok(routes)
+}
+
+/// Seconds from a stored millisecond value: the double whose product by
+/// 1000 is the stored value, when one is within a few units in the last
+/// place of `ms / 1000` (almost always), so sums and averages print the
+/// digits the log file gives even at a rounding tie.
+fn from_ms(ms: f64) -> f64 {
+    let guess = ms / 1000.0;
+    if !(guess.is_finite() && guess > 0.0) || guess * 1000.0 == ms {
+        return guess;
+    }
+    let bits = guess.to_bits();
+    (1..=4u64)
+        .flat_map(|k| [bits + k, bits.saturating_sub(k)])
+        .map(f64::from_bits)
+        .find(|y| y * 1000.0 == ms)
+        .unwrap_or(guess)
 }
