@@ -220,7 +220,8 @@ export function previewTree(h: CompactHeader): CallTree | null {
   const p = h.preview;
   if (!p || !Array.isArray(p.parent) || !Array.isArray(p.frame) || !Array.isArray(p.self)) return null;
   const n = p.parent.length;
-  const nf = Array.isArray(p.frames?.name) ? p.frames.name.length : -1;
+  const fr = p.frames;
+  const nf = fr && Array.isArray(fr.name) && Array.isArray(fr.module) && Array.isArray(fr.kind) && fr.module.length === fr.name.length && fr.kind.length === fr.name.length ? fr.name.length : -1;
   if (n < 1 || p.frame.length !== n || p.self.length !== n || nf < 0) return null;
   const kinds = Array.isArray(h.kinds) ? h.kinds.map(String) : [];
   const funcs: FuncTable = {
