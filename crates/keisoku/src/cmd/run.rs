@@ -88,6 +88,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(cmd) = &args.server_cmd {
         let mut s = Server::start(cmd, rec.store_path().to_path_buf(), rec.run.clone())
             .map_err(|e| anyhow::anyhow!("cannot start the server with sh -c: {e}"))?;
+        // Sample the host and the server from its start: its start-up
+        // belongs to the run's timeline.
+        rec.set_pid(s.pid());
+        rec.start_sampler()?;
         let addr = plan.targets[0].addr;
         if let Err(why) = s.wait_ready(addr, server_timeout) {
             rec.note(format!("server: {why}"));

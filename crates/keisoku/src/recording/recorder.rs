@@ -77,6 +77,8 @@ pub struct Recording {
     opts: Option<Options>,
     /// The process py-spy watches.
     py_pid: u32,
+    /// The sampler could not start (already noted).
+    sampler_failed: bool,
 }
 
 /// This machine, for the run's context.
@@ -151,6 +153,7 @@ impl Recording {
             workdir,
             notes: Vec::new(),
             py_pid: 0,
+            sampler_failed: false,
             opts: Some(opts),
         })
     }
@@ -165,8 +168,41 @@ impl Recording {
         }
     }
 
-    /// Starts the sampler, the profiler and the access-log follower.
+    /// Starts the host and process sampler alone, so the seconds before the
+    /// load (a server starting up) are recorded too; `start_recorders`
+    /// starts the rest. The process is the one set so far.
+    pub fn start_sampler(&mut self) -> anyhow::Result<()> {
+        if self.sampler.is_some() || self.sampler_failed {
+            return Ok(());
+        }
+        let Some(opts) = self.opts.as_ref() else {
+            return Ok(());
+        };
+        let mut config = SamplerConfig::new(self.origin);
+        config.interval = opts.interval;
+        config.pid = opts.pid;
+        match Sampler::start_channel(config) {
+            Ok((sampler, rx)) => {
+                let store_path = opts.store_path.clone();
+                let run_w = self.run.clone();
+                let writer = std::thread::Builder::new()
+                    .name("keisoku-series-writer".into())
+                    .spawn(move || write_series(rx, &store_path, &run_w))?;
+                self.sampler = Some(sampler);
+                self.writer = Some(writer);
+            }
+            Err(e) => {
+                self.sampler_failed = true;
+                self.notes.push(format!("no host/process series: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the sampler (unless already started), the profiler and the
+    /// access-log follower.
     pub fn start_recorders(&mut self) -> anyhow::Result<()> {
+        self.start_sampler()?;
         let Some(mut opts) = self.opts.take() else {
             return Ok(());
         };
@@ -174,23 +210,6 @@ impl Recording {
         let run = self.run.clone();
         let workdir = self.workdir.clone();
         let mut notes = Vec::new();
-        let mut config = SamplerConfig::new(origin);
-        config.interval = opts.interval;
-        config.pid = opts.pid;
-        let (sampler, writer) = match Sampler::start_channel(config) {
-            Ok((sampler, rx)) => {
-                let store_path = opts.store_path.clone();
-                let run_w = run.clone();
-                let writer = std::thread::Builder::new()
-                    .name("keisoku-series-writer".into())
-                    .spawn(move || write_series(rx, &store_path, &run_w))?;
-                (Some(sampler), Some(writer))
-            }
-            Err(e) => {
-                notes.push(format!("no host/process series: {e}"));
-                (None, None)
-            }
-        };
 
         let profiler = match opts.profile {
             ProfileKind::None => None,
@@ -199,13 +218,7 @@ impl Recording {
                     Some(PerfTarget::AllCpus)
                 } else {
                     match opts.pid {
-                        Some(pid) => {
-                            let pids: Vec<u32> =
-                                keisoku_probe::process_tree(Path::new("/proc"), pid)
-                                    .map(|t| t.into_iter().map(|p| p.pid).collect())
-                                    .unwrap_or_else(|_| vec![pid]);
-                            Some(PerfTarget::Pids(pids))
-                        }
+                        Some(pid) => Some(PerfTarget::Pids(settled_tree(pid))),
                         None => {
                             notes.push("no profile: --profile perf needs a server process (--server-cmd, --pid, --pidof) or --profile-all-cpus".into());
                             None
@@ -258,8 +271,6 @@ impl Recording {
             None => None,
         };
 
-        self.sampler = sampler;
-        self.writer = writer;
         self.profiler = profiler;
         self.follower = follower;
         self.notes.extend(notes);
@@ -389,6 +400,30 @@ impl Recording {
                 Ok(sp)
             }
         }
+    }
+}
+
+/// The server's process tree once it stops changing (at most 2 s): perf
+/// attaches to the processes that exist when it starts, and a server that
+/// answers on its port may still be forking its workers (nginx's master
+/// listens before it forks them).
+fn settled_tree(pid: u32) -> Vec<u32> {
+    let read = || -> Vec<u32> {
+        let mut pids: Vec<u32> = keisoku_probe::process_tree(Path::new("/proc"), pid)
+            .map(|t| t.into_iter().map(|p| p.pid).collect())
+            .unwrap_or_else(|_| vec![pid]);
+        pids.sort_unstable();
+        pids
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut last = read();
+    loop {
+        std::thread::sleep(Duration::from_millis(150));
+        let now = read();
+        if now == last || Instant::now() >= deadline {
+            return now;
+        }
+        last = now;
     }
 }
 
