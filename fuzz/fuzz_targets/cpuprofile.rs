@@ -1,7 +1,13 @@
-//! The .cpuprofile parser must never panic.
+//! The .cpuprofile parser must never panic, and what it returns must be
+//! usable by every consumer.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
+#[path = "stacks_common.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
-    let _ = keisoku_stacks::cpuprofile::parse(data, "fuzz");
+    if let Ok(p) = keisoku_stacks::cpuprofile::parse(data, "fuzz") {
+        common::consume(&p);
+    }
 });

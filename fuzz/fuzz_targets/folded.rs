@@ -1,7 +1,13 @@
-//! The folded stacks parser must never panic.
+//! The folded stacks parser must never panic, and what it returns must be
+//! usable by every consumer.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
+#[path = "stacks_common.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
-    let _ = keisoku_stacks::folded::parse(&mut &data[..], "fuzz");
+    if let Ok(p) = keisoku_stacks::folded::parse(&mut &data[..], "fuzz") {
+        common::consume(&p);
+    }
 });

@@ -1,7 +1,13 @@
-//! The perf script profile parser must never panic.
+//! The perf script profile parser must never panic, and what it returns
+//! must be usable by every consumer.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
+#[path = "stacks_common.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
-    let _ = keisoku_stacks::perf::parse(&mut &data[..], "fuzz", &Default::default());
+    if let Ok((p, _)) = keisoku_stacks::perf::parse(&mut &data[..], "fuzz", &Default::default()) {
+        common::consume(&p);
+    }
 });

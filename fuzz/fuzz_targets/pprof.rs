@@ -1,7 +1,13 @@
-//! The pprof protobuf decoder must never panic.
+//! The pprof protobuf decoder must never panic, and what it returns must
+//! be usable by every consumer.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
+#[path = "stacks_common.rs"]
+mod common;
+
 fuzz_target!(|data: &[u8]| {
-    let _ = keisoku_stacks::pprof::parse(data, "fuzz");
+    if let Ok(p) = keisoku_stacks::pprof::parse(data, "fuzz") {
+        common::consume(&p);
+    }
 });

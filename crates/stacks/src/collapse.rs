@@ -74,7 +74,8 @@ impl Folded {
             self.stacks = other.stacks;
         } else {
             for (k, v) in other.stacks {
-                *self.stacks.entry(k).or_insert(0) += v;
+                let c = self.stacks.entry(k).or_insert(0);
+                *c = c.saturating_add(v);
             }
         }
         self.filtered_other_events |= other.filtered_other_events;
@@ -264,7 +265,8 @@ impl<'o> Folder<'o> {
                 .extend_from_slice(&self.frames[s as usize..e as usize]);
         }
         match self.out.stacks.get_mut(&self.key[..]) {
-            Some(c) => *c += self.period,
+            // Periods are input text: saturate rather than overflow.
+            Some(c) => *c = c.saturating_add(self.period),
             None => {
                 self.out
                     .stacks
@@ -480,7 +482,8 @@ pub fn fold_profile(profile: &Profile, thread_root: bool) -> Vec<(String, u64)> 
     if let Some(counts) = &profile.counts {
         for (n, &c) in counts.iter().enumerate() {
             if c > 0 {
-                *weights.entry((n as u32, u32::MAX)).or_insert(0) += c;
+                let w = weights.entry((n as u32, u32::MAX)).or_insert(0);
+                *w = w.saturating_add(c);
             }
         }
     } else {
@@ -489,8 +492,8 @@ pub fn fold_profile(profile: &Profile, thread_root: bool) -> Vec<(String, u64)> 
                 (Some(t), true) => t[i],
                 _ => u32::MAX,
             };
-            *weights.entry((profile.samples.node[i], t)).or_insert(0) +=
-                profile.samples.weight_of(i);
+            let w = weights.entry((profile.samples.node[i], t)).or_insert(0);
+            *w = w.saturating_add(profile.samples.weight_of(i));
         }
     }
     let mut out: Vec<(String, u64)> = weights
@@ -519,7 +522,7 @@ pub fn fold_profile(profile: &Profile, thread_root: bool) -> Vec<(String, u64)> 
     // Distinct nodes may fold to the same text (e.g. after ';' replacement).
     out.dedup_by(|b, a| {
         if a.0 == b.0 {
-            a.1 += b.1;
+            a.1 = a.1.saturating_add(b.1);
             true
         } else {
             false
@@ -641,6 +644,22 @@ mod tests {
                 };
                 assert_eq!(fold(&t, opts), one, "chunk {chunk} threads {threads}");
             }
+        }
+    }
+
+    #[test]
+    fn periods_saturate() {
+        // Crash input for the collapse_perf fuzz target: two samples of one
+        // stack whose periods add past u64::MAX.
+        let s = "java 100/101 [000] 1.000001: 18446744073709551615 cycles: \n\t 1 f (/b)\n\n";
+        let text = s.repeat(3);
+        for threads in [1, 2] {
+            let opts = PerfFoldOptions {
+                threads,
+                chunk_bytes: 16,
+                ..Default::default()
+            };
+            assert_eq!(fold(&text, opts), "java;f 18446744073709551615\n");
         }
     }
 

@@ -76,7 +76,8 @@ pub fn parse(reader: &mut dyn BufRead, name: &str) -> Result<Profile> {
         if counts.len() < profile.node_count() {
             counts.resize(profile.node_count(), 0);
         }
-        counts[node as usize] += count;
+        // Counts are user text: saturate rather than overflow.
+        counts[node as usize] = counts[node as usize].saturating_add(count);
     }
     if good == 0 {
         let at = profile
@@ -111,4 +112,22 @@ pub fn looks_like(head: &[u8]) -> bool {
         }
     }
     lines > 0 && ok * 2 > lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_saturate() {
+        // Crash input for the folded fuzz target: two lines of one stack
+        // whose counts add past u64::MAX.
+        let text = "a;b 18446744073709551615\na;b 1\nc 18446744073709551615\n";
+        let p = parse(&mut text.as_bytes(), "t").unwrap();
+        assert_eq!(p.counts.as_ref().unwrap().iter().max(), Some(&u64::MAX));
+        assert_eq!(p.total_weight(), u64::MAX);
+        assert_eq!(p.self_weights().iter().max(), Some(&u64::MAX));
+        let folded = crate::collapse::fold_profile(&p, false);
+        assert_eq!(folded[0], ("a;b".to_string(), u64::MAX));
+    }
 }

@@ -303,7 +303,9 @@ impl Profile {
         }
         let mut w = vec![0u64; self.node_count()];
         for i in 0..self.samples.len() {
-            w[self.samples.node[i] as usize] += self.samples.weight_of(i);
+            // Weights come from input (perf periods, pprof values): saturate.
+            let n = self.samples.node[i] as usize;
+            w[n] = w[n].saturating_add(self.samples.weight_of(i));
         }
         w
     }
@@ -311,9 +313,9 @@ impl Profile {
     /// Total weight of all samples.
     pub fn total_weight(&self) -> u64 {
         match &self.counts {
-            Some(c) => c.iter().sum(),
+            Some(c) => c.iter().fold(0, |a, &b| a.saturating_add(b)),
             None => match &self.samples.weight {
-                Some(w) => w.iter().sum(),
+                Some(w) => w.iter().fold(0, |a, &b| a.saturating_add(b)),
                 None => self.samples.len() as u64,
             },
         }

@@ -287,6 +287,14 @@ pub fn parse(data: &[u8], name: &str) -> Result<Profile> {
         if v == 0 {
             continue;
         }
+        // Values are int64 on the wire: a negative one (diff profiles) is
+        // not a weight a flame graph can draw.
+        if (v as i64) < 0 {
+            profile.damage.skip(Location::Byte(0), || {
+                format!("sample {i} to have a non-negative value (got {})", v as i64)
+            });
+            continue;
+        }
         frames.clear();
         let mut bad = false;
         // location_id[0] is the leaf; within a location the first line is
@@ -338,7 +346,7 @@ pub fn parse(data: &[u8], name: &str) -> Result<Profile> {
             continue;
         }
         counts.resize(profile.node_count(), 0);
-        counts[node as usize] += v;
+        counts[node as usize] = counts[node as usize].saturating_add(v);
     }
     if counts.is_empty() {
         return Err(Error::Empty {
@@ -353,4 +361,67 @@ pub fn parse(data: &[u8], name: &str) -> Result<Profile> {
 
 fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn int(out: &mut Vec<u8>, field: u64, v: u64) {
+        varint(out, field << 3);
+        varint(out, v);
+    }
+
+    fn bytes(out: &mut Vec<u8>, field: u64, b: &[u8]) {
+        varint(out, field << 3 | 2);
+        varint(out, b.len() as u64);
+        out.extend_from_slice(b);
+    }
+
+    /// A profile of one function `main` sampled with each of `values`.
+    fn profile(values: &[i64]) -> Vec<u8> {
+        let mut p = Vec::new();
+        let mut st = Vec::new();
+        int(&mut st, 1, 1);
+        int(&mut st, 2, 2);
+        bytes(&mut p, 1, &st);
+        for &v in values {
+            let mut s = Vec::new();
+            int(&mut s, 1, 1);
+            int(&mut s, 2, v as u64);
+            bytes(&mut p, 2, &s);
+        }
+        let (mut loc, mut line) = (Vec::new(), Vec::new());
+        int(&mut line, 1, 1);
+        int(&mut loc, 1, 1);
+        bytes(&mut loc, 4, &line);
+        bytes(&mut p, 4, &loc);
+        let mut f = Vec::new();
+        int(&mut f, 1, 1);
+        int(&mut f, 2, 3);
+        bytes(&mut p, 5, &f);
+        for s in ["", "samples", "count", "main"] {
+            bytes(&mut p, 6, s.as_bytes());
+        }
+        p
+    }
+
+    #[test]
+    fn negative_values_are_damage_and_sums_saturate() {
+        // Crash input for the pprof fuzz target: -1 read as u64::MAX
+        // overflowed the node's count.
+        let p = parse(&profile(&[5, -1, -7]), "t").unwrap();
+        assert_eq!(p.total_weight(), 5);
+        assert_eq!(p.damage.skipped, 2);
+        let p = parse(&profile(&[i64::MAX, i64::MAX, i64::MAX]), "t").unwrap();
+        assert_eq!(p.total_weight(), u64::MAX);
+    }
 }
