@@ -54,7 +54,8 @@ pub fn per_function(p: &Profile) -> FxHashMap<String, (u64, u64, String)> {
         let e = out
             .entry(leaf.name.clone())
             .or_insert((0, 0, leaf.module.clone()));
-        e.0 += w;
+        // Weights are input numbers: saturate rather than overflow.
+        e.0 = e.0.saturating_add(w);
         seen.clear();
         let mut n = node as u32;
         while n != NO_PARENT {
@@ -65,7 +66,7 @@ pub fn per_function(p: &Profile) -> FxHashMap<String, (u64, u64, String)> {
                 let e = out
                     .entry(fr.name.clone())
                     .or_insert((0, 0, fr.module.clone()));
-                e.1 += w;
+                e.1 = e.1.saturating_add(w);
             }
             n = p.parent[n as usize];
         }
@@ -100,7 +101,7 @@ pub fn per_function(p: &Profile) -> FxHashMap<String, (u64, u64, String)> {
                 let name = p.frames[p.node_frame[n as usize] as usize].name.as_str();
                 if dup_names.contains(name) && names_seen.insert(name) {
                     if let Some(e) = out.get_mut(name) {
-                        e.1 += w;
+                        e.1 = e.1.saturating_add(w);
                     }
                 }
                 n = p.parent[n as usize];
@@ -223,10 +224,30 @@ pub fn diff_folded(d: &Diff) -> Vec<(String, u64, u64)> {
         } else {
             w
         };
-        map.entry(s).or_default().0 += w;
+        let e = map.entry(s).or_default();
+        e.0 = e.0.saturating_add(w);
     }
     for (s, w) in a {
-        map.entry(s).or_default().1 += w;
+        let e = map.entry(s).or_default();
+        e.1 = e.1.saturating_add(w);
     }
     map.into_iter().map(|(s, (x, y))| (s, x, y)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_at_u64_max_saturate() {
+        // Crash input for the folded fuzz target: two stacks ending in `b`
+        // whose weights add past u64::MAX in the per-function sums.
+        let text = "a;b 18446744073709551615\nc;b 1\n";
+        let p = crate::folded::parse(&mut text.as_bytes(), "t").unwrap();
+        let f = crate::summary::functions(&p);
+        assert_eq!((f[0].name.as_str(), f[0].self_weight), ("b", u64::MAX));
+        let d = diff(p.clone(), p, false);
+        let rows = diff_folded(&d);
+        assert!(rows.iter().any(|r| r.1 == u64::MAX && r.2 == u64::MAX));
+    }
 }

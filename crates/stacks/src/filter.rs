@@ -93,14 +93,14 @@ pub fn select(p: &Profile, sel: &Selection) -> Result<Profile, SelectError> {
         cur
     };
     if let Some(counts) = &p.counts {
-        let mut c = Vec::new();
+        let mut c: Vec<u64> = Vec::new();
         for (node, &w) in counts.iter().enumerate() {
             if w == 0 {
                 continue;
             }
             let n = map_node(&mut out, node as u32);
             c.resize(out.node_count(), 0);
-            c[n as usize] += w;
+            c[n as usize] = c[n as usize].saturating_add(w);
         }
         c.resize(out.node_count(), 0);
         out.counts = Some(c);

@@ -47,7 +47,12 @@ pub fn idle_nodes(p: &Profile) -> Vec<bool> {
     idle
 }
 
-/// Buckets the samples of `p`; `None` when it has no sample times.
+/// Longest span a heat map covers: a day of one-second columns (tens of
+/// MB at most), so a stray timestamp cannot ask for terabytes.
+pub const MAX_COLUMNS: u64 = 86_400;
+
+/// Buckets the samples of `p`; `None` when it has no sample times or they
+/// span more than [`MAX_COLUMNS`] seconds.
 pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
     let times = p.samples.time_ns.as_ref()?;
     if p.counts.is_some() {
@@ -55,7 +60,11 @@ pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
     }
     let rows = rows.clamp(1, 1000);
     let last = times.iter().copied().max().unwrap_or(0);
-    let columns = (last / 1_000_000_000 + 1) as u32;
+    let columns = last / 1_000_000_000 + 1;
+    if columns > MAX_COLUMNS {
+        return None;
+    }
+    let columns = columns as u32;
     let mut cells = vec![0u64; columns as usize * rows as usize];
     let idle = idle_nodes(p);
     let mut idle_samples = 0;
@@ -67,7 +76,8 @@ pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
         }
         let col = t / 1_000_000_000;
         let row = ((t % 1_000_000_000) / slice).min(u64::from(rows) - 1);
-        cells[(col * u64::from(rows) + row) as usize] += p.samples.weight_of(i);
+        let cell = &mut cells[(col * u64::from(rows) + row) as usize];
+        *cell = cell.saturating_add(p.samples.weight_of(i));
     }
     let max = cells.iter().copied().max().unwrap_or(0);
     Some(HeatMap {
@@ -77,4 +87,30 @@ pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
         max,
         idle_samples,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn perf_at(secs: &[&str]) -> Profile {
+        let text: String = secs
+            .iter()
+            .map(|s| format!("java 100/101 [000] {s}: 1 cpu-clock: \n\t 1 f (/b)\n\n"))
+            .collect();
+        crate::perf::parse(&mut text.as_bytes(), "t", &Default::default())
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn a_stray_timestamp_does_not_allocate_years_of_columns() {
+        // Crash input for the perf_script fuzz target: two samples 300
+        // years apart asked for 10^10 columns (and an index past the u32
+        // column count).
+        assert!(heat_map(&perf_at(&["1.000000", "9999999999.000000"]), 49, true).is_none());
+        let h = heat_map(&perf_at(&["1.000000", "100.500000"]), 49, true).unwrap();
+        assert_eq!(h.columns, 100);
+        assert_eq!(h.cells.iter().sum::<u64>(), 2);
+    }
 }

@@ -48,6 +48,5 @@ pub fn matched_weight(p: &Profile, re: &regex::Regex) -> u64 {
         .iter()
         .enumerate()
         .filter(|(n, _)| node_hit[*n])
-        .map(|(_, w)| w)
-        .sum()
+        .fold(0, |a, (_, w)| a.saturating_add(*w))
 }
