@@ -2,7 +2,7 @@
 // distinct frames) is first painted in headless Chromium.
 //
 //   node bench/flame-paint.mjs [--samples N] [--frames N] [--runs N] [--via template|binary]
-//                              [--page-tool PATH] [--form samples|counts]
+//                              [--page-tool PATH] [--form samples|counts] [--page flame|scope]
 //
 // Three numbers per run, all from the page's own clock (ms since navigation):
 //   first-paint  the `keisoku:first-paint` mark, emitted right after the
@@ -37,6 +37,10 @@ const via = arg('via', 'template');
 // input carry; counts: self weight per stack node, as folded input gives.
 const form = arg('form', 'samples');
 const pageTool = arg('page-tool', process.env.KEISOKU_PAGE_TOOL || '');
+// scope: the `keisoku scope` page of the per-sample data (heat map above
+// the flame graph, idle samples hidden); needs --page-tool.
+const entry = arg('page', 'flame');
+if (entry === 'scope' && (form !== 'samples' || via === 'binary' || !pageTool)) throw new Error('--page scope needs --form samples and --page-tool');
 
 const dir = scratch('flame-paint');
 const t0 = Date.now();
@@ -47,7 +51,7 @@ for (const leaf of new Set(profile.samples.node)) for (let n = leaf; n >= 0; n =
 const distinct = used.size;
 console.error(`generated ${samples} samples, ${distinct} distinct frames, ${profile.nodes.parent.length} stack nodes in ${Date.now() - t0} ms`);
 
-let html = join(dir, `flame-${samples}-${via === 'binary' ? 'binary' : form}.html`);
+let html = join(dir, `${entry}-${samples}-${via === 'binary' ? 'binary' : form}.html`);
 if (via === 'binary') {
   if (!keisokuBin()) throw new Error('--via binary needs KEISOKU_BIN');
   const folded = join(dir, `flame-${samples}.folded`);
@@ -63,7 +67,7 @@ if (via === 'binary') {
   if (pageTool) {
     const json = join(dir, `flame-${samples}-${form}.json`);
     writeFileSync(json, JSON.stringify(p));
-    execFileSync(pageTool, ['flame', json, html], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync(pageTool, [entry, json, html], { stdio: ['ignore', 'ignore', 'inherit'] });
   } else writeFileSync(html, templatePage(profile.title, 'flame', JSON.stringify({ title: profile.title, view: {}, profile: p })));
 }
 const embedding = readFileSync(html, 'utf8').includes('"encoding":"compact-1"') ? 'compact' : 'json';
@@ -94,6 +98,15 @@ if (inferno && arg('peers', 'yes') !== 'no') {
   }
 } else console.error('peer inferno-flamegraph not found (bench/stacks.sh installs it into bench/tools); measuring keisoku only');
 
+// A scope page opens with idle samples hidden.
+let expectedTotal = samples;
+if (entry === 'scope') {
+  const IDLE = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
+  const idleNode = new Uint8Array(profile.nodes.parent.length);
+  profile.nodes.parent.forEach((par, n) => (idleNode[n] = (par >= 0 && idleNode[par]) || IDLE.has(profile.frames.name[profile.nodes.frame[n]]) ? 1 : 0));
+  expectedTotal = profile.samples.node.filter((n) => !idleNode[n]).length;
+}
+
 const browser = await launch();
 const firstPaint = [];
 const firstFrame = [];
@@ -121,7 +134,7 @@ for (let r = 0; r < runs; r++) {
       }),
   );
   if (errors.length) throw new Error(`page errors: ${errors.join('; ')}`);
-  if (m.total !== samples) throw new Error(`the page's flame graph holds ${m.total} samples, expected ${samples}`);
+  if (m.total !== expectedTotal) throw new Error(`the page's flame graph holds ${m.total} samples, expected ${expectedTotal}`);
   firstPaint.push(m.fp);
   firstFrame.push(m.ff);
   interactive.push(m.ready);
@@ -175,7 +188,7 @@ for (let r = 0; r < runs; r++) {
 }
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const out = { form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, embedding, runs, first_paint_ms_median: Math.round(median(firstPaint)), first_frame_ms_median: Math.round(median(firstFrame)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+const out = { page: entry, form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, embedding, runs, first_paint_ms_median: Math.round(median(firstPaint)), first_frame_ms_median: Math.round(median(firstFrame)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
 for (const p of peers) {
   const m = p.load.includes(Infinity) ? `>${PEER_TIMEOUT_MS}` : median(p.load);
   out[`${p.label}_mb`] = Number(p.mb.toFixed(1));

@@ -17,6 +17,7 @@ echo "machine: $(nproc) cpus, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo
 for form in samples counts; do
   node bench/flame-paint.mjs --form "$form" --runs "$runs"
 done
+node bench/flame-paint.mjs --page scope --form samples --runs "$runs"
 if [ -n "${KEISOKU_BIN:-}" ] && "$KEISOKU_BIN" flame --help >/dev/null 2>&1; then
   node bench/flame-paint.mjs --via binary --runs "$runs"
 fi

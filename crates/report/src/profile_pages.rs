@@ -83,8 +83,18 @@ pub fn scope_page(
     view: &ScopeView,
 ) -> Result<String, ReportError> {
     let view_json = serde_json::json!({ "rows": view.rows.clamp(1, 1000), "idle": view.idle });
-    // No preview: the heat map needs every sample time before it can draw.
-    render_profile(title, "scope", profile_json, &view_json.to_string(), None)
+    // The flame graph below the heat map paints from the preview; the heat
+    // map needs every sample time, so it follows once the columns are read.
+    let preview = Some(PreviewFor {
+        hide_idle: !view.idle,
+    });
+    render_profile(
+        title,
+        "scope",
+        profile_json,
+        &view_json.to_string(),
+        preview,
+    )
 }
 
 /// A page of one profile: compact when the JSON is a well-formed v1

@@ -192,6 +192,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
         this.refresh();
         if (options.search) this.search(options.search);
       });
+      // A failed load is the page's to report (it awaits the same promise).
+      this.ready.catch(() => undefined);
       return;
     }
     this.ready = new Promise((resolve) => {

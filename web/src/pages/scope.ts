@@ -8,7 +8,7 @@ import { FlameGraph } from '../flame/flamegraph';
 import { Profile, ProfileJson, ProfileError } from '../flame/profile';
 import { threadFilter } from '../flame/threadfilter';
 import { HeatMap } from '../heatmap/heatmap';
-import { CompactHeader, decodeCompact, isCompact, whenParsed } from '../flame/compact';
+import { CompactHeader, decodeCompact, isCompact, previewTree, whenParsed } from '../flame/compact';
 import './flame.css';
 
 interface ScopeData {
@@ -21,25 +21,47 @@ const app = document.getElementById('app') as HTMLElement;
 async function main(): Promise<void> {
   const data = pageData<ScopeData>();
   if (!data || typeof data !== 'object' || !data.profile) throw new ProfileError('scope: the page data has no "profile"');
-  // A compact page's columns follow this script: wait until they are parsed.
+  // A compact page's columns follow this script. With a preview, the
+  // flame graph is drawn now and the heat map once the columns are read.
   const pj = data.profile;
-  const profile = isCompact(pj) ? await whenParsed().then(() => decodeCompact(pj)) : Profile.from(pj);
+  const compact = isCompact(pj) ? pj : null;
+  const preview = compact ? previewTree(compact) : null;
   let idle = !!data.view?.idle;
+  const load = compact ? whenParsed().then(() => decodeCompact(compact)) : Promise.resolve(Profile.from(pj));
+  let profile = compact && preview ? null : await load;
+  const durationMs = profile ? profile.durationMs : compact?.duration_ms;
+  const sampleCount = profile ? profile.sampleCount : compact?.sample_count;
   app.append(h('header', { class: 'ks-page-head' },
-    h('h1', { text: data.title || profile.title }),
-    h('span', { class: 'ks-muted', text: `${fmtCount(profile.sampleCount ?? 0)} samples · ${fmtMs(profile.durationMs ?? 0)} · subsecond heat map` })));
+    h('h1', { text: data.title || (profile ? profile.title : compact?.title) || 'profile' }),
+    h('span', { class: 'ks-muted', text: `${fmtCount(sampleCount ?? 0)} samples · ${fmtMs(durationMs ?? 0)} · subsecond heat map` })));
 
   const bar = h('div', { class: 'ks-scope-bar' });
   app.append(bar);
   const heatBox = h('section', { class: 'ks-heat-box' });
   app.append(heatBox);
-  const heat = new HeatMap(heatBox, profile, { rows: data.view?.rows ?? 50, idle });
   const title = h('h2', { class: 'ks-scope-title', text: 'Flame graph: all samples' });
   app.append(title);
   const graphBox = h('section', { class: 'ks-graph' });
   app.append(graphBox);
   let threads: ReadonlySet<number> | null = null;
-  let graph = new FlameGraph(graphBox, profile, { hideIdle: !idle, idleToggle: false });
+  // The preview leaves idle samples out only if this page opens that way.
+  const usePreview = preview !== null && compact !== null && compact.preview?.hide_idle === !idle;
+  let graph: FlameGraph;
+  if (profile) graph = new FlameGraph(graphBox, profile, { hideIdle: !idle, idleToggle: false });
+  else if (usePreview && compact) {
+    const unit = typeof compact.unit === 'string' ? compact.unit : 'samples';
+    graph = new FlameGraph(graphBox, { preview, unit, threads: compact.has.thread && (compact.threads?.length ?? 0) > 0, load }, { hideIdle: !idle, idleToggle: false });
+    heatBox.append(h('p', { class: 'ks-muted ks-loading', text: 'reading the samples…' }));
+  } else {
+    profile = await load;
+    graph = new FlameGraph(graphBox, profile, { hideIdle: !idle, idleToggle: false });
+  }
+  if (!profile) {
+    profile = await load;
+    await graph.ready;
+    heatBox.replaceChildren();
+  }
+  const heat = new HeatMap(heatBox, profile, { rows: data.view?.rows ?? 50, idle });
   let diffGraph: FlameGraph | null = null;
   const handle = { profile, heat, flame: graph, diff: null as FlameGraph | null };
 
