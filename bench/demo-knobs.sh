@@ -29,19 +29,42 @@ for rep in $(seq 1 "$reps"); do
   for k in "${knobs[@]}"; do
     echo "rep $rep/$reps: $k" >&2
     "$bin" demo --knob "$k" --sweep "$conns" --step-duration "$phase" --warmup 1s \
-      --json "$out/$k.$rep.json" >/dev/null || true
+      --store "$out/runs.db" --out-dir "$out/pages" --json "$out/$k.$rep.json" >/dev/null || true
   done
 done
 echo "rep 1: all knobs naive" >&2
-"$bin" demo --sweep "$conns" --step-duration "$phase" --warmup 1s --json "$out/all.1.json" >/dev/null || true
+"$bin" demo --sweep "$conns" --step-duration "$phase" --warmup 1s \
+  --store "$out/runs.db" --out-dir "$out/pages" --json "$out/all.1.json" >/dev/null || true
 
-python3 - "$out" "$reps" "$conns" "${knobs[@]}" all <<'EOF'
-import json, statistics, sys, os
-out, reps, conns, names = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-print(f"| naive knob | naive req/s | tuned req/s | tuned/naive | naive p99 | tuned p99 | naive-side evidence per request |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+python3 - "$bin" "$out" "$reps" "$conns" "${knobs[@]}" all <<'EOF'
+import json, statistics, subprocess, sys, os
+binary, out, reps, conns, names = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+
+def recorded(run_id):
+    """Migrations per request and per core-second of the stored naive run."""
+    try:
+        doc = json.loads(subprocess.run(
+            [binary, "export", run_id, "--format", "json", "--store", os.path.join(out, "runs.db")],
+            capture_output=True, check=True).stdout)
+    except Exception:
+        return None
+    cores = max(doc["run"]["machine"]["cores"], 1)
+    mig = next((s for s in doc["series"] if s["name"] == "proc.migrations"), None)
+    phases = [p for p in doc["phases"] if not p["warmup"]]
+    if not mig or not phases:
+        return None
+    a, b = phases[0]["start_ms"], phases[-1]["end_ms"]
+    pts = [v for t, v in zip(mig["t_ms"], mig["v"]) if a < t <= b and v is not None]
+    rps = doc["results"].get("rps") or 0
+    if not pts or rps <= 0:
+        return None
+    rate = sum(pts) / len(pts)
+    return rate / rps, rate / cores
+
+print(f"| naive knob | naive req/s | tuned req/s | tuned/naive | naive p99 | tuned p99 | naive-side finding (top problem) | naive-side evidence per request |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for name in names:
-    rows = []
+    rows, found, mig = [], [], []
     for rep in range(1, reps + 1):
         path = os.path.join(out, f"{name}.{rep}.json")
         if not os.path.exists(path):
@@ -51,6 +74,12 @@ for name in names:
         if len(sides) != 2:
             continue
         n, t = (s["report"]["phases"][-1] for s in sides)
+        problems = [f["id"] for f in sides[0].get("findings", []) if f.get("severity") != "info"]
+        found.append(problems[0] if problems else "none")
+        if sides[0].get("run_id"):
+            m = recorded(sides[0]["run_id"])
+            if m:
+                mig.append(m)
         rows.append((n["rps"], t["rps"], t["rps"] / max(n["rps"], 1e-9),
                      n["latency_ms"]["p99"], t["latency_ms"]["p99"], sides[0]["target_stats"] or {}))
     if not rows:
@@ -66,9 +95,11 @@ for name in names:
         "single-worker": f'{st.get("workers",0)} worker',
         "no-keepalive": f'{st.get("backend_connects",0)/req:.2f} backend connects',
         "sync-external-call": f'{st.get("external_wait_ns",0)/req/1e6:.1f} ms waiting on the logger',
-        "unpinned": f'{st.get("workers_pinned",0)} pinned workers',
+        "unpinned": f'{st.get("workers_pinned",0)} pinned workers'
+            + (f', {statistics.median(m[0] for m in mig):.4f} migrations/request, {statistics.median(m[1] for m in mig):.1f}/s per core' if mig else ''),
         "all": "every knob naive",
     }[name]
-    print(f"| {name} | {med(0):.0f} | {med(1):.0f} | {med(2):.2f}x | {med(3):.1f} ms | {med(4):.1f} ms | {ev} |")
+    hits = ", ".join(f"{k} {found.count(k)}/{len(found)}" for k in sorted(set(found)))
+    print(f"| {name} | {med(0):.0f} | {med(1):.0f} | {med(2):.2f}x | {med(3):.1f} ms | {med(4):.1f} ms | {hits} | {ev} |")
 print(f"\n{len(names)} rows, {reps} repetitions (all: 1), {conns} connections, medians")
 EOF

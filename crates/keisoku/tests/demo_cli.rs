@@ -105,6 +105,12 @@ fn quick_demo_prints_tables_knee_and_slo_and_stops_its_targets() {
     let gain = doc["comparison"]["throughput_gain"].as_f64().unwrap();
     assert!(gain > 3.0, "tuned/naive throughput {gain}");
     assert_eq!(doc["sides"][1]["target_stats"]["config_loads"], 1);
+    // Each side names its stored run and carries the findings printed for it.
+    for side in doc["sides"].as_array().unwrap() {
+        let id = side["run_id"].as_str().unwrap();
+        assert!(out.contains(&format!("run {id} stored")), "{id}\n{out}");
+        assert!(side["findings"].is_array(), "{side}");
+    }
 
     let pids = target_pids(&out);
     assert_eq!(pids.len(), 2, "{out}");

@@ -226,6 +226,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             pass,
             report,
             target_stats: stats,
+            run_id: json.run.id.clone(),
+            findings: keisoku_findings::to_json(&findings),
         });
     }
     let partial = stop.load(Ordering::SeqCst);
@@ -263,6 +265,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "knobs": r.knobs,
                 "slo_pass": r.pass,
                 "target_stats": r.target_stats,
+                "run_id": r.run_id,
+                "findings": r.findings,
                 "report": r.report,
             })).collect::<Vec<_>>(),
             "comparison": comparison,
@@ -295,6 +299,8 @@ struct SideResult {
     pass: bool,
     report: Report,
     target_stats: Option<serde_json::Value>,
+    run_id: String,
+    findings: Vec<serde_json::Value>,
 }
 
 #[derive(serde::Serialize)]
