@@ -59,6 +59,8 @@ ifaces=$(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | paste -s
 sh -c "sleep $((DUR * REPS * 3)) & sleep $((DUR * REPS * 3)) & wait" &
 TREE=$!
 trap 'pkill -P $TREE 2>/dev/null; kill $TREE 2>/dev/null || true' EXIT
+sleep 0.5
+TREE_PIDS=$(echo "$TREE" $(pgrep -P "$TREE") | tr ' ' ,)
 
 # CPU time a process has used so far, in seconds: the sum over its threads
 # of /proc/PID/task/TID/schedstat's run time (nanoseconds; utime/stime in
@@ -80,12 +82,15 @@ start_tool() { # name rep -> starts the collector in the background ($! is its p
     keisoku-100ms) "$SAMPLE" --interval-ms 100 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-record) rm -f "$OUT/runs.$rep.db"*; "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" --profile none -- sleep "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
     sadc) rm -f "$OUT/sa.$rep"; /usr/lib/sysstat/sadc -S XALL 1 $((LIFE + 1)) "$OUT/sa.$rep" & ;;
+    # sadc records no per-process data; sysstat's per-process collector for
+    # the same tree (every thread: CPU, memory, I/O, context switches).
+    pidstat) LC_ALL=C pidstat -t -u -r -d -w -p "$TREE_PIDS" 1 $((LIFE + 1)) >"$OUT/pidstat.$rep.txt" 2>&1 & ;;
     dool) dool --nocolor --noupdate -c -C "$cpu_list" -d -D "total,$disks" -n -N "total,$ifaces" -g -y \
             --vm --proc --mem --swap --io --tcp --socket --fs --aio --output "$OUT/dool.$rep.csv" 1 "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
   esac
 }
 
-TOOLS=(keisoku-1s keisoku-1s-pid keisoku-100ms sadc dool)
+TOOLS=(keisoku-1s keisoku-1s-pid keisoku-100ms sadc pidstat dool)
 [[ -n ${KEISOKU:-} ]] && TOOLS+=(keisoku-record)
 : >"$OUT/../probe.tsv"
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -135,8 +140,14 @@ for tool in "${TOOLS[@]}"; do
     keisoku-100ms) what="keisoku sampler, host + process tree"; iv="100 ms" ;;
     keisoku-record) what="\`keisoku record --pid P --profile none -- sleep\` (sampler + run store)"; iv="1 s" ;;
     sadc) what="sadc -S XALL (sar -A)"; iv="1 s" ;;
+    pidstat) what="pidstat -t -u -r -d -w -p TREE (per-process peer)"; iv="1 s" ;;
     dool) what="dool -cdngy --vm --proc --mem --swap --io --tcp --socket --fs --aio"; iv="1 s" ;;
   esac
   awk -v w="$what" -v iv="$iv" -v c="$c" -v b="$base" -v d="$DUR" \
     'BEGIN {printf "| %s | %s | %.3f | %.3f%% | %s |\n", w, iv, c, c / d * 100, (b > 0 ? sprintf("%.1fx", c / b) : "n/a")}'
 done
+# The like-for-like peer of "host + process tree": sadc and pidstat together
+# (summed per repetition, then the median).
+c=$(awk '$1 == "sadc" || $1 == "pidstat" {s[$2] += $3} END {for (r in s) print s[r]}' "$OUT/../probe.tsv" | median)
+awk -v c="$c" -v b="$base" -v d="$DUR" \
+  'BEGIN {printf "| sadc + pidstat (host + process tree) | 1 s | %.3f | %.3f%% | %s |\n", c, c / d * 100, (b > 0 ? sprintf("%.1fx", c / b) : "n/a")}'

@@ -4,9 +4,47 @@
 use crate::exit::{bad_input, FAILURE, OK};
 use crate::recording::{self, recorder::Recording, summary, RecorderArgs};
 use keisoku_store::{NewRun, RunStatus};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
+
+/// What ends the wait for CMD.
+enum Event {
+    /// CMD exited (its status, when it could be read).
+    Exited(Option<ExitStatus>),
+    /// Ctrl-C, SIGINT or SIGTERM reached keisoku.
+    Interrupt,
+}
+
+/// Asks CMD to stop after an interruption (TERM, KILL 5 s later) and
+/// returns how it ended. A Ctrl-C from a terminal reached CMD too; a signal
+/// sent to keisoku alone did not.
+fn stop_cmd(pid: i32, happened: &mpsc::Receiver<Event>) -> Option<ExitStatus> {
+    // SAFETY: kill(2) on the child we started. Only its waiter reaps it and
+    // reports at once, so the pid could only be someone else's if the pid
+    // space wrapped around within those microseconds.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match happened.recv_timeout(left) {
+            Ok(Event::Exited(s)) => return s,
+            Ok(Event::Interrupt) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => break,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+    // SAFETY: as above; the waiter has not reported an exit.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    loop {
+        match happened.recv() {
+            Ok(Event::Exited(s)) => return s,
+            Ok(Event::Interrupt) => {}
+            Err(_) => return None,
+        }
+    }
+}
 
 /// Flags of `keisoku record`.
 #[derive(clap::Args, Debug)]
@@ -42,12 +80,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let Some((program, rest)) = args.command.split_first() else {
         return Err(bad_input("no command given after --"));
     };
+    // The main thread sleeps until something happens (CMD exits, Ctrl-C)
+    // instead of polling: a recorder's own CPU use is part of what it costs.
+    let (events, happened) = mpsc::channel::<Event>();
     let stop = Arc::new(AtomicBool::new(false));
     let stop_h = Arc::clone(&stop);
+    let on_signal = events.clone();
     let _ = ctrlc::set_handler(move || {
         if stop_h.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
+        let _ = on_signal.send(Event::Interrupt);
     });
     let mut rec = Recording::start(opts)?;
     eprintln!(
@@ -64,27 +107,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             return Err(bad_input(format!("cannot run {program:?}: {e}")));
         }
     };
+    let child_pid = child.id() as i32;
+    std::thread::Builder::new()
+        .name("keisoku-cmd-wait".into())
+        .spawn(move || {
+            let _ = events.send(Event::Exited(child.wait().ok()));
+        })?;
     let mut interrupted = false;
     let mut watched_gone = false;
     let status = loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            break Some(s);
-        }
-        if stop.load(Ordering::SeqCst) {
-            interrupted = true;
-            // A Ctrl-C from a terminal reached CMD too; a signal sent to
-            // keisoku alone did not: ask CMD to stop as well.
-            // SAFETY: kill(2) on the child we started.
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while std::time::Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        match happened.recv_timeout(Duration::from_secs(1)) {
+            Ok(Event::Exited(s)) => break s,
+            Ok(Event::Interrupt) => {
+                interrupted = true;
+                break stop_cmd(child_pid, &happened);
             }
-            let _ = child.kill();
-            break child.wait().ok();
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
         }
         if let Some(p) = pid {
             if !watched_gone && !recording::recorder::alive(p) {
@@ -94,7 +133,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 ));
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
     };
     let status_word = if interrupted {
         RunStatus::Interrupted
