@@ -69,7 +69,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         profile.title = t.clone();
     }
     let Some(heat) = keisoku_stacks::scope::heat_map(&profile, args.rows, args.idle) else {
-        return Err(bad_input(format!("{}: no sample times", args.input)));
+        return Err(bad_input(format!(
+            "{}: no sample times, or samples spread over more than {} hours (one heat-map column per second)",
+            args.input,
+            keisoku_stacks::scope::MAX_COLUMNS / 3600
+        )));
     };
     match &args.output {
         Some(out) => {
