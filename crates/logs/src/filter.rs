@@ -174,10 +174,16 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
     Ok(out)
 }
 
+/// Deepest expression accepted: parsing and evaluation recurse once per
+/// level, and a 100,000-level `!!!!...` or `(((...` would overflow the stack.
+const MAX_DEPTH: usize = 200;
+
 struct P<'s> {
     toks: Vec<(Tok, usize)>,
     i: usize,
     len: usize,
+    /// Current nesting (parentheses, operators, chained and/or terms).
+    depth: usize,
     _src: &'s str,
 }
 
@@ -197,6 +203,15 @@ impl P<'_> {
     fn is_op(&self, o: &str) -> bool {
         matches!(self.peek(), Some(Tok::Op(s)) if *s == o)
     }
+    fn nest(&mut self) -> Result<(), (String, usize)> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return self.err(format!(
+                "expression nested more than {MAX_DEPTH} levels deep"
+            ));
+        }
+        Ok(())
+    }
     fn expect_op(&mut self, o: &str) -> Result<(), (String, usize)> {
         if self.is_op(o) {
             self.i += 1;
@@ -207,22 +222,35 @@ impl P<'_> {
     }
 
     fn or(&mut self) -> Result<Node, (String, usize)> {
+        let base = self.depth;
         let mut l = self.and()?;
         while self.is_word("or") || self.is_op("||") {
             self.i += 1;
+            // Each term deepens the (left-leaning) tree by one.
+            self.nest()?;
             l = Node::Or(Box::new(l), Box::new(self.and()?));
         }
+        self.depth = base;
         Ok(l)
     }
     fn and(&mut self) -> Result<Node, (String, usize)> {
+        let base = self.depth;
         let mut l = self.not()?;
         while self.is_word("and") || self.is_op("&&") {
             self.i += 1;
+            self.nest()?;
             l = Node::And(Box::new(l), Box::new(self.not()?));
         }
+        self.depth = base;
         Ok(l)
     }
     fn not(&mut self) -> Result<Node, (String, usize)> {
+        self.nest()?;
+        let n = self.not_inner();
+        self.depth -= 1;
+        n
+    }
+    fn not_inner(&mut self) -> Result<Node, (String, usize)> {
         if self.is_word("not") || self.is_op("!") {
             self.i += 1;
             return Ok(Node::Not(Box::new(self.not()?)));
@@ -289,6 +317,12 @@ impl P<'_> {
         })
     }
     fn primary(&mut self) -> Result<Node, (String, usize)> {
+        self.nest()?;
+        let n = self.primary_inner();
+        self.depth -= 1;
+        n
+    }
+    fn primary_inner(&mut self) -> Result<Node, (String, usize)> {
         let at = self.pos();
         let Some((tok, _)) = self.toks.get(self.i).cloned() else {
             return self.err("unexpected end");
@@ -393,6 +427,7 @@ impl Filter {
             len: expr.len(),
             toks,
             i: 0,
+            depth: 0,
             _src: expr,
         };
         let root = p.or().map_err(wrap)?;
@@ -526,6 +561,25 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
 mod tests {
     use super::*;
     use std::borrow::Cow;
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Crash inputs for the logs_filter fuzz target, grown past the
+        // fuzzer's length limit: each level recursed once while parsing.
+        for deep in [
+            "!".repeat(100_000) + "true",
+            "(".repeat(100_000) + "true" + &")".repeat(100_000),
+            "-".repeat(100_000) + "1 == 1",
+            vec!["Status == 200"; 50_000].join(" and "),
+        ] {
+            let e = Filter::new(&deep).unwrap_err();
+            assert!(e.msg.contains("nested more than"), "{}", e.msg);
+        }
+        let ok = "(".repeat(40) + "!(Status in [200, 304]) or Status >= 500" + &")".repeat(40);
+        assert!(Filter::new(&ok).unwrap().matches(&rec()));
+        let terms = vec!["Status > 1"; 100].join(" and ");
+        assert!(Filter::new(&terms).unwrap().matches(&rec()));
+    }
 
     fn rec() -> Record<'static> {
         Record {
