@@ -163,8 +163,17 @@ function count(x: unknown, what: string): number {
   return x;
 }
 
-/** Reads every column of a compact page into a validated Profile. */
-export function decodeCompact(h: CompactHeader, doc: Document = document): Profile {
+/** Lets the browser handle input and paint between two slices of work. */
+export function nextTask(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * Reads every column of a compact page into a validated Profile, yielding
+ * to the browser between columns so the preview on screen stays responsive
+ * (hover, scroll) while a million samples are decoded.
+ */
+export async function decodeCompact(h: CompactHeader, doc: Document = document, pause: () => Promise<void> = nextTask): Promise<Profile> {
   if (h.version !== 1) throw new ProfileError(`profile: version ${String(h.version)} is not supported (expected 1)`);
   const nf = count(h.frame_count, 'frame_count');
   const nn = count(h.node_count, 'node_count');
@@ -174,6 +183,7 @@ export function decodeCompact(h: CompactHeader, doc: Document = document): Profi
     throw new ProfileError(`profile: the frames column must hold ${nf} names and a module list`);
   }
   const modules = frames.modules.map((m) => (typeof m === 'string' ? m : String(m ?? '')));
+  await pause();
   const moduleIdx = ints(column(doc, 'frame-module'), nf, 'frame modules');
   const kindIdx = ints(column(doc, 'frame-kind'), nf, 'frame kinds');
   const frameModule = new Array<string>(nf);
@@ -184,21 +194,26 @@ export function decodeCompact(h: CompactHeader, doc: Document = document): Profi
     frameModule[f] = m;
     frameKind[f] = kinds[kindIdx[f]] ?? 'unknown';
   }
+  await pause();
   // Parents are stored as the distance back from the node (roots: i + 1).
   const nodeParent = ints(column(doc, 'node-parent'), nn, 'node parents');
   for (let i = 0; i < nn; i++) nodeParent[i] = i - nodeParent[i];
+  await pause();
   const nodeFrame = ints(column(doc, 'node-frame'), nn, 'node frames');
   let sample: Parameters<typeof Profile.fromColumns>[0]['samples'] = null;
   let counts: Float64Array | null = null;
   if (h.sample_count !== null) {
     const ns = count(h.sample_count, 'sample_count');
-    sample = {
-      node: ints(column(doc, 'sample-node'), ns, 'sample nodes'),
-      weight: h.has.weight ? numbers(column(doc, 'sample-weight'), ns, 'sample weights') : null,
-      time: h.has.time ? times(column(doc, 'sample-time'), ns, h.time_unit_ns) : null,
-      thread: h.has.thread ? ints(column(doc, 'sample-thread'), ns, 'sample threads') : null,
-    };
+    await pause();
+    const node = ints(column(doc, 'sample-node'), ns, 'sample nodes');
+    await pause();
+    const weight = h.has.weight ? numbers(column(doc, 'sample-weight'), ns, 'sample weights') : null;
+    const time = h.has.time ? times(column(doc, 'sample-time'), ns, h.time_unit_ns) : null;
+    await pause();
+    const thread = h.has.thread ? ints(column(doc, 'sample-thread'), ns, 'sample threads') : null;
+    sample = { node, weight, time, thread };
   } else counts = numbers(column(doc, 'counts'), nn, 'counts');
+  await pause();
   return Profile.fromColumns({
     title: typeof h.title === 'string' ? h.title : 'profile',
     unit: typeof h.unit === 'string' ? h.unit : 'samples',

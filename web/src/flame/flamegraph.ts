@@ -15,6 +15,7 @@ import { isDark, onThemeChange, cssVar } from '../common/theme';
 import { Profile } from './profile';
 import { buildTree, CallTree, matchShare, MatchShare, SplitMode, TreeOptions } from './tree';
 import { DiffMode, DiffTree, diffTrees } from './difftree';
+import { nextTask } from './compact';
 import './flame.css';
 
 /** Two sides of a differential flame graph. */
@@ -186,12 +187,15 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.draw();
     if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
     if (pending) {
-      this.ready = pending.load.then((profile) => {
+      // The full tree is built in its own task, after the last column.
+      this.ready = (async () => {
+        const profile = await pending.load;
+        await nextTask();
         this.source = profile;
         if (this.splitSelect) this.enableSplit(this.splitSelect, this.hasThreads());
         this.refresh();
         if (options.search) this.search(options.search);
-      });
+      })();
       // A failed load is the page's to report (it awaits the same promise).
       this.ready.catch(() => undefined);
       return;

@@ -4,7 +4,7 @@ import { h, pageData, showFatal } from '../common/dom';
 import { fmtCount, fmtMs, fmtWeight } from '../common/format';
 import { installKeys } from '../common/keyboard';
 import { FlameGraph, PendingProfile } from '../flame/flamegraph';
-import { CompactHeader, decodeCompact, isCompact, previewTree, whenParsed } from '../flame/compact';
+import { CompactHeader, decodeCompact, isCompact, nextTask, previewTree, whenParsed } from '../flame/compact';
 import { FunctionTable } from '../flame/functable';
 import { Profile, ProfileJson } from '../flame/profile';
 import { threadFilter } from '../flame/threadfilter';
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     };
   } else if (compact) {
     await whenParsed();
-    profile = decodeCompact(compact);
+    profile = await decodeCompact(compact);
   } else profile = Profile.from(pj);
   performance.mark('keisoku:profile-ready');
 
@@ -105,6 +105,8 @@ async function main(): Promise<void> {
     tableBox.append(wait);
     profile = await (pending as PendingProfile).load;
     await graph.ready;
+    // The full tree is drawn; the function table follows in its own task.
+    await nextTask();
     wait.remove();
   }
   const tf = threadFilter(profile, (s) => graph.setThreads(s));
