@@ -345,10 +345,11 @@ fn next_chunk(
     }
 }
 
-/// Appends up to `want` bytes; true at the end of the input. The buffer
-/// grows with what is read rather than by `want` zeroed bytes, so small
-/// inputs do not pay for a whole chunk.
+/// Appends up to `want` bytes; true at the end of the input. The space is
+/// reserved, not zeroed: pages a small input never reaches are never
+/// touched, and a large one is read without reallocating.
 fn read_more(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize, name: &str) -> Result<bool> {
+    buf.reserve(want);
     let n = reader
         .take(want as u64)
         .read_to_end(buf)
