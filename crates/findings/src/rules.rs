@@ -818,8 +818,18 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
     let runq_ms = v
         .mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
         .map_or(0.0, |r| r / p.rps);
-    let wait = 1.0 - (cpu_ms + runq_ms) / lat;
-    if lat < WAIT_MIN_MS || wait < WAIT_SHARE {
+    // Little's law: rps x latency requests are in flight. Beyond one per
+    // core they queue behind each other (the only phase may be a heavy
+    // one), so only that part of the latency can be each request's own
+    // service; the rest is waiting for the server, not for a downstream.
+    let in_flight = p.rps * lat / 1000.0;
+    let service_ms = if in_flight > v.cores() {
+        lat * v.cores() / in_flight
+    } else {
+        lat
+    };
+    let wait = 1.0 - (cpu_ms + runq_ms) / service_ms;
+    if service_ms < WAIT_MIN_MS || wait < WAIT_SHARE {
         return Vec::new();
     }
     let nv = v.per_request("proc.nvcsw");

@@ -467,6 +467,30 @@ fn blocking_wait_fires_when_latency_is_mostly_off_cpu() {
 }
 
 #[test]
+fn blocking_wait_discounts_queueing_behind_other_requests() {
+    // One heavy phase: 32 requests in flight (4000 req/s x 8 ms) on a
+    // CPU-bound 2-core server. Most of each request's 8 ms is its turn
+    // behind the others, not a downstream wait.
+    let mut run = base();
+    for i in 0..3 {
+        run.results["phases"][i]["rps"] = json!(4000.0);
+        run.results["phases"][i]["requests"] = json!(16000.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(8.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, _| 190.0);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    assert!(!ids(&run).contains(&"blocking-wait".to_string()));
+    // The same 32 in flight with the CPU idle: 107 req/s, 300 ms each.
+    for i in 0..3 {
+        run.results["phases"][i]["rps"] = json!(107.0);
+        run.results["phases"][i]["requests"] = json!(428.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(300.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, _| 5.0);
+    assert!(ids(&run).contains(&"blocking-wait".to_string()));
+}
+
+#[test]
 fn generator_saturation_is_reported_first() {
     let mut run = base();
     healthy_profile(&mut run);
