@@ -182,6 +182,10 @@ pub(crate) struct HostCollector {
     tcp_states: Vec<Series>,
     tcp_states_every: Option<Duration>,
     tcp_states_last: Option<u64>,
+    /// Counting states through sock_diag works here (real /proc, netlink
+    /// allowed); otherwise /proc/net/tcp{,6} are read.
+    tcp_diag: bool,
+    tcp_diag_buf: Vec<u8>,
     sockstat: Option<ProcFile>,
     estab: Series,
     time_wait: Series,
@@ -289,6 +293,8 @@ impl HostCollector {
             tcp_tables,
             tcp_states_every,
             tcp_states_last: None,
+            tcp_diag: tcp_states && crate::procfs::is_procfs(proc_root),
+            tcp_diag_buf: Vec::new(),
             sockstat: open(
                 proc_root,
                 "net/sockstat",
@@ -724,7 +730,7 @@ impl HostCollector {
         let Some(every) = self.tcp_states_every else {
             return;
         };
-        if self.tcp_tables.is_empty() {
+        if self.tcp_tables.is_empty() && !self.tcp_diag {
             return;
         }
         let every_ns = u64::try_from(every.as_nanos()).unwrap_or(u64::MAX);
@@ -735,6 +741,22 @@ impl HostCollector {
         }
         self.tcp_states_last = Some(t_ns);
         let mut counts = [0u64; 11];
+        if self.tcp_diag {
+            let mut by_state = [0u64; 12];
+            match crate::sockdiag::tcp_states(&mut by_state, &mut self.tcp_diag_buf) {
+                Ok(()) => {
+                    counts.copy_from_slice(&by_state[..11]);
+                    // NEW_SYN_RECV (a request socket) is a connection in SYN_RECV.
+                    counts[2] += by_state[11];
+                    for (s, c) in self.tcp_states.iter().zip(counts) {
+                        s.push(out, t_ns, c as f64);
+                    }
+                    return;
+                }
+                // Not allowed here (a sandbox): /proc's tables from now on.
+                Err(_) => self.tcp_diag = false,
+            }
+        }
         for f in &self.tcp_tables {
             if f.read(&mut self.buf).is_err() {
                 continue;

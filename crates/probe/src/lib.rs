@@ -18,6 +18,7 @@ mod procfs;
 mod pyspy;
 mod sampler;
 mod series;
+mod sockdiag;
 
 pub use error::ProbeError;
 pub use perf::{ClockMap, PerfOptions, PerfOutput, PerfRecorder, PerfTarget, ProfileError};

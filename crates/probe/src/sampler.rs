@@ -33,8 +33,9 @@ pub struct SamplerConfig {
     pub pid: Option<u32>,
     /// Sample host-wide series (CPU, memory, disks, network, TCP).
     pub host: bool,
-    /// How often to count TCP connections by state from /proc/net/tcp{,6}
-    /// (`tcp.state.*`); `None` turns it off. Each read walks the kernel's
+    /// How often to count TCP connections by state through sock_diag
+    /// netlink, else /proc/net/tcp{,6} (`tcp.state.*`); `None` turns it
+    /// off. Each count walks the kernel's
     /// whole connection hash table, milliseconds even when idle, hence its
     /// own cadence (default 10 s). `tcp.estab` and `tcp.time_wait` come
     /// from cheap counters every interval regardless.
