@@ -10,7 +10,8 @@ use keisoku_probe::{PerfOptions, PerfRecorder, PerfTarget};
 const NODE_SERVER: &str =
     "function kprobeHandler(n) { let s = 0; for (let i = 0; i < n; i++) { s += i % 7 } return s }
 const end = Date.now() + 30000;
-(function loop() { if (Date.now() < end) { kprobeHandler(200000); setImmediate(loop) } })();
+let runs = 0;
+(function loop() { if (Date.now() < end) { kprobeHandler(200000); if (++runs === 50) console.log('ready'); setImmediate(loop) } })();
 ";
 
 fn node(flags: &[&str]) -> (Child, tempfile::TempDir) {
@@ -20,10 +21,19 @@ fn node(flags: &[&str]) -> (Child, tempfile::TempDir) {
     let child = Command::new("node")
         .args(flags)
         .arg(&js)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .expect("node runs");
     (child, dir)
+}
+
+/// Waits until the server says it is running its hot loop (compiled by
+/// then), however long a busy machine takes to get it there.
+fn wait_ready(child: &mut Child) {
+    let mut stdout = child.stdout.take().expect("stdout piped");
+    let mut first = [0u8; 5];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    assert_eq!(&first, b"ready");
 }
 
 fn record(pid: u32, ms: u64) -> (String, Vec<String>) {
@@ -47,8 +57,8 @@ fn stop(mut c: Child) {
 fn node_with_perf_basic_prof_shows_its_function() {
     // Without inlining, TurboFan keeps the handler a frame of its own (it
     // would otherwise be folded into its caller, as in any JIT).
-    let (node, _dir) = node(&["--perf-basic-prof", "--no-turbo-inlining"]);
-    std::thread::sleep(Duration::from_millis(800));
+    let (mut node, _dir) = node(&["--perf-basic-prof", "--no-turbo-inlining"]);
+    wait_ready(&mut node);
     let pid = node.id();
     let (script, notes) = record(pid, 1500);
     stop(node);
@@ -66,8 +76,8 @@ fn node_with_perf_basic_prof_shows_its_function() {
 
 #[test]
 fn node_without_the_flag_gets_the_hint() {
-    let (node, _dir) = node(&[]);
-    std::thread::sleep(Duration::from_millis(500));
+    let (mut node, _dir) = node(&[]);
+    wait_ready(&mut node);
     let (_, notes) = record(node.id(), 300);
     stop(node);
     assert!(
@@ -98,10 +108,7 @@ fn jvm_handler_is_named_through_jcmd_perfmap() {
         .spawn()
         .expect("java runs");
     // Wait for the JVM to compile and start the class.
-    let mut stdout = java.stdout.take().unwrap();
-    let mut first = [0u8; 5];
-    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
-    assert_eq!(&first, b"ready");
+    wait_ready(&mut java);
     let pid = java.id();
     let (script, notes) = record(pid, 2000);
     stop(java);
