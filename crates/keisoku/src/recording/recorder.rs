@@ -483,7 +483,11 @@ fn write_series(
     };
     let mut errors = Vec::new();
     let mut buf = SeriesBuffer::default();
-    let mut last = Instant::now();
+    // The first write comes after about a second (the first rates), so a
+    // recording killed early still leaves its first points.
+    let mut last = Instant::now()
+        .checked_sub(FLUSH_EVERY - Duration::from_millis(1100))
+        .unwrap_or_else(Instant::now);
     loop {
         let done = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(points) => {
