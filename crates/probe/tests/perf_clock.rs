@@ -5,6 +5,17 @@ use std::time::{Duration, Instant};
 
 use keisoku_probe::{PerfOptions, PerfRecorder, PerfTarget};
 
+/// CPU time this thread has used.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 #[test]
 fn a_burst_lands_at_its_run_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -19,9 +30,14 @@ fn a_burst_lands_at_its_run_time() {
     std::thread::sleep(Duration::from_millis(400));
     let tid = unsafe { libc::gettid() } as u32;
     let t0 = origin.elapsed();
+    // 300 ms of this thread's own CPU time (perf samples CPU time: on a busy
+    // machine the wall time it takes is longer, the sample count the same).
+    let cpu0 = thread_cpu();
     let mut x = 0u64;
-    while origin.elapsed() - t0 < Duration::from_millis(500) {
-        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    while thread_cpu() - cpu0 < Duration::from_millis(300) {
+        for _ in 0..10_000 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+        }
     }
     let t1 = origin.elapsed();
     std::thread::sleep(Duration::from_millis(400));
