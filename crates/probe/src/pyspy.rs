@@ -1,8 +1,8 @@
 //! Drives `py-spy record` for Python servers.
 //!
 //! py-spy's clock starts when it attaches, so the map to the run's clock is
-//! the run time at which py-spy was started (`started_run_ns`); attaching
-//! takes a few milliseconds, which is the alignment error.
+//! the run time at which py-spy says it samples (`started_run_ns`); that
+//! line and its first sample are milliseconds apart, the alignment error.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -93,8 +93,9 @@ pub struct PySpyOutput {
     pub path: PathBuf,
     /// Its format.
     pub format: PySpyFormat,
-    /// Run time (ns since origin) when py-spy was started: add it to the
-    /// file's relative times to place samples on the run's clock.
+    /// Run time (ns since origin) when py-spy began sampling (when it was
+    /// started, if it never said so): add it to the file's relative times
+    /// to place samples on the run's clock.
     pub started_run_ns: u64,
     /// Warnings py-spy printed.
     pub notes: Vec<String>,
@@ -107,6 +108,7 @@ pub struct PySpyRecorder {
     path: PathBuf,
     format: PySpyFormat,
     started_run_ns: u64,
+    stdout: Option<JoinHandle<String>>,
 }
 
 const PYSPY_INSTALL_FIX: &str = "pip install py-spy";
@@ -153,7 +155,7 @@ impl PySpyRecorder {
             .arg("--output")
             .arg(&path)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if o.subprocesses {
             cmd.arg("--subprocesses");
@@ -180,22 +182,44 @@ impl PySpyRecorder {
             }
         })?;
         let stderr = child.stderr.take().map(|e| drain(e, None));
+        // py-spy says on stdout when it samples; stopping it before that
+        // (a busy machine can take seconds to attach) leaves no file.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stdout = child
+            .stdout
+            .take()
+            .map(|out| drain(out, Some((ready_tx, "Sampling process"))));
         let mut rec = PySpyRecorder {
             child,
             stderr,
+            stdout,
             path,
             format: o.format,
             started_run_ns,
         };
-        // py-spy exits at once when it cannot attach (not Python, no permission).
-        if let Some(status) = wait_timeout(&mut rec.child, Duration::from_millis(1000)) {
-            if !status.success() {
-                let text = rec
-                    .stderr
-                    .take()
-                    .and_then(|h| h.join().ok())
-                    .unwrap_or_default();
-                return Err(classify(&text));
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if ready_rx.recv_timeout(Duration::from_millis(20)).is_ok() {
+                // Its first sample follows: the start of its time line.
+                rec.started_run_ns =
+                    u64::try_from(o.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                break;
+            }
+            // py-spy exits at once when it cannot attach (not Python, no
+            // permission, an interpreter still starting).
+            if let Some(status) = wait_timeout(&mut rec.child, Duration::ZERO) {
+                if !status.success() {
+                    let text = rec
+                        .stderr
+                        .take()
+                        .and_then(|h| h.join().ok())
+                        .unwrap_or_default();
+                    return Err(classify(&text));
+                }
+                break;
+            }
+            if Instant::now() >= until {
+                break;
             }
         }
         Ok(rec)
@@ -204,6 +228,9 @@ impl PySpyRecorder {
     /// Stops py-spy with SIGINT; it then writes the file.
     pub fn stop(mut self) -> Result<PySpyOutput, ProfileError> {
         interrupt(&mut self.child, Duration::from_secs(30));
+        if let Some(h) = self.stdout.take() {
+            let _ = h.join();
+        }
         let stderr = self
             .stderr
             .take()

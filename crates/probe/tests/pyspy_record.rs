@@ -13,6 +13,8 @@ def kprobe_handler():
         s += i
     return s
 end = time.time() + 20
+kprobe_handler()
+print("ready", flush=True)
 while time.time() < end:
     kprobe_handler()
 "#;
@@ -22,10 +24,14 @@ fn records_python_frames_with_times() {
     let mut py = Command::new("python3")
         .arg("-c")
         .arg(SERVER)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .expect("python3 runs");
-    std::thread::sleep(Duration::from_millis(300));
+    // Attach once the interpreter runs the loop: py-spy cannot read a
+    // Python that is still starting ("failed to find python version").
+    let mut ready = [0u8; 5];
+    std::io::Read::read_exact(py.stdout.as_mut().unwrap(), &mut ready).unwrap();
+    assert_eq!(&ready, b"ready");
     let dir = tempfile::tempdir().unwrap();
     let origin = Instant::now();
     let rec = PySpyRecorder::start(PySpyOptions::new(py.id(), dir.path(), origin))
