@@ -16,13 +16,18 @@ fn config(pid: Option<u32>) -> SamplerConfig {
 }
 
 /// Waits (up to 30 s, for a loaded machine) until `parent`'s tree has `n`
-/// processes: a shell forks its children when the scheduler lets it, not
-/// within a fixed time.
-fn wait_tree(parent: u32, n: usize) -> Vec<keisoku_probe::ProcessInfo> {
+/// processes, its own children all named `comm`: a shell forks its children
+/// when the scheduler lets it, and a child has the shell's name until it
+/// has exec'd, not within a fixed time.
+fn wait_tree(parent: u32, n: usize, comm: &str) -> Vec<keisoku_probe::ProcessInfo> {
     let start = Instant::now();
     loop {
         let tree = process_tree(Path::new("/proc"), parent).unwrap();
-        if tree.len() >= n || start.elapsed() > Duration::from_secs(30) {
+        let named = tree
+            .iter()
+            .filter(|p| p.ppid == parent)
+            .all(|p| p.comm == comm);
+        if (tree.len() >= n && named) || start.elapsed() > Duration::from_secs(30) {
             return tree;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -206,7 +211,7 @@ fn children_and_their_threads_are_counted() {
         .arg("sleep 30 & sleep 30 & wait")
         .spawn()
         .unwrap();
-    let tree = wait_tree(parent.id(), 3);
+    let tree = wait_tree(parent.id(), 3, "sleep");
     assert_eq!(tree.len(), 3, "{tree:?}");
     assert_eq!(tree[0].pid, parent.id());
     assert!(tree[1..]
@@ -322,7 +327,7 @@ fn pidof_picks_the_parent_of_same_named_processes() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let tree = wait_tree(parent.id(), 2);
+    let tree = wait_tree(parent.id(), 2, "kprobe-pidof");
     let found = pidof(Path::new("/proc"), "kprobe-pidof");
     for p in tree.iter().rev() {
         unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
@@ -357,7 +362,7 @@ fn a_child_started_later_joins_the_tree() {
     col.sample(cfg.origin.elapsed(), &mut out);
     let asked = Instant::now();
     parent.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
-    wait_tree(parent.id(), 2);
+    wait_tree(parent.id(), 2, "sleep");
     // The sampler re-lists /proc at most once a second (after a fork).
     std::thread::sleep(Duration::from_millis(1100).saturating_sub(asked.elapsed()));
     let mut last = Vec::new();
