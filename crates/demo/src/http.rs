@@ -137,13 +137,26 @@ pub fn write_response(
     out.extend_from_slice(body);
 }
 
+/// How a blocking server treats one connection beyond answering requests.
+#[derive(Default)]
+pub struct ConnPolicy<'a> {
+    /// Close the connection after this many requests (0: never), as a
+    /// prefork server does so that queued connections get a worker too.
+    pub max_requests: usize,
+    /// Called for each request that cannot be framed.
+    pub on_invalid: Option<&'a dyn Fn()>,
+}
+
 /// Serves requests on one blocking connection until it closes, the peer
-/// asks to close, or `stop` returns true on an idle read timeout.
+/// asks to close, the policy's request cap is reached, or `stop` returns
+/// true on an idle read timeout.
 pub fn serve_blocking(
     mut stream: TcpStream,
     stop: &dyn Fn() -> bool,
     handle: &dyn Fn(&Request<'_>) -> (u16, Vec<u8>),
+    policy: &ConnPolicy<'_>,
 ) {
+    let mut served = 0usize;
     let _ = stream.set_nodelay(true);
     // The timeout only lets the thread notice shutdown between requests.
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
@@ -156,6 +169,9 @@ pub fn serve_blocking(
             let (consumed, keep_alive) = match frame_request(&buf) {
                 Framed::Partial => break,
                 Framed::Invalid(status, msg) => {
+                    if let Some(on_invalid) = policy.on_invalid {
+                        on_invalid();
+                    }
                     out.clear();
                     write_response(&mut out, status, "text/plain", msg.as_bytes(), false);
                     let _ = stream.write_all(&out);
@@ -163,9 +179,12 @@ pub fn serve_blocking(
                 }
                 Framed::Complete(req, consumed) => {
                     let (status, body) = handle(&req);
+                    served += 1;
+                    let keep_alive = req.keep_alive
+                        && (policy.max_requests == 0 || served < policy.max_requests);
                     out.clear();
-                    write_response(&mut out, status, "application/json", &body, req.keep_alive);
-                    (consumed, req.keep_alive)
+                    write_response(&mut out, status, "application/json", &body, keep_alive);
+                    (consumed, keep_alive)
                 }
             };
             if stream.write_all(&out).is_err() || !keep_alive {

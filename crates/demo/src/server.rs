@@ -1,6 +1,11 @@
-//! The bid server: event-loop worker threads (one, or one per core), each
-//! with its own `SO_REUSEPORT` listener so the kernel spreads connections
-//! evenly, serving `POST /bid`, `GET /health` and `GET /stats`.
+//! The bid server, serving `POST /bid`, `GET /health` and `GET /stats`
+//! with one of two worker models:
+//!
+//! - event-loop worker threads (one, or one per core), each with its own
+//!   `SO_REUSEPORT` listener so the kernel spreads connections evenly;
+//! - a prefork-style pool (the `unpinned` knob's case, field notes §2):
+//!   several blocking workers per core sharing one listener, each serving
+//!   one connection at a time, so each sleeps and is woken on every request.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
@@ -18,7 +23,7 @@ use serde::Serialize;
 use crate::accesslog::{AccessLog, LogPlan};
 use crate::bid::{Bidder, BidderConfig};
 use crate::events::EventSink;
-use crate::http::{frame_request, write_response, Client, Framed};
+use crate::http::{frame_request, serve_blocking, write_response, Client, ConnPolicy, Framed};
 use crate::knobs::Knobs;
 use crate::stats::{Counters, StatsSnapshot};
 use crate::upstream::{backend_handler, logger_handler, BlockingServer};
@@ -39,6 +44,10 @@ pub struct DemoConfig {
     pub logger_delay_ms: (u64, u64),
     /// How long backend answers stay in the campaign cache.
     pub cache_ttl: Duration,
+    /// Serve with the prefork-style pool even when `unpinned` is tuned, so
+    /// that a pinned pool can be compared with a free one. The pool is
+    /// always used when `unpinned` is naive (unless `single-worker` is).
+    pub prefork: bool,
 }
 
 impl Default for DemoConfig {
@@ -50,6 +59,7 @@ impl Default for DemoConfig {
             log_roll_bytes: 16 * 1024 * 1024,
             logger_delay_ms: (5, 20),
             cache_ttl: Duration::from_secs(10),
+            prefork: false,
         }
     }
 }
@@ -64,13 +74,19 @@ impl DemoServer {
     pub fn start(config: &DemoConfig) -> Result<DemoHandle, DemoError> {
         let counters = Arc::new(Counters::default());
         let knobs = config.knobs;
+        let cpus = allowed_cpus();
+        // One worker serves every connection itself, pool or not.
+        let prefork =
+            (knobs.unpinned.is_naive() || config.prefork) && knobs.single_worker.is_tuned();
         let workers = if knobs.single_worker.is_naive() {
             1
-        } else {
+        } else if prefork {
             config
                 .workers
-                .unwrap_or_else(|| allowed_cpus().len().max(1))
+                .unwrap_or(cpus.len().max(1) * PREFORK_WORKERS_PER_CORE)
                 .max(1)
+        } else {
+            config.workers.unwrap_or(cpus.len().max(1)).max(1)
         };
         if config.log_roll_bytes == 0 {
             return Err(DemoError::Config("log roll size must be above 0".into()));
@@ -134,7 +150,14 @@ impl DemoServer {
             log,
         )?);
 
-        let listeners = bind_listeners(config.listen, workers)?;
+        let router = Router {
+            bidder: bidder.clone(),
+            counters: counters.clone(),
+            knobs,
+        };
+        // A prefork pool shares one blocking listener; event loops get one each.
+        let mut listeners =
+            bind_listeners(config.listen, if prefork { 1 } else { workers }, !prefork)?;
         let addr = listeners
             .first()
             .and_then(|l| l.local_addr().ok())
@@ -142,28 +165,62 @@ impl DemoServer {
                 what: "bid server".into(),
                 source: std::io::Error::other("no listener"),
             })?;
-        let cpus = allowed_cpus();
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut wakers = Vec::new();
+        let pin_for = |i: usize| {
+            if knobs.unpinned.is_tuned() && !cpus.is_empty() {
+                Some(cpus[i % cpus.len()])
+            } else {
+                None
+            }
+        };
+        if prefork {
+            let shared = listeners.pop().ok_or_else(|| DemoError::Bind {
+                what: "bid server".into(),
+                source: std::io::Error::other("no listener"),
+            })?;
+            for i in 0..workers {
+                let listener = shared.try_clone().map_err(|e| DemoError::Bind {
+                    what: "bid server".into(),
+                    source: e,
+                })?;
+                let member = PoolWorker {
+                    index: i,
+                    listener,
+                    router: router.clone(),
+                    stop: stop.clone(),
+                };
+                let pin = pin_for(i);
+                let handle = std::thread::Builder::new()
+                    .name(format!("demo-prefork-{i}"))
+                    .spawn(move || {
+                        if let Some(cpu) = pin {
+                            if pin_current_thread(cpu) {
+                                Counters::bump(&member.router.counters.workers_pinned);
+                            }
+                        }
+                        Counters::bump(&member.router.counters.workers);
+                        member.run()
+                    })
+                    .map_err(|e| DemoError::Thread(e.to_string()))?;
+                threads.push(handle);
+            }
+        }
         for (i, listener) in listeners.into_iter().enumerate() {
+            let listener = TcpListener::from_std(listener);
             let poll = Poll::new().map_err(|e| DemoError::Thread(e.to_string()))?;
             let waker = Arc::new(
                 Waker::new(poll.registry(), WAKER).map_err(|e| DemoError::Thread(e.to_string()))?,
             );
             wakers.push(waker);
-            let pin = if knobs.unpinned.is_tuned() && !cpus.is_empty() {
-                Some(cpus[i % cpus.len()])
-            } else {
-                None
-            };
+            let pin = pin_for(i);
             let worker = Worker {
                 index: i,
                 poll,
                 listener,
-                bidder: bidder.clone(),
+                router: router.clone(),
                 counters: counters.clone(),
-                knobs,
                 stop: stop.clone(),
             };
             let handle = std::thread::Builder::new()
@@ -182,6 +239,7 @@ impl DemoServer {
         }
         Ok(DemoHandle {
             addr,
+            pool_size: if prefork { workers } else { 0 },
             knobs,
             counters,
             bidder,
@@ -198,6 +256,8 @@ impl DemoServer {
 /// A running demo target. Dropping it stops it.
 pub struct DemoHandle {
     addr: SocketAddr,
+    /// Prefork workers blocked in accept(), each woken by one connection at shutdown.
+    pool_size: usize,
     knobs: Knobs,
     counters: Arc<Counters>,
     bidder: Arc<Bidder>,
@@ -255,6 +315,13 @@ impl DemoHandle {
         for w in &self.wakers {
             let _ = w.wake();
         }
+        let mut wake_addr = self.addr;
+        if wake_addr.ip().is_unspecified() {
+            wake_addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        for _ in 0..self.pool_size {
+            let _ = std::net::TcpStream::connect_timeout(&wake_addr, Duration::from_millis(200));
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -287,14 +354,80 @@ const LISTENER: Token = Token(0);
 const WAKER: Token = Token(1);
 const FIRST_CONN: usize = 2;
 
+/// Prefork workers per usable core: enough that several share each core
+/// and the scheduler has to place them, as a Starlet/Starman pool does.
+const PREFORK_WORKERS_PER_CORE: usize = 4;
+/// A prefork worker closes a kept-alive connection after this many requests
+/// (Starlet's `--max-keepalive-reqs`), so that connections beyond the pool
+/// size get a worker in turn instead of waiting forever.
+const PREFORK_MAX_REQUESTS: usize = 100;
+
+/// Answers one request; shared by both worker models.
+#[derive(Clone)]
+struct Router {
+    bidder: Arc<Bidder>,
+    counters: Arc<Counters>,
+    knobs: Knobs,
+}
+
 struct Worker {
     index: usize,
     poll: Poll,
     listener: TcpListener,
-    bidder: Arc<Bidder>,
+    router: Router,
     counters: Arc<Counters>,
-    knobs: Knobs,
     stop: Arc<AtomicBool>,
+}
+
+/// One member of the prefork pool: blocks in accept(), then serves that
+/// connection alone with blocking reads until it ends.
+struct PoolWorker {
+    index: usize,
+    listener: std::net::TcpListener,
+    router: Router,
+    stop: Arc<AtomicBool>,
+}
+
+impl PoolWorker {
+    fn run(self) {
+        let counters = &self.router.counters;
+        let stop_now = || self.stop.load(Ordering::Relaxed);
+        let invalid = || {
+            Counters::bump(&counters.requests);
+            Counters::bump(&counters.bad_requests);
+        };
+        let policy = ConnPolicy {
+            max_requests: PREFORK_MAX_REQUESTS,
+            on_invalid: Some(&invalid),
+        };
+        while !stop_now() {
+            let accepted = self.listener.accept();
+            if stop_now() {
+                return;
+            }
+            let Ok((stream, _)) = accepted else {
+                // Out of descriptors or the like: back off instead of spinning.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            Counters::bump(&counters.connections_accepted);
+            serve_blocking(
+                stream,
+                &stop_now,
+                &|req| {
+                    Counters::bump(&counters.requests);
+                    let (status, body) = self
+                        .router
+                        .route(self.index, req.method, req.path, req.body);
+                    if status >= 400 {
+                        Counters::bump(&counters.bad_requests);
+                    }
+                    (status, body)
+                },
+                &policy,
+            );
+        }
+    }
 }
 
 struct Conn {
@@ -430,7 +563,9 @@ impl Worker {
                 }
                 Framed::Complete(req, used) => {
                     Counters::bump(&self.counters.requests);
-                    let (status, body) = self.route(req.method, req.path, req.body);
+                    let (status, body) = self
+                        .router
+                        .route(self.index, req.method, req.path, req.body);
                     if status >= 400 {
                         Counters::bump(&self.counters.bad_requests);
                     }
@@ -448,12 +583,14 @@ impl Worker {
         }
         conn.inbuf.drain(..offset);
     }
+}
 
-    fn route(&self, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+impl Router {
+    fn route(&self, worker: usize, method: &str, path: &str, body: &[u8]) -> (u16, Vec<u8>) {
         let path = path.split('?').next().unwrap_or(path);
         match (method, path) {
             ("POST", "/bid") => {
-                let a = self.bidder.handle_bid(body, self.index);
+                let a = self.bidder.handle_bid(body, worker);
                 (a.status, a.body)
             }
             ("GET", "/health") => (200, b"{\"status\":\"ok\"}".to_vec()),
@@ -491,7 +628,11 @@ fn flush(conn: &mut Conn) -> bool {
     true
 }
 
-fn bind_listeners(listen: SocketAddr, n: usize) -> Result<Vec<TcpListener>, DemoError> {
+fn bind_listeners(
+    listen: SocketAddr,
+    n: usize,
+    nonblocking: bool,
+) -> Result<Vec<std::net::TcpListener>, DemoError> {
     let bind_err = |e: std::io::Error| DemoError::Bind {
         what: format!("bid server on {listen}"),
         source: e,
@@ -507,13 +648,13 @@ fn bind_listeners(listen: SocketAddr, n: usize) -> Result<Vec<TcpListener>, Demo
         .map_err(bind_err)?;
         socket.set_reuse_address(true).map_err(bind_err)?;
         socket.set_reuse_port(true).map_err(bind_err)?;
-        socket.set_nonblocking(true).map_err(bind_err)?;
+        socket.set_nonblocking(nonblocking).map_err(bind_err)?;
         socket.bind(&addr.into()).map_err(bind_err)?;
         socket.listen(1024).map_err(bind_err)?;
         let std_listener: std::net::TcpListener = socket.into();
         // Port 0 picks a port once; the other workers join that port.
         addr = std_listener.local_addr().map_err(bind_err)?;
-        out.push(TcpListener::from_std(std_listener));
+        out.push(std_listener);
     }
     Ok(out)
 }

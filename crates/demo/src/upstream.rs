@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::http::{serve_blocking, Request};
+use crate::http::{serve_blocking, ConnPolicy, Request};
 use crate::DemoError;
 
 /// Banner sizes the catalog has campaigns for.
@@ -163,7 +163,12 @@ impl BlockingServer {
                     }
                     accepts();
                     let stop_now = || stop.load(Ordering::Relaxed);
-                    serve_blocking(stream, &stop_now, &|req| handler(req));
+                    serve_blocking(
+                        stream,
+                        &stop_now,
+                        &|req| handler(req),
+                        &ConnPolicy::default(),
+                    );
                 })
                 .map_err(|e| DemoError::Thread(e.to_string()))?;
             handles.push(handle);

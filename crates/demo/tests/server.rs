@@ -288,3 +288,90 @@ fn pipelined_requests_are_answered_in_order() {
     assert!(first < second, "{out}");
     h.stop();
 }
+
+/// Sends one `GET /health` on a kept-alive connection and returns the
+/// response head.
+fn health_on(s: &mut TcpStream) -> String {
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "server closed before answering");
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            if body.ends_with('}') {
+                return head.to_string();
+            }
+        }
+    }
+}
+
+#[test]
+fn unpinned_naive_serves_from_a_prefork_pool_that_takes_turns() {
+    // Two workers, three kept-alive connections: the third waits for a
+    // worker until the first reaches the per-connection request cap.
+    let h = start(Knobs::only("unpinned").unwrap());
+    let mut a = TcpStream::connect(h.addr()).unwrap();
+    let mut b = TcpStream::connect(h.addr()).unwrap();
+    for s in [&mut a, &mut b] {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert!(health_on(s).starts_with("HTTP/1.1 200"));
+    }
+    let addr = h.addr();
+    let third = std::thread::spawn(move || {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let head = health_on(&mut c);
+        (head, std::time::Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !third.is_finished(),
+        "a third connection was served by two workers at once"
+    );
+    let mut last = String::new();
+    for _ in 1..100 {
+        last = health_on(&mut a);
+    }
+    let capped = std::time::Instant::now();
+    assert!(last.contains("Connection: close"), "{last}");
+    let (head, answered) = third.join().unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(answered >= capped);
+    let s = h.stats();
+    assert_eq!(s.workers, 2);
+    assert_eq!(s.workers_pinned, 0);
+    assert_eq!(s.connections_accepted, 3);
+    // An idle kept-alive connection (b) must not hold up the shutdown.
+    h.stop();
+}
+
+#[test]
+fn a_pinned_prefork_pool_pins_every_worker_and_counts_bad_requests() {
+    let h = DemoServer::start(&DemoConfig {
+        knobs: Knobs::all_tuned(),
+        workers: Some(3),
+        prefork: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let (status, _) = http(h.addr(), "POST", "/bid", "{not json");
+    assert_eq!(status, 400);
+    let mut s = TcpStream::connect(h.addr()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"NOT HTTP AT ALL\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    load(h.addr(), 20);
+    let st = h.stats();
+    assert_eq!(st.workers, 3);
+    assert_eq!(st.workers_pinned, 3);
+    assert_eq!(st.bad_requests, 2);
+    assert_eq!(st.requests, 22);
+    assert_eq!(st.bids + st.no_bids, 20);
+    h.stop();
+}
