@@ -143,6 +143,9 @@ pub struct ConnPolicy<'a> {
     /// Close the connection after this many requests (0: never), as a
     /// prefork server does so that queued connections get a worker too.
     pub max_requests: usize,
+    /// Close a kept-alive connection idle between requests this long, as a
+    /// prefork server does so that idle clients do not hold its workers.
+    pub idle_timeout: Option<Duration>,
     /// Called for each request that cannot be framed.
     pub on_invalid: Option<&'a dyn Fn()>,
 }
@@ -157,9 +160,13 @@ pub fn serve_blocking(
     policy: &ConnPolicy<'_>,
 ) {
     let mut served = 0usize;
+    let mut last_byte = std::time::Instant::now();
     let _ = stream.set_nodelay(true);
-    // The timeout only lets the thread notice shutdown between requests.
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    // The timeout only lets the thread notice shutdown or idleness between requests.
+    let tick = policy.idle_timeout.map_or(Duration::from_millis(200), |t| {
+        t.min(Duration::from_millis(200))
+    });
+    let _ = stream.set_read_timeout(Some(tick));
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut chunk = [0u8; 8192];
     let mut out = Vec::with_capacity(4096);
@@ -194,12 +201,18 @@ pub fn serve_blocking(
         }
         match stream.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                last_byte = std::time::Instant::now();
+            }
             Err(e)
                 if e.kind() == std::io::ErrorKind::WouldBlock
                     || e.kind() == std::io::ErrorKind::TimedOut =>
             {
-                if stop() {
+                let idle = policy
+                    .idle_timeout
+                    .is_some_and(|t| buf.is_empty() && last_byte.elapsed() >= t);
+                if stop() || idle {
                     return;
                 }
             }

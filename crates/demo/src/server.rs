@@ -361,6 +361,12 @@ const PREFORK_WORKERS_PER_CORE: usize = 4;
 /// (Starlet's `--max-keepalive-reqs`), so that connections beyond the pool
 /// size get a worker in turn instead of waiting forever.
 const PREFORK_MAX_REQUESTS: usize = 100;
+/// A prefork worker drops a kept-alive connection idle this long (Starlet's
+/// `--keepalive-timeout`): otherwise clients that keep idle connections
+/// open (a load generator draining the end of a phase) hold every worker
+/// while queued connections wait. Shorter than Starlet's 1 s so that such a
+/// drain costs a phase tenths of a second, not seconds.
+const PREFORK_IDLE: Duration = Duration::from_millis(100);
 
 /// Answers one request; shared by both worker models.
 #[derive(Clone)]
@@ -398,6 +404,7 @@ impl PoolWorker {
         };
         let policy = ConnPolicy {
             max_requests: PREFORK_MAX_REQUESTS,
+            idle_timeout: Some(PREFORK_IDLE),
             on_invalid: Some(&invalid),
         };
         while !stop_now() {
