@@ -36,7 +36,8 @@ pub struct DemoConfig {
     pub listen: SocketAddr,
     /// Naive or tuned, per knob.
     pub knobs: Knobs,
-    /// Worker threads when `single-worker` is tuned (default: usable cores).
+    /// Worker threads when `single-worker` is tuned (default: usable cores,
+    /// or 4 per usable core for the prefork pool).
     pub workers: Option<usize>,
     /// The access log rolls after this many bytes.
     pub log_roll_bytes: u64,
