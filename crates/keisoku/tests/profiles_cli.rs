@@ -336,7 +336,13 @@ fn scope_writes_a_heat_map_page_and_a_terminal_map() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("\"rows\":25") && page.contains("\"time_ms\":["));
+    // The page keeps per-sample times (the heat map needs them) in its
+    // compact column form (docs/profile-json.md, "In HTML pages").
+    assert!(page.contains("\"rows\":25"), "the page's view keeps --rows");
+    assert!(
+        page.contains("id=\"keisoku-col-sample-time\" data-enc=\"delta-zigzag\""),
+        "the page embeds per-sample times"
+    );
     let o = keisoku(&["scope", &data("system.perf.gz"), "--rows", "4", "--idle"]);
     assert!(o.status.success());
     let s = stdout(&o);
