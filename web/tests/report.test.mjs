@@ -254,3 +254,23 @@ test('a run without load, profile or findings says what is missing instead of fa
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+test('a profile with one stray sample time keeps its heat map to a day and says so', async () => {
+  const stray = makeRun({ samples: 2000, findings: false });
+  // One sample 30 years after the rest (a perf clock glitch): a column per
+  // second up to it would be 10^9 columns.
+  const times = stray.profile.samples.time_ms;
+  times[times.length - 1] = 1e12;
+  const p = reportPage('report-stray-time', stray);
+  const { page, errors, ctx } = await open(browser, p);
+  const facts = await page.evaluate(() => ({
+    fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
+    heat: !!document.querySelector('#profile .ks-heat-canvas'),
+    info: document.querySelector('#profile .ks-heat-info')?.textContent ?? '',
+  }));
+  assert.equal(facts.fatal, null);
+  assert.ok(facts.heat, 'the heat map is drawn');
+  assert.match(facts.info, /later than 86,400 s are not shown/);
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

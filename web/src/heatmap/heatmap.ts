@@ -42,6 +42,8 @@ export interface HeatMapEvents {
   clear: null;
 }
 
+/** At most a day of one-second columns. */
+const MAX_COLUMNS = 86_400;
 const LEFT = 46;
 const TOP = 18;
 
@@ -54,6 +56,8 @@ export class HeatMap extends Emitter<HeatMapEvents> {
   private idle: boolean;
   private threads: ReadonlySet<number> | null = null;
   private counts: Float64Array;
+  /** Samples lie beyond MAX_COLUMNS seconds and are not counted. */
+  private clipped = false;
   private max = 0;
   private cellW = 8;
   private cellH = 6;
@@ -72,8 +76,13 @@ export class HeatMap extends Emitter<HeatMapEvents> {
     this.idle = !!opts.idle;
     let maxT = 0;
     for (const t of profile.sampleTime) if (t > maxT) maxT = t;
-    // Enough columns for the last sample, and for the stated duration.
-    this.cols = Math.max(1, Math.floor(maxT / 1000) + 1, Math.ceil((profile.durationMs ?? 0) / 1000));
+    // Enough columns for the last sample, and for the stated duration, but
+    // at most a day: one stray timestamp must not ask for 10^10 cells
+    // (the same limit as `keisoku scope`); later samples are left out and
+    // the info line says so.
+    const wanted = Math.max(1, Math.floor(maxT / 1000) + 1, Math.ceil((profile.durationMs ?? 0) / 1000));
+    this.cols = Number.isFinite(wanted) ? Math.min(wanted, MAX_COLUMNS) : MAX_COLUMNS;
+    this.clipped = !(wanted <= MAX_COLUMNS);
     this.counts = new Float64Array(this.cols * this.rows);
     this.canvas = h('canvas', { class: 'ks-heat-canvas', role: 'img', 'aria-label': 'subsecond heat map: columns are seconds, rows fractions of a second' });
     this.tip = h('div', { class: 'ks-heat-tip', role: 'tooltip' });
@@ -259,6 +268,7 @@ export class HeatMap extends Emitter<HeatMapEvents> {
       ` ${fmtCount(this.max)} samples per cell (${fmtMs(1000 / this.rows)})${this.idle ? '' : ', idle excluded'} · `,
       parts.length ? parts.join(' · ') : 'drag over cells to select a range · shift+drag a second range to compare',
     );
+    if (this.clipped) this.info.append(` · samples later than ${fmtCount(MAX_COLUMNS)} s are not shown (a stray timestamp?)`);
   }
 
   private cellAtEvent(e: MouseEvent, clamp: boolean): number {
