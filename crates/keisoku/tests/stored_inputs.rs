@@ -25,16 +25,7 @@ fn store_run(store: &Store, name: &str, work_samples: usize) -> String {
         version: 1,
         title: name.into(),
         unit: "samples".into(),
-        kinds: [
-            "kernel",
-            "native",
-            "jit",
-            "interpreted",
-            "inlined",
-            "unknown",
-        ]
-        .map(String::from)
-        .to_vec(),
+        kinds: keisoku_stacks::FrameKind::NAMES.map(String::from).to_vec(),
         frames: Frames {
             name: vec!["main".into(), "work".into(), "idle_wait".into()],
             module: vec!["app".into(), "app".into(), "app".into()],

@@ -126,14 +126,8 @@ fn to_stacks(p: &Value) -> Option<keisoku_stacks::Profile> {
         .zip(&modules)
         .zip(&kind_of)
         .map(|((name, module), k)| {
-            let kind = match usize::try_from(*k).ok().and_then(|k| kinds.get(k)).copied() {
-                Some("kernel") => FrameKind::Kernel,
-                Some("native") => FrameKind::Native,
-                Some("jit") => FrameKind::Jit,
-                Some("interpreted") => FrameKind::Interpreted,
-                Some("inlined") => FrameKind::Inlined,
-                _ => FrameKind::Unknown,
-            };
+            let kind =
+                FrameKind::from_name(usize::try_from(*k).ok().and_then(|k| kinds.get(k)).copied());
             out.frame_parts(name, module, kind)
         })
         .collect();

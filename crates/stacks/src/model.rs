@@ -38,6 +38,19 @@ impl FrameKind {
     pub fn name(self) -> &'static str {
         Self::NAMES[self as usize]
     }
+
+    /// The kind with this JSON name; any other name (or none) is `Unknown`,
+    /// so a profile from a newer writer still reads.
+    pub fn from_name(name: Option<&str>) -> FrameKind {
+        match name {
+            Some("kernel") => FrameKind::Kernel,
+            Some("native") => FrameKind::Native,
+            Some("jit") => FrameKind::Jit,
+            Some("interpreted") => FrameKind::Interpreted,
+            Some("inlined") => FrameKind::Inlined,
+            _ => FrameKind::Unknown,
+        }
+    }
 }
 
 /// One function in a stack.
@@ -363,5 +376,21 @@ pub fn sort_by_time(profile: &mut Profile) {
     }
     if let Some(v) = s.event.as_mut() {
         permute(v, &order);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameKind;
+
+    #[test]
+    fn frame_kind_names_read_back() {
+        for (i, name) in FrameKind::NAMES.iter().enumerate() {
+            let kind = FrameKind::from_name(Some(name));
+            assert_eq!(kind as usize, i);
+            assert_eq!(kind.name(), *name);
+        }
+        assert_eq!(FrameKind::from_name(Some("wasm")), FrameKind::Unknown);
+        assert_eq!(FrameKind::from_name(None), FrameKind::Unknown);
     }
 }

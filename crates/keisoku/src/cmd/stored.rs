@@ -56,14 +56,7 @@ fn to_stacks(p: &keisoku_store::Profile, title: &str) -> Result<Profile, String>
     }
     let frames: Vec<u32> = (0..f.name.len())
         .map(|i| {
-            let kind = match p.kinds.get(f.kind[i] as usize).map(String::as_str) {
-                Some("kernel") => FrameKind::Kernel,
-                Some("native") => FrameKind::Native,
-                Some("jit") => FrameKind::Jit,
-                Some("interpreted") => FrameKind::Interpreted,
-                Some("inlined") => FrameKind::Inlined,
-                _ => FrameKind::Unknown,
-            };
+            let kind = FrameKind::from_name(p.kinds.get(f.kind[i] as usize).map(String::as_str));
             out.frame_parts(&f.name[i], &f.module[i], kind)
         })
         .collect();

@@ -1,6 +1,7 @@
 //! py-spy's speedscope output turned into a stored profile with sample
 //! times on the run's clock (crates/stacks reads no speedscope yet).
 
+use keisoku_stacks::FrameKind;
 use keisoku_store::{Frames, Nodes, Profile, Samples, ThreadInfo};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -34,9 +35,6 @@ struct Sampled {
     samples: Vec<Vec<usize>>,
     weights: Vec<f64>,
 }
-
-/// Index of "interpreted" in the kinds list of docs/profile-json.md.
-const INTERPRETED: u32 = 3;
 
 /// Converts speedscope JSON (root-first stacks, per-thread sampled
 /// profiles) into a profile whose sample times count from the run's
@@ -73,7 +71,7 @@ pub fn to_profile(text: &[u8], started_run_ms: f64, pid: u32) -> Result<Profile,
                 let fid = *frame_ids.entry(fi).or_insert_with(|| {
                     frames.name.push(fr.name.clone());
                     frames.module.push(fr.file.clone().unwrap_or_default());
-                    frames.kind.push(INTERPRETED);
+                    frames.kind.push(FrameKind::Interpreted as u32);
                     frames.name.len() as u32 - 1
                 });
                 let nid = *node_ids.entry((parent, fid)).or_insert_with(|| {
@@ -98,16 +96,7 @@ pub fn to_profile(text: &[u8], started_run_ms: f64, pid: u32) -> Result<Profile,
         version: 1,
         title: "py-spy".into(),
         unit: "samples".into(),
-        kinds: [
-            "kernel",
-            "native",
-            "jit",
-            "interpreted",
-            "inlined",
-            "unknown",
-        ]
-        .map(String::from)
-        .to_vec(),
+        kinds: FrameKind::NAMES.map(String::from).to_vec(),
         frames,
         nodes,
         threads,
