@@ -364,11 +364,7 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
             frames: frames
                 .iter()
                 .take(5)
-                .map(|(fr, w)| FrameShare {
-                    name: v.frame_name(*fr).to_string(),
-                    module: v.frame_module(*fr).to_string(),
-                    share: w / total,
-                })
+                .map(|(fr, w)| frame_share(v, *fr, *w, total))
                 .collect(),
         };
         out.push(f);
@@ -391,11 +387,7 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
             frames: top
                 .iter()
                 .take(5)
-                .map(|(fr, w)| FrameShare {
-                    name: v.frame_name(*fr).to_string(),
-                    module: v.frame_module(*fr).to_string(),
-                    share: w / total,
-                })
+                .map(|(fr, w)| frame_share(v, *fr, *w, total))
                 .collect(),
             ..Evidence::default()
         };
@@ -575,14 +567,19 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             .chain(frames.iter().copied().filter(|(f, _)| !matches(v.frame_name(*f), STALL_WORK)))
             .take(6)
             .filter(|_| total > 0.0)
-            .map(|(fr, w)| FrameShare {
-                name: v.frame_name(fr).to_string(),
-                module: v.frame_module(fr).to_string(),
-                share: w / total,
-            })
+            .map(|(fr, w)| frame_share(v, fr, w, total))
             .collect(),
     };
     vec![f]
+}
+
+/// A frame with its share of `total` samples, as evidence shows it.
+fn frame_share(v: &View, frame: u32, weight: f64, total: f64) -> FrameShare {
+    FrameShare {
+        name: v.frame_name(frame).to_string(),
+        module: v.frame_module(frame).to_string(),
+        share: weight / total,
+    }
 }
 
 /// Whether the file copying in the stalls ran on the server's busiest
