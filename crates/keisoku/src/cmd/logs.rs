@@ -573,17 +573,7 @@ fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
         (true, false) => QueryMode::Keep,
         (true, true) => QueryMode::IgnoreValues,
     };
-    let groups: Vec<String> = c
-        .matching_groups
-        .as_deref()
-        .map(|s| {
-            s.split(',')
-                .map(|g| g.trim().to_string())
-                .filter(|g| !g.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    let grouper = Grouper::new(&groups, c.auto_group).map_err(|e| bad_input(format!("-m: {e}")))?;
+    let grouper = grouper(c.matching_groups.as_deref(), c.auto_group)?;
     let filter = match &c.filters {
         Some(f) => Some(Filter::new(f).map_err(|e| bad_input(format!("-f: {e}")))?),
         None => None,
@@ -930,14 +920,8 @@ fn stored_from_common(store: &keisoku_store::Store, run: &str, c: &Common) -> an
     )
 }
 
-fn print_stored(
-    store: &keisoku_store::Store,
-    run: &str,
-    view: &View,
-    groups: Option<&str>,
-    auto_group: bool,
-    dump_to: Option<&Path>,
-) -> anyhow::Result<u8> {
+/// The route grouper of `-m REGEX,REGEX` and `--auto-group`.
+fn grouper(groups: Option<&str>, auto_group: bool) -> anyhow::Result<Grouper> {
     let groups: Vec<String> = groups
         .map(|s| {
             s.split(',')
@@ -946,7 +930,18 @@ fn print_stored(
                 .collect()
         })
         .unwrap_or_default();
-    let grouper = Grouper::new(&groups, auto_group).map_err(|e| bad_input(format!("-m: {e}")))?;
+    Grouper::new(&groups, auto_group).map_err(|e| bad_input(format!("-m: {e}")))
+}
+
+fn print_stored(
+    store: &keisoku_store::Store,
+    run: &str,
+    view: &View,
+    groups: Option<&str>,
+    auto_group: bool,
+    dump_to: Option<&Path>,
+) -> anyhow::Result<u8> {
+    let grouper = grouper(groups, auto_group)?;
     let mut routes = stored_routes(store, run)?;
     if grouper.is_active() {
         routes = regroup(routes, &grouper);
