@@ -279,34 +279,45 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
 /// Inclusive share of each frame, and the set of frames per sample: the
 /// basis of the hot-code and stall rules.
 fn inclusive(v: &View, a: f64, b: f64) -> (f64, HashMap<u32, f64>) {
-    let mut total = 0.0;
+    let (total, by_node) = node_weights(v, a, b);
     let mut inc: HashMap<u32, f64> = HashMap::new();
     let mut seen = HashSet::new();
-    for s in v.samples_in(a, b) {
-        total += s.weight;
+    for (node, w) in by_node {
         seen.clear();
-        for f in v.stack(s.node) {
+        for f in v.stack(node) {
             if seen.insert(f) {
-                *inc.entry(f).or_default() += s.weight;
+                *inc.entry(f).or_default() += w;
             }
         }
     }
     (total, inc)
 }
 
+/// Total weight of the samples in (a, b] and their weight per stack node:
+/// rules walk each distinct stack once instead of once per sample (a
+/// million samples share a few thousand stacks).
+fn node_weights(v: &View, a: f64, b: f64) -> (f64, BTreeMap<u32, f64>) {
+    let mut total = 0.0;
+    let mut by_node: BTreeMap<u32, f64> = BTreeMap::new();
+    for s in v.samples_in(a, b) {
+        total += s.weight;
+        *by_node.entry(s.node).or_default() += s.weight;
+    }
+    (total, by_node)
+}
+
 /// Hot code: the top self-time frames, and known-expensive work in the
 /// request path.
 pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     let (a, b) = v.measured_window();
-    let mut total = 0.0;
+    let (total, by_node) = node_weights(v, a, b);
     let mut selfw: HashMap<u32, f64> = HashMap::new();
     let mut kind_w = vec![0.0; KINDS.len()];
     let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); KINDS.len()];
-    for s in v.samples_in(a, b) {
-        total += s.weight;
-        let stack = v.stack(s.node);
+    for (node, w) in by_node {
+        let stack = v.stack(node);
         if let Some(leaf) = stack.first() {
-            *selfw.entry(*leaf).or_default() += s.weight;
+            *selfw.entry(*leaf).or_default() += w;
         }
         for (k, kind) in KINDS.iter().enumerate() {
             // The outermost matching frame names the work (Regex::new, not its internals).
@@ -315,8 +326,8 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
                 .rev()
                 .find(|f| matches(v.frame_name(**f), kind.patterns))
             {
-                kind_w[k] += s.weight;
-                *kind_frames[k].entry(*f).or_default() += s.weight;
+                kind_w[k] += w;
+                *kind_frames[k].entry(*f).or_default() += w;
             }
         }
     }
@@ -421,6 +432,7 @@ fn short(name: &str) -> String {
 /// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let timeline = timeline(v);
+    let mut copying = stack_matches(v, STALL_WORK);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
     for p in &v.phases {
         // Skip the edges: connections open and close there.
@@ -436,10 +448,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
                 let i = ((t - a) / STALL_BIN_MS) as usize;
                 if let Some(x) = bins.get_mut(i) {
                     *x += s.weight;
-                    if v.stack(s.node)
-                        .iter()
-                        .any(|f| matches(v.frame_name(*f), STALL_WORK))
-                    {
+                    if copying(s.node) {
                         work[i] += s.weight;
                     }
                 }
@@ -573,6 +582,24 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     vec![f]
 }
 
+/// Whether a node's stack holds a frame matching `patterns`, worked out
+/// once per node: a profile has far fewer distinct nodes than samples, and
+/// walking every sample's stack through substring matches made this rule
+/// cost samples x depth x patterns.
+fn stack_matches<'v>(
+    v: &'v View,
+    patterns: &'static [&'static str],
+) -> impl FnMut(u32) -> bool + 'v {
+    let mut memo: HashMap<u32, bool> = HashMap::new();
+    move |node| {
+        *memo.entry(node).or_insert_with(|| {
+            v.stack(node)
+                .iter()
+                .any(|f| matches(v.frame_name(*f), patterns))
+        })
+    }
+}
+
 /// A frame with its share of `total` samples, as evidence shows it.
 fn frame_share(v: &View, frame: u32, weight: f64, total: f64) -> FrameShare {
     FrameShare {
@@ -599,14 +626,12 @@ fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)])
         // No thread information: the copy's place cannot be checked.
         return true;
     };
+    let mut is_copy = stack_matches(v, STALL_WORK);
     let mut copying: HashMap<String, f64> = HashMap::new();
     for (s, e, _, _) in stalls {
         for smp in v.samples_in(s - STALL_BIN_MS, e + STALL_BIN_MS) {
             let Some(t) = smp.thread else { continue };
-            if v.stack(smp.node)
-                .iter()
-                .any(|f| matches(v.frame_name(*f), STALL_WORK))
-            {
+            if is_copy(smp.node) {
                 *copying
                     .entry(family(&v.thread_name(t)).to_string())
                     .or_default() += smp.weight;
