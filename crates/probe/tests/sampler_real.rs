@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{busy, by_name, kill_and_cpu, named_shell};
+use common::{busy, by_name, kill_and_cpu, named_shell, spawn_copied};
 use keisoku_probe::{pidof, process_tree, Collector, ProbeError, Sampler, SamplerConfig};
 
 fn config(pid: Option<u32>) -> SamplerConfig {
@@ -336,12 +336,12 @@ fn pidof_picks_the_parent_of_same_named_processes() {
     let dir = tempfile::tempdir().unwrap();
     let sh = named_shell(dir.path(), "kprobe-pidof");
     // The subshell is a forked child with the same command name.
-    let mut parent = Command::new(&sh)
-        .arg("-c")
-        .arg("(while :; do sleep 1; done) & wait")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut parent = spawn_copied(
+        Command::new(&sh)
+            .arg("-c")
+            .arg("(while :; do sleep 1; done) & wait")
+            .stdout(Stdio::null()),
+    );
     let tree = wait_tree(parent.id(), 2, "kprobe-pidof");
     let found = pidof(Path::new("/proc"), "kprobe-pidof");
     for p in tree.iter().rev() {

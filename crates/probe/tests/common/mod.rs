@@ -29,12 +29,29 @@ pub fn named_shell(dir: &Path, name: &str) -> PathBuf {
 
 /// A child process that burns one core until killed.
 pub fn busy(shell: &Path) -> Child {
-    Command::new(shell)
-        .arg("-c")
-        .arg("while :; do :; done")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn busy loop")
+    spawn_copied(
+        Command::new(shell)
+            .arg("-c")
+            .arg("while :; do :; done")
+            .stdout(Stdio::null()),
+    )
+}
+
+/// Spawns a program that a test has just written (a copied shell). While
+/// the copy was open for writing, another test thread may have forked, and
+/// its child holds the write descriptor until it execs: exec then fails with
+/// ETXTBSY for a moment (a known race of multi-threaded test binaries).
+pub fn spawn_copied(cmd: &mut Command) -> Child {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other.expect("spawn a copied program"),
+        }
+    }
 }
 
 /// Kills and reaps a child, returning the CPU time it used (user + system)
