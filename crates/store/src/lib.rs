@@ -23,10 +23,12 @@
 mod codec;
 pub mod csv;
 mod error;
+pub mod log_lines;
 pub mod model;
 mod schema;
 
 pub use error::{Result, StoreError};
+pub use log_lines::{LogLinesReader, LogLinesWriter};
 pub use model::*;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
@@ -958,6 +960,7 @@ impl Store {
             routes: Routes {
                 client: self.routes(run, RouteSource::Client)?,
                 access_log: self.routes(run, RouteSource::AccessLog)?,
+                access_log_lines: self.access_log(run)?,
             },
             profile: self.profile(run)?,
             findings: self.findings(run)?,
@@ -1109,6 +1112,66 @@ mod tests {
         assert_eq!(civil_from_unix(0), (1970, 1, 1, 0, 0, 0));
         assert_eq!(civil_from_unix(1_763_760_600), (2025, 11, 21, 21, 30, 0));
         assert_eq!(civil_from_unix(951_782_400), (2000, 2, 29, 0, 0, 0));
+    }
+
+    #[test]
+    fn a_version_1_store_migrates_and_keeps_its_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        {
+            // A store as keisoku wrote it before kept log lines.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(schema::MIGRATIONS[0]).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version VALUES (1);
+                 INSERT INTO runs (id, name, started_unix_ms, status) VALUES ('20261121-213000-a1b2', 'old', 1763760600000, 'complete');
+                 ",
+            )
+            .unwrap();
+            let row = RouteRow {
+                method: "GET".into(),
+                uri: "/".into(),
+                count: 3,
+                ..RouteRow::default()
+            };
+            conn.execute(
+                "INSERT INTO route_stats (run_id, source, seq, method, uri, count, row)
+                 VALUES ('20261121-213000-a1b2', 'access_log', 0, 'GET', '/', 3, ?1)",
+                [serde_json::to_string(&row).unwrap()],
+            )
+            .unwrap();
+        }
+        let store = Store::open_existing(&path).unwrap();
+        let version: i64 = store
+            .conn
+            .query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let run = store.resolve("old").unwrap();
+        let json = store.load(&run).unwrap();
+        assert_eq!(json.routes.access_log.len(), 1);
+        assert_eq!(json.routes.access_log[0].count, 3);
+        assert!(json.routes.access_log_lines.is_none());
+        // The new tables work on the migrated file.
+        let mut w = LogLinesWriter::start(
+            &store,
+            &run,
+            AccessLog {
+                path: "a.log".into(),
+                format: "ltsv".into(),
+                keep_lines: true,
+                max_bytes: 100,
+                ..AccessLog::default()
+            },
+        )
+        .unwrap();
+        w.push(&store, b"uri:/\n", 0.0).unwrap();
+        w.flush(&store, 0.0).unwrap();
+        assert_eq!(store.access_log(&run).unwrap().unwrap().kept_lines, 1);
+        // Opening again applies nothing twice.
+        drop(store);
+        assert!(Store::open(&path).is_ok());
     }
 
     #[test]

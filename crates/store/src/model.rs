@@ -62,6 +62,7 @@ fn default_status() -> String {
 
 /// The machine a run was recorded on.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct Machine {
     /// Host name.
     pub hostname: String,
@@ -144,6 +145,39 @@ pub struct Routes {
     pub client: Vec<RouteRow>,
     /// As the server's access log recorded them.
     pub access_log: Vec<RouteRow>,
+    /// The followed access log and what the run kept of its lines; `null`
+    /// when no log was followed or the run predates kept lines (additive to
+    /// version 1).
+    #[serde(default)]
+    pub access_log_lines: Option<AccessLog>,
+}
+
+/// The access log a run followed, and what it kept of its lines.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct AccessLog {
+    /// The followed file, as given to `--access-log`.
+    pub path: String,
+    /// `--log-format`: "ltsv", "json" or "regexp".
+    pub format: String,
+    /// `--log-regexp`, when one was given.
+    pub pattern: Option<String>,
+    /// False when the run was recorded with `--no-log-lines`.
+    pub keep_lines: bool,
+    /// `--log-lines-max`: raw bytes of lines the run keeps at most.
+    pub max_bytes: u64,
+    /// Complete lines read from the log during the run.
+    pub lines: u64,
+    /// Lines kept, the first `kept_lines` of `lines` in order.
+    pub kept_lines: u64,
+    /// Raw bytes of the kept lines (newlines included).
+    pub kept_bytes: u64,
+    /// Bytes the kept lines take in the store, compressed.
+    pub stored_bytes: u64,
+    /// True when `--log-lines-max` stopped the keeping: later lines count
+    /// in the route aggregates but are not kept.
+    pub truncated: bool,
+    /// When the cap was reached, on the run's clock.
+    pub truncated_ms: Option<f64>,
 }
 
 /// One route's aggregate in alp's columns. Times in milliseconds, body

@@ -3,7 +3,8 @@
 //! plain (no SQLite-only features beyond WAL) so another backend can mirror it.
 
 /// Migrations in order; index 0 creates version 1.
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id              TEXT PRIMARY KEY,
     name            TEXT NOT NULL DEFAULT '',
@@ -125,4 +126,32 @@ CREATE TABLE outputs (
     data   BLOB NOT NULL,
     PRIMARY KEY (run_id, stream, seq)
 );
-"#];
+"#,
+    // Version 2: the followed access log's own lines, so every `keisoku
+    // logs` option works on a stored run, and what was kept of them.
+    r#"
+CREATE TABLE access_logs (
+    run_id       TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    path         TEXT NOT NULL,
+    format       TEXT NOT NULL,
+    pattern      TEXT,
+    keep_lines   INTEGER NOT NULL,
+    max_bytes    INTEGER NOT NULL,
+    lines        INTEGER NOT NULL DEFAULT 0,
+    kept_lines   INTEGER NOT NULL DEFAULT 0,
+    kept_bytes   INTEGER NOT NULL DEFAULT 0,
+    stored_bytes INTEGER NOT NULL DEFAULT 0,
+    truncated_ms REAL
+);
+CREATE TABLE log_chunks (
+    run_id    TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq       INTEGER NOT NULL,
+    first_ms  REAL NOT NULL,
+    last_ms   REAL NOT NULL,
+    n         INTEGER NOT NULL,
+    raw_bytes INTEGER NOT NULL,
+    data      BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+"#,
+];

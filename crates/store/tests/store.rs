@@ -424,3 +424,177 @@ fn missing_store_and_damaged_data_are_errors() {
     .unwrap();
     assert!(Store::open_existing(&junk).is_err());
 }
+
+fn access_log(max_bytes: u64) -> AccessLog {
+    AccessLog {
+        path: "/var/log/nginx/access.log".into(),
+        format: "ltsv".into(),
+        pattern: None,
+        keep_lines: true,
+        max_bytes,
+        ..AccessLog::default()
+    }
+}
+
+fn read_lines(store: &Store, run: &str) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    store.log_lines(run).unwrap().read_to_end(&mut out).unwrap();
+    out
+}
+
+/// `n` LTSV-like lines of varied length, numbered from `from`.
+fn log_text(from: usize, n: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in from..from + n {
+        s.push_str(&format!(
+            "time:2026-11-21T21:30:{:02}+00:00\tmethod:GET\turi:/items/{}?q={}\tstatus:200\treqtime:0.{:03}\n",
+            i % 60,
+            i * 7,
+            "x".repeat(i % 13),
+            i % 1000
+        ));
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn kept_log_lines_read_back_byte_for_byte_across_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let run = store.create_run(&new_run("lines", 1_000)).unwrap();
+    let mut w = LogLinesWriter::start(&store, &run, access_log(1 << 40)).unwrap();
+    let mut all = Vec::new();
+    // Pieces of every size, some larger than a chunk, on a moving clock.
+    let mut next = 0;
+    for (i, n) in [1usize, 30, 20_000, 5, 0, 9_000, 1].into_iter().enumerate() {
+        let text = log_text(next, n);
+        next += n;
+        w.push(&store, &text, i as f64 * 300.0).unwrap();
+        w.tick(&store, i as f64 * 300.0).unwrap();
+        all.extend_from_slice(&text);
+    }
+    // One line longer than a chunk stays whole.
+    let long = format!(
+        "uri:/{}\n",
+        "y".repeat(keisoku_store::log_lines::CHUNK_BYTES + 10)
+    );
+    w.push(&store, long.as_bytes(), 2500.0).unwrap();
+    all.extend_from_slice(long.as_bytes());
+    w.flush(&store, 2600.0).unwrap();
+    let got = read_lines(&store, &run);
+    assert_eq!(got.len(), all.len());
+    assert!(got == all, "lines differ");
+    let info = store.access_log(&run).unwrap().unwrap();
+    assert_eq!(info.lines, next as u64 + 1);
+    assert_eq!(info.kept_lines, info.lines);
+    assert_eq!(info.kept_bytes, all.len() as u64);
+    assert!(!info.truncated && info.truncated_ms.is_none());
+    // The JSON of the run says so too, and the lines compress.
+    let json = store.load(&run).unwrap();
+    assert_eq!(json.routes.access_log_lines.as_ref(), Some(&info));
+    assert!(
+        info.stored_bytes * 4 < info.kept_bytes,
+        "{} stored for {} raw",
+        info.stored_bytes,
+        info.kept_bytes
+    );
+    // Removing the run removes its lines.
+    assert!(store.remove(&run).unwrap());
+    assert!(store.access_log(&run).unwrap().is_none());
+    assert!(read_lines(&store, &run).is_empty());
+}
+
+#[test]
+fn the_size_cap_keeps_a_prefix_of_whole_lines_and_says_when() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let run = store.create_run(&new_run("cap", 1_000)).unwrap();
+    let text = log_text(0, 100);
+    let cap = 2_000u64;
+    let mut w = LogLinesWriter::start(&store, &run, access_log(cap)).unwrap();
+    for (i, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+        w.push(&store, line, 10.0 * i as f64).unwrap();
+    }
+    // A line that would fit after the cut is not kept either: no gaps.
+    w.push(&store, b"x\n", 5000.0).unwrap();
+    w.flush(&store, 5000.0).unwrap();
+    let info = store.access_log(&run).unwrap().unwrap();
+    let got = read_lines(&store, &run);
+    assert!(got.len() as u64 <= cap && got.len() as u64 > cap - 120);
+    assert!(text.starts_with(&got) && got.ends_with(b"\n"));
+    assert_eq!(info.lines, 101);
+    assert_eq!(
+        info.kept_lines,
+        got.iter().filter(|&&b| b == b'\n').count() as u64
+    );
+    assert_eq!(info.kept_bytes, got.len() as u64);
+    assert!(info.truncated);
+    let first_dropped = info.kept_lines as f64 * 10.0;
+    assert_eq!(info.truncated_ms, Some(first_dropped));
+
+    // --no-log-lines: counted, nothing kept, not "truncated".
+    let run2 = store.create_run(&new_run("none", 2_000)).unwrap();
+    let mut off = access_log(cap);
+    off.keep_lines = false;
+    let mut w = LogLinesWriter::start(&store, &run2, off).unwrap();
+    w.push(&store, &text, 0.0).unwrap();
+    w.flush(&store, 0.0).unwrap();
+    let info = store.access_log(&run2).unwrap().unwrap();
+    assert_eq!(
+        (info.lines, info.kept_lines, info.truncated),
+        (100, 0, false)
+    );
+    assert!(read_lines(&store, &run2).is_empty());
+}
+
+#[test]
+fn a_reader_sees_lines_a_second_after_they_were_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run("live", 1_000)).unwrap();
+    let mut w = LogLinesWriter::start(&store, &run, access_log(1 << 30)).unwrap();
+    let reader = Store::open_existing(&path).unwrap();
+    w.push(&store, &log_text(0, 10), 100.0).unwrap();
+    w.tick(&store, 900.0).unwrap();
+    assert!(read_lines(&reader, &run).is_empty());
+    assert_eq!(reader.access_log(&run).unwrap().unwrap().lines, 0);
+    w.tick(&store, 1100.0).unwrap();
+    assert_eq!(read_lines(&reader, &run), log_text(0, 10));
+    let info = reader.access_log(&run).unwrap().unwrap();
+    assert_eq!((info.lines, info.kept_lines), (10, 10));
+    // The writer going away without a flush (a killed keisoku) keeps every
+    // chunk already written.
+    w.push(&store, &log_text(10, 5), 1200.0).unwrap();
+    drop(w);
+    assert_eq!(read_lines(&reader, &run), log_text(0, 10));
+}
+
+#[test]
+fn a_damaged_log_chunk_is_an_error_not_garbage() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run("bad", 1_000)).unwrap();
+    let mut w = LogLinesWriter::start(&store, &run, access_log(1 << 30)).unwrap();
+    w.push(&store, &log_text(0, 50), 0.0).unwrap();
+    w.flush(&store, 0.0).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE log_chunks SET raw_bytes = raw_bytes + 7", [])
+        .unwrap();
+    let err = store
+        .log_lines(&run)
+        .unwrap()
+        .read_to_end(&mut Vec::new())
+        .unwrap_err();
+    assert!(err.to_string().contains("log chunk 0"), "{err}");
+    conn.execute("UPDATE log_chunks SET data = x'00ff00ff'", [])
+        .unwrap();
+    assert!(store
+        .log_lines(&run)
+        .unwrap()
+        .read_to_end(&mut Vec::new())
+        .is_err());
+}
