@@ -3,11 +3,12 @@
 //! otherwise keeps the event-loop workers):
 //!
 //! ```text
-//! cargo run -p keisoku-demo --example pool -- 127.0.0.1:8080 pinned|free
+//! cargo run -p keisoku-demo --example pool -- 127.0.0.1:8080 pinned|free [WORKERS]
 //! cargo run -p keisoku-demo --example pool -- body > bid.json
 //! ```
 //!
-//! `body` prints a sample bid request to load it with.
+//! `body` prints a sample bid request to load it with. WORKERS is the pool
+//! size (default: 4 per usable core).
 
 use keisoku_demo::{DemoConfig, DemoServer, Knobs, Setting};
 
@@ -18,7 +19,7 @@ fn main() {
         return;
     }
     let (Some(listen), Some(mode)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: pool ADDR pinned|free, or pool body");
+        eprintln!("usage: pool ADDR pinned|free [WORKERS], or pool body");
         std::process::exit(2);
     };
     let Ok(listen) = listen.parse() else {
@@ -33,6 +34,14 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let workers = match args.get(2).map(|w| w.parse::<usize>()) {
+        None => None,
+        Some(Ok(n)) if n > 0 => Some(n),
+        Some(_) => {
+            eprintln!("pool: WORKERS must be a positive number");
+            std::process::exit(2);
+        }
+    };
     let knobs = Knobs {
         unpinned,
         ..Knobs::all_tuned()
@@ -41,6 +50,7 @@ fn main() {
         listen,
         knobs,
         prefork: true,
+        workers,
         ..DemoConfig::default()
     };
     match DemoServer::start(&config) {
