@@ -93,6 +93,9 @@ fn unreachable_target_exits_1_with_the_reason() {
     );
     assert!(stderr(&o).contains("refused"), "{}", stderr(&o));
     assert!(stdout(&o).contains("connect_refused"), "{}", stdout(&o));
+    // No latency figures for requests that never got an answer.
+    assert!(stdout(&o).contains("no responses"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("p99 0.00ms"), "{}", stdout(&o));
 }
 
 #[test]

@@ -99,10 +99,15 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
         Model::Open => "latency (from intended send time, coordinated omission corrected)",
     };
     let _ = writeln!(out, "  {label}");
-    out.push_str(&latency_lines(&s.latency_ms));
-    if let Some(svc) = &s.service_ms {
-        let _ = writeln!(out, "  service time (from actual send)");
-        out.push_str(&latency_lines(svc));
+    if s.requests == 0 {
+        // Zeros would read as a very fast server.
+        out.push_str("    no responses\n");
+    } else {
+        out.push_str(&latency_lines(&s.latency_ms));
+        if let Some(svc) = &s.service_ms {
+            let _ = writeln!(out, "  service time (from actual send)");
+            out.push_str(&latency_lines(svc));
+        }
     }
     if let Some(lag) = &s.schedule {
         let _ = writeln!(
