@@ -55,11 +55,22 @@ cpu_list=total; for ((i = 0; i < cores; i++)); do cpu_list+=",$i"; done
 disks=$(awk '$3 !~ /^(loop|ram|zram)/ && $4 > 0 {print $3}' /proc/diskstats | while read -r d; do [[ -e /sys/block/$d ]] && echo "$d"; done | paste -sd, -)
 ifaces=$(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | paste -sd, -)
 
-# A process for the "with a target" row: a small tree (shell + 2 children).
-sh -c "sleep $((DUR * REPS * 3)) & sleep $((DUR * REPS * 3)) & wait" &
+# A process for the "with a target" row: a small tree (shell + 2 sleeping
+# children + a Python process whose 8 threads each wake 200 times a second
+# and do a little work), so per-thread series (thread.*) are emitted as
+# they would be for a server's workers, and pidstat -t has threads to show.
+BUSY='import threading, time
+def work():
+    while True:
+        time.sleep(0.005)
+        sum(range(6000))
+for i in range(8):
+    threading.Thread(target=work, name=f"busy-{i}", daemon=True).start()
+threading.Event().wait()'
+sh -c "sleep $((DUR * REPS * 3)) & sleep $((DUR * REPS * 3)) & python3 -c '$BUSY' & wait" &
 TREE=$!
 trap 'pkill -P $TREE 2>/dev/null; kill $TREE 2>/dev/null || true' EXIT
-sleep 0.5
+sleep 1
 TREE_PIDS=$(echo "$TREE" $(pgrep -P "$TREE") | tr ' ' ,)
 
 # CPU time a process has used so far, in seconds: the sum over its threads

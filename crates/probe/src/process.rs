@@ -13,6 +13,7 @@ use crate::procfs::{
     Buf, NumericDir, ProcFile,
 };
 use crate::series::{Notes, Series, SeriesPoint};
+use crate::threads::{Delta, Worker, WorkerTable};
 
 /// Descendants are rediscovered at most this often: finding them means
 /// reading the stat file of every process on the host (no
@@ -74,6 +75,11 @@ struct ThreadSlot {
     status: Option<ProcFile>,
     prev: Option<ThreadPrev>,
     gen: u64,
+    worker: Worker,
+}
+
+fn worker_of(t: &mut ThreadSlot) -> &mut Worker {
+    &mut t.worker
 }
 
 /// What the host sample of the same moment tells the process sampler.
@@ -122,6 +128,7 @@ pub(crate) struct ProcessCollector {
     fds: Series,
     cores: Vec<Series>,
     core_acc: Vec<f64>,
+    workers: WorkerTable,
 }
 
 impl ProcessCollector {
@@ -170,6 +177,7 @@ impl ProcessCollector {
             fds: Series::new("proc.fds", "count"),
             cores: Vec::new(),
             core_acc: Vec::new(),
+            workers: WorkerTable::default(),
         })
     }
 
@@ -465,16 +473,21 @@ impl ProcessCollector {
                             status,
                             prev: None,
                             gen,
+                            worker: Worker::new(pid),
                         },
                     );
                 }
                 let Some(t) = self.threads.get_mut(&tid) else {
                     continue;
                 };
+                t.worker.delta = None;
                 if t.stat.read(&mut self.buf).is_err() {
                     continue;
                 }
                 let stat = self.buf.bytes();
+                if let Some(comm) = crate::procfs::stat_comm(stat) {
+                    t.worker.set_comm(comm);
+                }
                 let [utime, stime, processor] = stat_fields(stat, [14, 15, 39]);
                 let ticks = utime.unwrap_or(0) + stime.unwrap_or(0);
                 let processor = processor.map(|p| p as usize);
@@ -518,6 +531,11 @@ impl ProcessCollector {
                         (Some(a), Some(b)) => b.saturating_sub(a) as f64 / 1e9,
                         _ => cur.ticks.saturating_sub(p.ticks) as f64 / hz,
                     };
+                    let mut delta = Delta {
+                        cpu_s,
+                        core: processor,
+                        ..Delta::default()
+                    };
                     if let Some(core) = processor {
                         if core >= self.core_acc.len() && core < 4096 {
                             self.core_acc.resize(core + 1, 0.0);
@@ -526,21 +544,27 @@ impl ProcessCollector {
                             *acc += cpu_s;
                         }
                     }
-                    if let (Some(a), Some(b)) = (p.wait_ns, cur.wait_ns) {
-                        d_wait_ns += b.saturating_sub(a);
+                    let diff = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?));
+                    delta.wait_ns = diff(p.wait_ns, cur.wait_ns);
+                    delta.migrations = diff(p.migrations, cur.migrations);
+                    delta.nvcsw = diff(p.nvcsw, cur.nvcsw);
+                    delta.nivcsw = diff(p.nivcsw, cur.nivcsw);
+                    if let Some(d) = delta.wait_ns {
+                        d_wait_ns += d;
                         have_wait = true;
                     }
-                    if let (Some(a), Some(b)) = (p.migrations, cur.migrations) {
-                        d_migr += b.saturating_sub(a);
+                    if let Some(d) = delta.migrations {
+                        d_migr += d;
                         have_migr = true;
                     }
-                    if let (Some(a), Some(b)) = (p.nvcsw, cur.nvcsw) {
-                        d_nvcsw += b.saturating_sub(a);
+                    if let Some(d) = delta.nvcsw {
+                        d_nvcsw += d;
                         have_csw = true;
                     }
-                    if let (Some(a), Some(b)) = (p.nivcsw, cur.nivcsw) {
-                        d_nivcsw += b.saturating_sub(a);
+                    if let Some(d) = delta.nivcsw {
+                        d_nivcsw += d;
                     }
+                    t.worker.delta = Some(delta);
                 }
                 t.prev = Some(cur);
                 t.gen = gen;
@@ -593,6 +617,8 @@ impl ProcessCollector {
             if have_wait {
                 self.runq.push(out, t_ns, d_wait_ns as f64 / 1e6 / dt_s);
             }
+            self.workers
+                .emit(&mut self.threads, worker_of, dt_s, t_ns, out, notes);
         }
     }
 }

@@ -36,11 +36,14 @@ fn threads_of_the_target_are_counted() {
     // One spinning thread, to see per-thread CPU land on a core.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s2 = stop.clone();
-    let spinner = std::thread::spawn(move || {
-        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
-            std::hint::spin_loop();
-        }
-    });
+    let spinner = std::thread::Builder::new()
+        .name("ks-spinner".into())
+        .spawn(move || {
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+        .unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let expected = task_count();
     let mut cfg = SamplerConfig::new(Instant::now());
@@ -89,6 +92,28 @@ fn threads_of_the_target_are_counted() {
         (sampled - cpu).abs() <= 0.03 + 0.2 * cpu,
         "cores show {sampled:.3} s, the process used {cpu:.3} s"
     );
+    // The spinner has its own series, holding nearly all of the process's
+    // CPU; the idle threads have none.
+    let pid = std::process::id();
+    let spin: Vec<(&String, f64)> = s
+        .iter()
+        .filter(|(k, _)| k.starts_with(&format!("thread.ks-spinner:{pid}:")) && k.ends_with(".cpu"))
+        .map(|(k, v)| (k, v.last().unwrap().1))
+        .collect();
+    assert_eq!(spin.len(), 1, "{:?}", s.keys());
+    assert!(
+        spin[0].1 > 0.5 * core_total && spin[0].1 <= core_total + 1e-6,
+        "spinner {:.1}% of {core_total:.1}%",
+        spin[0].1
+    );
+    let with_series = s.keys().filter(|k| k.ends_with(".cpu")).count();
+    assert!(
+        with_series < expected,
+        "idle threads got series: {:?}",
+        s.keys()
+    );
     // No host series when host sampling is off.
-    assert!(s.keys().all(|k| k.starts_with("proc.")));
+    assert!(s
+        .keys()
+        .all(|k| k.starts_with("proc.") || k.starts_with("thread.")));
 }
