@@ -191,6 +191,38 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
         .find(|s| s.name == "log.rps")
         .expect("log.rps");
     assert_eq!(rps.v.iter().sum::<f64>(), 25.0);
+    // The run kept every line it counted, byte for byte and in order,
+    // across the rotation and the truncation.
+    let kept = run.routes.access_log_lines.as_ref().expect("lines kept");
+    assert_eq!(
+        (kept.lines, kept.kept_lines, kept.truncated),
+        (25, 25, false)
+    );
+    let expected = ltsv("/a", 200).repeat(10)
+        + "time:x\tmethod:GET\turi:/a\tstatus:200\tsize:5\treqtime:0.001\n"
+        + &ltsv("/b", 500).repeat(5)
+        + &ltsv("/c", 200).repeat(4)
+        + &ltsv("/d", 404).repeat(5);
+    assert_eq!(kept.kept_bytes, expected.len() as u64);
+    assert_eq!(log_lines(&store, "rot"), expected);
+}
+
+/// The access-log lines a run kept (`keisoku export RUN --format log`).
+fn log_lines(store: &Path, run: &str) -> String {
+    let out = keisoku(&[
+        "export",
+        run,
+        "--format",
+        "log",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
@@ -266,9 +298,21 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
     let s = store.to_str().unwrap();
+    let log = dir.path().join("access.log");
+    std::fs::write(&log, "").unwrap();
+    let l = log.to_str().unwrap();
     let mut child = Command::new(BIN)
         .args([
-            "record", "--store", s, "--name", "ctrlc", "--", "sleep", "60",
+            "record",
+            "--store",
+            s,
+            "--name",
+            "ctrlc",
+            "--access-log",
+            l,
+            "--",
+            "sleep",
+            "60",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -282,6 +326,9 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
                 .find(|s| s.name == "cpu.all.user" && s.v.len() >= 2)
         })
     });
+    // Lines written just before the interruption are still kept: the
+    // follower reads and stores what is left when it stops.
+    append(&log, &ltsv("/late", 200).repeat(3));
     // SAFETY: signalling the child this test started.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = Instant::now();
@@ -305,11 +352,21 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
         "newest point at {newest} ms, run ended at {} ms",
         run.run.duration_ms
     );
+    assert_eq!(log_lines(&store, "ctrlc"), ltsv("/late", 200).repeat(3));
 
     // SIGKILL: no chance to finish; the data written so far is readable.
     let stop = dir.path().join("stop");
     let mut child = Command::new(BIN)
-        .args(["record", "--store", s, "--name", "killed", "--"])
+        .args([
+            "record",
+            "--store",
+            s,
+            "--name",
+            "killed",
+            "--access-log",
+            l,
+            "--",
+        ])
         .args(until(&stop))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -322,6 +379,13 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
                 .any(|s| s.name == "cpu.all.user" && !s.v.is_empty())
         })
     });
+    // Lines are written about a second after they are read.
+    let before = ltsv("/kept", 200).repeat(4) + &ltsv("/kept", 503);
+    append(&log, &before);
+    wait_for("the log lines stored before the kill", || {
+        let out = keisoku(&["export", "killed", "--format", "log", "--store", s]);
+        (out.stdout == before.as_bytes()).then_some(())
+    });
     child.kill().unwrap();
     child.wait().unwrap();
     // The orphaned CMD may go now.
@@ -332,6 +396,28 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
         .series
         .iter()
         .any(|s| s.name == "cpu.all.user" && !s.v.is_empty()));
+    // The killed run never stored its route table, yet its kept lines
+    // answer every `keisoku logs` option.
+    assert_eq!(log_lines(&store, "killed"), before);
+    let out = keisoku(&[
+        "logs",
+        "killed",
+        "--store",
+        s,
+        "--format",
+        "tsv",
+        "-o",
+        "count,5xx,uri",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Count\t5xx\tUri\n5\t1\t/kept\n"
+    );
     let show = keisoku(&["runs", "--store", s]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert_eq!(text.matches("interrupted").count(), 2, "{text}");

@@ -2,6 +2,7 @@
 
 use crate::exit::{bad_input, OK};
 use crate::recording::{self, StoreArg};
+use anyhow::Context as _;
 use std::io::Write;
 
 /// Flags of `keisoku export`.
@@ -10,15 +11,17 @@ use std::io::Write;
     about = "Export a stored run as JSON or CSV",
     after_help = "json: the Run JSON of docs/run-json.md (run, results, phases, series, routes, profile, findings).\n\
 csv: the run's time series; --csv-form long (default) writes series,unit,t_ms,value per point, \
---csv-form wide one row per time and one column per series (empty where a series has no point).\n\n\
-Examples:\n  keisoku export last --format json > run.json\n  keisoku export baseline --format csv --csv-form wide -o series.csv"
+--csv-form wide one row per time and one column per series (empty where a series has no point).\n\
+log: the access-log lines the run kept, byte for byte (line N is the N of `keisoku logs RUN --slow`).\n\n\
+Examples:\n  keisoku export last --format json > run.json\n  keisoku export baseline --format csv --csv-form wide -o series.csv\n  \
+keisoku export last --format log | sed -n 1234p"
 )]
 pub struct Args {
     /// The run: id, unique id prefix, name, or `last`.
     #[arg(value_name = "RUN")]
     run: String,
     /// Output format.
-    #[arg(long, value_name = "FORMAT", default_value = "json", value_parser = ["json", "csv"])]
+    #[arg(long, value_name = "FORMAT", default_value = "json", value_parser = ["json", "csv", "log"])]
     format: String,
     /// CSV layout: long (one row per point) or wide (one column per series).
     #[arg(long, value_name = "FORM", default_value = "long", value_parser = ["long", "wide"])]
@@ -47,7 +50,23 @@ fn export(args: Args) -> anyhow::Result<u8> {
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
     let keep = |name: &str| args.series.as_deref().is_none_or(|p| name.starts_with(p));
-    if args.format == "csv" {
+    if args.format == "log" {
+        let log = store.access_log(&id).map_err(recording::store_error)?;
+        if log.as_ref().is_none_or(|l| l.kept_lines == 0) {
+            return Err(bad_input(format!(
+                "run {id} kept no access-log lines{}",
+                match &log {
+                    None => " (no --access-log, or recorded before keisoku kept lines)",
+                    Some(l) if !l.keep_lines => " (recorded with --no-log-lines)",
+                    Some(_) => "",
+                }
+            )));
+        }
+        let mut lines = store.log_lines(&id).map_err(recording::store_error)?;
+        // Context keeps the io::Error in the chain: a closed pipe stays quiet.
+        std::io::copy(&mut lines, &mut out)
+            .with_context(|| format!("run {id}: copying its access-log lines"))?;
+    } else if args.format == "csv" {
         let mut series = store.series(&id).map_err(recording::store_error)?;
         series.retain(|s| keep(&s.name));
         if args.csv_form == "wide" {

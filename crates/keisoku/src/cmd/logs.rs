@@ -156,6 +156,10 @@ struct Common {
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
     page: Option<usize>,
+    /// The run store, when FILE names a stored run (default:
+    /// $KEISOKU_STORE, else ./.keisoku/runs.db).
+    #[arg(long, value_name = "PATH")]
+    store: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -493,14 +497,25 @@ fn analyse_one(
             anyhow::Error::new(e).context(format!("opening {name}"))
         }
     })?;
-    let _progress = Progress::start(name.clone(), opened.size, read, !c.no_progress);
-    let mut analysis =
+    let progress = Progress::start(name.clone(), opened.size, read, !c.no_progress);
+    let analysis =
         engine::analyze(Arc::clone(cfg), opened.reader, threads).map_err(|e| match e {
             engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
             engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
         })?;
-    drop(_progress);
-    check_format(&name, cfg, &analysis)?;
+    drop(progress);
+    checked(&name, cfg, c, analysis)
+}
+
+/// Refuses an input that is not a log of the chosen format, and reports
+/// (or with --strict refuses) its malformed lines.
+fn checked(
+    name: &str,
+    cfg: &Config,
+    c: &Common,
+    mut analysis: Analysis,
+) -> anyhow::Result<Analysis> {
+    check_format(name, cfg, &analysis)?;
     if analysis.counts.malformed > 0 {
         let first = analysis.malformed.first();
         if c.strict {
@@ -561,7 +576,8 @@ fn check_format(name: &str, cfg: &Config, a: &Analysis) -> anyhow::Result<()> {
     )))
 }
 
-fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
+/// The view, the analysis configuration and the thread count of `c`.
+fn setup(c: &Common, format: Format) -> anyhow::Result<(View, Arc<Config>, usize)> {
     let view = parse_view(&c.view)?;
     let time_scale = match c.time_unit.as_str() {
         "ms" => 1e-3,
@@ -600,20 +616,41 @@ fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .max(1);
+    Ok((view, cfg, threads))
+}
 
-    let (mut routes, analysis) = if let Some(load) = &c.load {
+/// The files (or standard input) `c` names.
+fn input_files(c: &Common) -> Vec<PathBuf> {
+    c.file
+        .iter()
+        .cloned()
+        .chain(c.files.iter().cloned())
+        .collect()
+}
+
+fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
+    if c.load.is_none() {
+        // A RUN where a FILE would be, when no such file exists.
+        if let [only] = input_files(&c).as_slice() {
+            if let Some(spec) = only
+                .to_str()
+                .filter(|_| !only.exists() && only != Path::new("-"))
+            {
+                if let Some((store, run)) = find_run(spec, c.store.as_deref())? {
+                    return analyse_run(&store, &run, c, Some(format));
+                }
+            }
+        }
+    }
+    let (_, cfg, threads) = setup(&c, format)?;
+    let (routes, analysis) = if let Some(load) = &c.load {
         let text = std::fs::read_to_string(load)
             .map_err(|e| bad_input(format!("{}: {e}", load.display())))?;
         let (routes, _) =
             dump::from_json(&text).map_err(|e| bad_input(format!("{}: {e}", load.display())))?;
         (routes, None)
     } else {
-        let mut files: Vec<PathBuf> = c
-            .file
-            .iter()
-            .cloned()
-            .chain(c.files.iter().cloned())
-            .collect();
+        let mut files = input_files(&c);
         if files.is_empty() {
             if std::io::stdin().is_terminal() {
                 return Err(bad_input(
@@ -621,16 +658,6 @@ fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
                 ));
             }
             files.push(PathBuf::from("-"));
-        }
-        if let [only] = files.as_slice() {
-            if let Some(spec) = only
-                .to_str()
-                .filter(|_| !only.exists() && only != Path::new("-"))
-            {
-                if let Some((store, run)) = find_run(spec, None)? {
-                    return stored_from_common(&store, &run, &c);
-                }
-            }
         }
         if c.pos.is_some() && (files.len() != 1 || files[0] == Path::new("-")) {
             return Err(bad_input(
@@ -650,12 +677,24 @@ fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
             }
         }
         let a = total.unwrap_or_else(|| unreachable!("at least one input"));
+        (a.routes.clone(), Some(a))
+    };
+    output(&c, routes, analysis)
+}
+
+/// Prints the route table (or the timeline, the slowest requests) of an
+/// analysis, and writes its dump, as every `keisoku logs` input does.
+fn output(
+    c: &Common,
+    mut routes: Vec<RouteStats>,
+    analysis: Option<Analysis>,
+) -> anyhow::Result<u8> {
+    let view = parse_view(&c.view)?;
+    if let Some(a) = &analysis {
         if a.routes.len() > c.limit {
             return Err(bad_input(format!("more than {} distinct routes; group them with -m or --auto-group, or raise --limit", c.limit)));
         }
-        (a.routes.clone(), Some(a))
-    };
-
+    }
     if let (Some(path), Some(a)) = (&c.dump, &analysis) {
         std::fs::write(path, dump::to_json(&a.routes, &a.counts))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -788,55 +827,37 @@ fn diff(d: DiffArgs) -> anyhow::Result<u8> {
 }
 
 const STORED_ABOUT: &str = "\
-The route table of a stored run's access log (a run recorded by `keisoku
-run` or `keisoku record` with --access-log). RUN is a run id, a unique id
-prefix, a run name or `last` (see `keisoku runs`).
+The access-log analysis of a stored run (recorded by `keisoku run` or
+`keisoku record` with --access-log). RUN is a run id, a unique id prefix, a
+run name or `last` (see `keisoku runs`).
 
-The run keeps, per route, the columns alp prints (counts, status classes,
-min, max, sum, avg, stddev, body sizes) and per-second latency histograms,
-so every column, sort key, percentile and output format works, and routes
-can be grouped further with -m or --auto-group (stored routes are paths
-without their query string). It does not keep the log lines themselves, so
--f, -q, --slow and --timeline need the log file: `keisoku logs ltsv FILE ...`
-(`keisoku show RUN` has requests and p99 per second as log.rps and
-log.p99_ms).";
+A run keeps the log lines it followed (up to --log-lines-max, 1 GiB by
+default, about a tenth of that compressed), so every option of `keisoku logs
+ltsv|json|regexp FILE` works and prints what it prints for a file holding
+those lines: -f, -q, --qs-ignore-values, -m, --auto-group, --slow (line N is
+the run's N-th kept line: `keisoku export RUN --format log | sed -n Np`),
+--timeline, --strict, every sort, column, percentile and format, --dump.
+The lines are parsed with the run's --log-format (`keisoku logs ltsv RUN`
+chooses another, with its label flags).
 
-/// Flags of `keisoku logs RUN`.
+A run without its lines (recorded with --no-log-lines, or by a keisoku that
+did not keep them) still has per-route statistics and per-second
+histograms: the plain table, sorts, columns, percentiles, formats, -m,
+--auto-group and --dump work from those; -f, -q, --slow, --timeline,
+--time-unit and --strict are refused (exit 2). When --log-lines-max cut the
+lines short, the plain table comes from the statistics (they cover every
+line) and the options that need lines use the kept ones, with a warning
+naming how many lines and until when.";
+
+/// Flags of `keisoku logs RUN` (those of `keisoku logs ltsv FILE`).
 #[derive(clap::Parser, Debug)]
 #[command(about = STORED_ABOUT, after_help = "Examples:\n  keisoku logs last\n  \
 keisoku logs before --sort p99 -r --percentiles 50,99 --format md\n  \
-keisoku logs last --auto-group --dump after.json\n  keisoku logs diff before after")]
+keisoku logs last -f 'Status >= 500' --slow 10\n  keisoku logs last --auto-group --timeline 1s\n  \
+keisoku logs last -q --qs-ignore-values --dump after.json\n  keisoku logs diff before after")]
 struct StoredArgs {
     #[command(flatten)]
-    view: ViewFlags,
-    /// Group routes further by regular expressions, comma-separated; the
-    /// first match names the route (alp's -m).
-    #[arg(short = 'm', long = "matching-groups", value_name = "REGEX,REGEX")]
-    matching_groups: Option<String>,
-    /// Replace id-like path segments with :id, :uuid, :date, :hex, :token.
-    #[arg(long = "auto-group")]
-    auto_group: bool,
-    /// Save the route statistics as JSON (for `keisoku logs diff`).
-    #[arg(long, value_name = "FILE")]
-    dump: Option<PathBuf>,
-    /// The run store (default: $KEISOKU_STORE, else ./.keisoku/runs.db).
-    #[arg(long, value_name = "PATH")]
-    store: Option<PathBuf>,
-    /// Needs the log lines: refused with the reason.
-    #[arg(short = 'f', long, hide = true)]
-    filters: Option<String>,
-    /// Needs the log lines: refused with the reason.
-    #[arg(short = 'q', long = "query-string", hide = true)]
-    query_string: bool,
-    /// Needs the log lines: refused with the reason.
-    #[arg(long = "qs-ignore-values", hide = true)]
-    qs_ignore_values: bool,
-    /// Needs the log lines: refused with the reason.
-    #[arg(long, hide = true)]
-    timeline: Option<String>,
-    /// Needs the log lines: refused with the reason.
-    #[arg(long, hide = true)]
-    slow: Option<usize>,
+    common: Common,
 }
 
 /// The store and run id `spec` names, or `None` when there is no store or
@@ -854,70 +875,154 @@ fn find_run(
     Ok(store.resolve(spec).ok().map(|run| (store, run)))
 }
 
-/// Refuses options that need the raw log lines, naming them.
-fn refuse_line_options(run: &str, used: &[(&str, bool)]) -> anyhow::Result<()> {
-    let used: Vec<&str> = used.iter().filter(|u| u.1).map(|u| u.0).collect();
-    if used.is_empty() {
-        return Ok(());
-    }
-    Err(bad_input(format!(
-        "{}: run {run} keeps per-route statistics and per-second histograms, not the log lines {} need{}; run `keisoku logs ltsv|json|regexp FILE` on the access log itself",
-        used.join(", "),
-        if used.len() == 1 { "this option" } else { "these options" },
-        if used.len() == 1 { "s" } else { "" },
-    )))
-}
-
 fn stored_run(spec: &str, a: StoredArgs) -> anyhow::Result<u8> {
-    let path = keisoku_store::store_path(a.store.as_deref());
-    let Some((store, run)) = find_run(spec, a.store.as_deref())? else {
+    let c = a.common;
+    let path = keisoku_store::store_path(c.store.as_deref());
+    let Some((store, run)) = find_run(spec, c.store.as_deref())? else {
         return Err(bad_input(format!(
             "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
             path.display()
         )));
     };
-    refuse_line_options(
-        &run,
-        &[
-            ("-f", a.filters.is_some()),
-            ("-q", a.query_string || a.qs_ignore_values),
-            ("--timeline", a.timeline.is_some()),
-            ("--slow", a.slow.is_some()),
-        ],
-    )?;
-    let view = parse_view(&a.view)?;
-    print_stored(
-        &store,
-        &run,
-        &view,
-        a.matching_groups.as_deref(),
-        a.auto_group,
-        a.dump.as_deref(),
-    )
+    if let Some(f) = input_files(&c).first() {
+        return Err(bad_input(format!(
+            "{}: `keisoku logs RUN` reads the run's own lines; give a FILE to `keisoku logs ltsv|json|regexp` instead",
+            f.display()
+        )));
+    }
+    analyse_run(&store, &run, c, None)
 }
 
-/// `keisoku logs ltsv RUN ...`: the same as `keisoku logs RUN ...`.
-fn stored_from_common(store: &keisoku_store::Store, run: &str, c: &Common) -> anyhow::Result<u8> {
-    refuse_line_options(
-        run,
-        &[
-            ("-f", c.filters.is_some()),
-            ("-q", c.query_string || c.qs_ignore_values),
-            ("--timeline", c.timeline.is_some()),
-            ("--slow", c.slow.is_some()),
-            ("--pos", c.pos.is_some()),
-            ("--load", c.load.is_some()),
-        ],
-    )?;
-    let view = parse_view(&c.view)?;
-    print_stored(
-        store,
-        run,
-        &view,
-        c.matching_groups.as_deref(),
-        c.auto_group,
-        c.dump.as_deref(),
-    )
+/// `keisoku logs [FORMAT] RUN ...`: the run's kept lines through the same
+/// pipeline as a file (parsed as `format`, else as the run was recorded),
+/// or its stored per-route statistics when it has no lines.
+fn analyse_run(
+    store: &keisoku_store::Store,
+    run: &str,
+    c: Common,
+    format: Option<Format>,
+) -> anyhow::Result<u8> {
+    for (flag, used) in [("--pos", c.pos.is_some()), ("--load", c.load.is_some())] {
+        if used {
+            return Err(bad_input(format!(
+                "{flag} does not apply to a stored run ({run})"
+            )));
+        }
+    }
+    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
+    let log = store.access_log(run).map_err(damaged)?;
+    let line_options: Vec<&str> = [
+        ("-f", c.filters.is_some()),
+        ("-q", c.query_string || c.qs_ignore_values),
+        ("--timeline", c.timeline.is_some()),
+        ("--slow", c.slow.is_some()),
+        ("--time-unit", c.time_unit != "s"),
+        ("--strict", c.strict),
+    ]
+    .into_iter()
+    .filter(|o| o.1)
+    .map(|o| o.0)
+    .collect();
+    let kept = log.as_ref().filter(|l| l.kept_lines > 0);
+    let use_lines = match kept {
+        None => false,
+        Some(l) if l.truncated && line_options.is_empty() => {
+            // The statistics cover every line; use the kept lines only if
+            // the recording never got to store them (killed keisoku).
+            store
+                .routes(run, keisoku_store::RouteSource::AccessLog)
+                .map_err(damaged)?
+                .is_empty()
+        }
+        Some(_) => true,
+    };
+    if !use_lines {
+        if !line_options.is_empty() {
+            return Err(refusal(run, &line_options, log.as_ref()));
+        }
+        let view = parse_view(&c.view)?;
+        return print_stored(
+            store,
+            run,
+            &view,
+            c.matching_groups.as_deref(),
+            c.auto_group,
+            c.dump.as_deref(),
+        );
+    }
+    let Some(log) = kept else {
+        unreachable!("lines are used only when kept")
+    };
+    let recorded = crate::recording::follow::log_format(&log.format, log.pattern.as_deref())
+        .map_err(|e| anyhow::anyhow!("run {run}: {e}"))?;
+    let format = match format {
+        None => recorded,
+        // `keisoku logs regexp RUN` without --pattern: the run's own pattern.
+        Some(Format::Regexp { pattern, .. })
+            if pattern.as_str() == format::DEFAULT_PATTERN
+                && matches!(recorded, Format::Regexp { .. }) =>
+        {
+            recorded
+        }
+        Some(f) => f,
+    };
+    let (_, cfg, threads) = setup(&c, format)?;
+    if log.truncated {
+        eprintln!(
+            "keisoku: warning: run {run} kept only its first {} of {} log lines ({} bytes, --log-lines-max reached {:.1}s into the run); this output covers those lines only",
+            log.kept_lines,
+            log.lines,
+            log.kept_bytes,
+            log.truncated_ms.unwrap_or(0.0) / 1000.0
+        );
+    }
+    let name = format!("run {run}");
+    let read = Arc::new(AtomicU64::new(0));
+    let reader = Counted {
+        inner: store.log_lines(run).map_err(damaged)?,
+        read: Arc::clone(&read),
+    };
+    let progress = Progress::start(name.clone(), Some(log.kept_bytes), read, !c.no_progress);
+    let analysis = engine::analyze(Arc::clone(&cfg), reader, threads).map_err(|e| match e {
+        engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
+        engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
+    })?;
+    drop(progress);
+    let analysis = checked(&name, &cfg, &c, analysis)?;
+    output(&c, analysis.routes.clone(), Some(analysis))
+}
+
+/// Why a run cannot answer options that need its log lines.
+fn refusal(run: &str, options: &[&str], log: Option<&keisoku_store::AccessLog>) -> anyhow::Error {
+    let why = match log {
+        Some(l) if !l.keep_lines => "it was recorded with --no-log-lines".to_string(),
+        Some(l) if l.truncated => format!(
+            "its first line was already larger than --log-lines-max ({} bytes)",
+            l.max_bytes
+        ),
+        Some(_) => "its access log had no lines".to_string(),
+        None => "it was recorded before keisoku kept them".to_string(),
+    };
+    bad_input(format!(
+        "{}: run {run} keeps per-route statistics and per-second histograms, not the log lines {} need{} ({why}); run `keisoku logs ltsv|json|regexp FILE` on the access log itself, and record the next run without --no-log-lines (lines are kept up to --log-lines-max, 1GiB by default)",
+        options.join(", "),
+        if options.len() == 1 { "this option" } else { "these options" },
+        if options.len() == 1 { "s" } else { "" },
+    ))
+}
+
+/// Counts the bytes read through it, for the progress line.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// The route grouper of `-m REGEX,REGEX` and `--auto-group`.

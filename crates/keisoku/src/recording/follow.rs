@@ -1,11 +1,12 @@
 //! Follows an access log while a run records: reads lines as the server
 //! writes them (surviving rotation and truncation), aggregates routes with
-//! crates/logs, and stores per-second per-route histograms as they complete.
+//! crates/logs, stores per-second per-route histograms as they complete,
+//! and keeps the lines themselves (up to a size cap) for `keisoku logs RUN`.
 
 use hdrhistogram::Histogram;
 use keisoku_logs::group::Grouper;
 use keisoku_logs::{Aggregator, Config, FieldNames, Format, LineParser, QueryMode};
-use keisoku_store::{RouteRow, RouteSecond, RouteSource, Series, Store};
+use keisoku_store::{AccessLog, LogLinesWriter, RouteRow, RouteSecond, RouteSource, Series, Store};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -22,10 +23,23 @@ const POLL: Duration = Duration::from_millis(200);
 const TAIL: usize = 64;
 /// Largest latency kept in histograms: one hour in µs.
 const MAX_US: u64 = 3_600_000_000;
+/// Most bytes read from the log at once, so a large backlog is handled in
+/// pieces instead of all in memory.
+const READ_MAX: usize = 8 << 20;
 
 /// Builds the line parser for `--log-format`.
 pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> {
-    let format = match format {
+    Ok(LineParser::new(
+        log_format(format, regexp)?,
+        QueryMode::Drop,
+        1.0,
+    ))
+}
+
+/// The log format of `--log-format` (and `--log-regexp`), with the default
+/// field names `keisoku logs` uses for it.
+pub fn log_format(format: &str, regexp: Option<&str>) -> Result<Format, String> {
+    Ok(match format {
         "ltsv" => Format::Ltsv(FieldNames::ltsv()),
         "json" => Format::Json(FieldNames::json()),
         "regexp" => {
@@ -37,8 +51,21 @@ pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> 
                 "--log-format: unknown format {other:?} (ltsv, json or regexp)"
             ))
         }
-    };
-    Ok(LineParser::new(format, QueryMode::Drop, 1.0))
+    })
+}
+
+/// What to keep of the followed log's lines.
+#[derive(Debug, Clone)]
+pub struct Keep {
+    /// `--log-format` and `--log-regexp`, stored so `keisoku logs RUN`
+    /// parses the lines as the recording did.
+    pub format: String,
+    /// `--log-regexp`.
+    pub pattern: Option<String>,
+    /// False with `--no-log-lines`.
+    pub lines: bool,
+    /// `--log-lines-max`: raw bytes kept at most.
+    pub max_bytes: u64,
 }
 
 /// What a stopped follower hands back.
@@ -53,6 +80,8 @@ pub struct Followed {
     pub reopened: u32,
     /// Problems met (I/O, store), each once.
     pub notes: Vec<String>,
+    /// What the run kept of the lines (`None` when that could not be stored).
+    pub kept: Option<AccessLog>,
 }
 
 /// A running follower thread.
@@ -82,6 +111,8 @@ struct State {
     malformed: u64,
     reopened: u32,
     notes: Vec<String>,
+    /// Keeps the lines in the store (`None` if it could not start).
+    keeper: Option<LogLinesWriter>,
 }
 
 impl Follower {
@@ -90,11 +121,28 @@ impl Follower {
     pub fn start(
         path: &Path,
         parser: LineParser,
+        keep: Keep,
         store_path: PathBuf,
         run: String,
         origin: Instant,
     ) -> Result<Follower, String> {
         let store = Store::open(&store_path).map_err(|e| e.to_string())?;
+        let mut notes = Vec::new();
+        let log = AccessLog {
+            path: path.display().to_string(),
+            format: keep.format,
+            pattern: keep.pattern,
+            keep_lines: keep.lines,
+            max_bytes: keep.max_bytes,
+            ..AccessLog::default()
+        };
+        let keeper = match LogLinesWriter::start(&store, &run, log) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                notes.push(format!("access-log lines not kept: {e}"));
+                None
+            }
+        };
         let mut cfg = Config::new(parser.clone());
         cfg.grouper = Grouper::default();
         let mut st = State {
@@ -113,7 +161,8 @@ impl Follower {
             lines: 0,
             malformed: 0,
             reopened: 0,
-            notes: Vec::new(),
+            notes,
+            keeper,
         };
         if let Ok(f) = File::open(path) {
             let meta = f
@@ -139,8 +188,9 @@ impl Follower {
             .spawn(move || {
                 loop {
                     let stopping = stop_t.load(Ordering::Relaxed);
-                    st.poll();
+                    st.poll(&store);
                     st.flush_seconds(&store, &run, !stopping);
+                    st.keep_due(&store, stopping);
                     if stopping {
                         break;
                     }
@@ -166,6 +216,7 @@ impl Follower {
                 malformed: 0,
                 reopened: 0,
                 notes: vec!["access-log follower stopped unexpectedly".into()],
+                kept: None,
             },
         }
     }
@@ -189,7 +240,7 @@ impl State {
 
     /// Reads new bytes; follows the name to a new file after rotation and
     /// restarts from the top after truncation.
-    fn poll(&mut self) {
+    fn poll(&mut self, store: &Store) {
         let current = std::fs::metadata(&self.path)
             .ok()
             .map(|m| ((m.dev(), m.ino()), m.len()));
@@ -197,7 +248,7 @@ impl State {
             (Some((ino, _)), Some(old)) if ino != old => {
                 // Rotated: finish the old file (the server may have written
                 // more before it reopened), then switch to the new one.
-                self.read_available();
+                self.read_available(store);
                 self.open_new(0);
                 self.reopened += 1;
             }
@@ -212,7 +263,23 @@ impl State {
             (Some(_), None) => self.open_new(0),
             _ => {}
         }
-        self.read_available();
+        self.read_available(store);
+    }
+
+    /// Writes kept lines and counters that are due (all when `all`).
+    fn keep_due(&mut self, store: &Store, all: bool) {
+        let now_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
+        let Some(k) = self.keeper.as_mut() else {
+            return;
+        };
+        let r = if all {
+            k.flush(store, now_ms)
+        } else {
+            k.tick(store, now_ms)
+        };
+        if let Err(e) = r {
+            self.note(format!("storing access-log lines: {e}"));
+        }
     }
 
     /// Whether the bytes just before our offset are still the ones we read.
@@ -247,23 +314,36 @@ impl State {
         }
     }
 
-    fn read_available(&mut self) {
-        let Some(f) = self.file.as_mut() else { return };
-        if f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
+    fn read_available(&mut self, store: &Store) {
         let mut buf = Vec::new();
-        match f.read_to_end(&mut buf) {
-            Ok(n) => self.offset += n as u64,
-            Err(e) => {
-                let msg = format!("reading access log {}: {e}", self.path.display());
-                self.note(msg);
+        loop {
+            let Some(f) = self.file.as_mut() else { return };
+            if f.seek(SeekFrom::Start(self.offset)).is_err() {
+                return;
+            }
+            buf.clear();
+            match f.by_ref().take(READ_MAX as u64).read_to_end(&mut buf) {
+                Ok(n) => self.offset += n as u64,
+                Err(e) => {
+                    let msg = format!("reading access log {}: {e}", self.path.display());
+                    self.note(msg);
+                    return;
+                }
+            }
+            if buf.is_empty() {
+                return;
+            }
+            let more = buf.len() == READ_MAX;
+            self.take_bytes(&buf, store);
+            if !more {
                 return;
             }
         }
-        if buf.is_empty() {
-            return;
-        }
+    }
+
+    /// Handles bytes just read: remembers the tail, and hands every
+    /// completed line to the aggregator and the line keeper.
+    fn take_bytes(&mut self, buf: &[u8], store: &Store) {
         let keep = buf.len().min(TAIL);
         if keep == TAIL {
             self.tail.clear();
@@ -272,12 +352,18 @@ impl State {
         }
         self.tail.extend_from_slice(&buf[buf.len() - keep..]);
         let second = (self.origin.elapsed().as_millis() / 1000) as u32;
-        self.partial.extend_from_slice(&buf);
+        self.partial.extend_from_slice(buf);
         let Some(last_nl) = self.partial.iter().rposition(|&b| b == b'\n') else {
             return;
         };
         let rest = self.partial.split_off(last_nl + 1);
         let complete = std::mem::replace(&mut self.partial, rest);
+        if let Some(k) = self.keeper.as_mut() {
+            let now_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
+            if let Err(e) = k.push(store, &complete, now_ms) {
+                self.note(format!("storing access-log lines: {e}"));
+            }
+        }
         for line in complete.split(|&b| b == b'\n') {
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
@@ -409,6 +495,7 @@ impl State {
             malformed: self.malformed,
             reopened: self.reopened,
             notes: self.notes,
+            kept: self.keeper.map(|k| k.info().clone()),
         }
     }
 }

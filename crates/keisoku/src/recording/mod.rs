@@ -101,6 +101,14 @@ pub struct RecorderArgs {
     /// --log-format regexp: the pattern (named groups as alp) [default: alp's combined-log pattern].
     #[arg(long, value_name = "REGEXP")]
     pub log_regexp: Option<String>,
+    /// Raw bytes of access-log lines kept with the run (for `keisoku logs RUN -f/-q/--slow/--timeline`),
+    /// e.g. 1GiB, 200MB, 0. Stored compressed, about a tenth of the raw size for nginx logs.
+    /// Past the cap lines still count in the route table but are not kept.
+    #[arg(long, value_name = "SIZE", default_value = "1GiB")]
+    pub log_lines_max: String,
+    /// Do not keep the access-log lines, only per-route statistics and per-second histograms.
+    #[arg(long)]
+    pub no_log_lines: bool,
     /// Host and process sampling interval (100ms or more).
     #[arg(long, value_name = "DUR", default_value = "1s")]
     pub interval: String,
@@ -157,14 +165,29 @@ impl RecorderArgs {
         Ok(None)
     }
 
-    /// The access-log parser, checked before anything starts.
-    pub fn access_log(&self) -> anyhow::Result<Option<(PathBuf, keisoku_logs::LineParser)>> {
+    /// The access-log parser and what to keep of its lines, checked before
+    /// anything starts.
+    pub fn access_log(
+        &self,
+    ) -> anyhow::Result<Option<(PathBuf, keisoku_logs::LineParser, follow::Keep)>> {
+        let max_bytes = parse_size(&self.log_lines_max).ok_or_else(|| {
+            bad_input(format!(
+                "--log-lines-max {:?}: use a size such as 1GiB, 200MB, 64KiB or a number of bytes",
+                self.log_lines_max
+            ))
+        })?;
         match &self.access_log {
             None => Ok(None),
             Some(p) => {
                 let parser = follow::parser(&self.log_format, self.log_regexp.as_deref())
                     .map_err(bad_input)?;
-                Ok(Some((p.clone(), parser)))
+                let keep = follow::Keep {
+                    format: self.log_format.clone(),
+                    pattern: self.log_regexp.clone(),
+                    lines: !self.no_log_lines,
+                    max_bytes,
+                };
+                Ok(Some((p.clone(), parser, keep)))
             }
         }
     }
@@ -194,6 +217,40 @@ impl RecorderArgs {
             profile_auto: self.profile.is_none(),
         })
     }
+}
+
+/// Bytes from `1GiB`, `200MB`, `64K`, `1.5G` or a plain number, read as GNU
+/// tools read them: K, KiB = 1024; KB = 1000 (and so on for M, G, T).
+/// `None` when it is not a size.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite())?;
+    let unit = unit.trim();
+    let (letter, rest) = match unit.chars().next() {
+        Some(c) => (Some(c.to_ascii_uppercase()), &unit[c.len_utf8()..]),
+        None => (None, ""),
+    };
+    let power = match letter {
+        None => 0,
+        Some('B') if rest.is_empty() => 0,
+        Some('K') => 1,
+        Some('M') => 2,
+        Some('G') => 3,
+        Some('T') => 4,
+        _ => return None,
+    };
+    let base: f64 = match (power, rest) {
+        (0, _) => 1.0,
+        (_, "B" | "b") => 1000.0,
+        (_, "" | "i" | "iB" | "ib") => 1024.0,
+        _ => return None,
+    };
+    let v = n * base.powi(power);
+    (v < 1.8e19).then_some(v as u64)
 }
 
 /// The command line as typed, for the run's record.
@@ -227,5 +284,27 @@ pub fn quiet_broken_pipe(r: anyhow::Result<u8>) -> anyhow::Result<u8> {
             Ok(crate::exit::OK)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_read_as_gnu_tools_read_them() {
+        assert_eq!(parse_size("0"), Some(0));
+        assert_eq!(parse_size("1234"), Some(1234));
+        assert_eq!(parse_size("10B"), Some(10));
+        assert_eq!(parse_size("64K"), Some(65_536));
+        assert_eq!(parse_size("64k"), Some(65_536));
+        assert_eq!(parse_size("64KB"), Some(64_000));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("1.5G"), Some(3 << 29));
+        assert_eq!(parse_size("200MB"), Some(200_000_000));
+        assert_eq!(parse_size(" 2 TiB "), Some(2 << 40));
+        for bad in ["", "G", "1X", "1GiBs", "-1", "1e3", "99999999999T"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! profiler and the access-log follower all on the run's clock, and stores
 //! what they collected when it finishes. Used by `run` and `record`.
 
-use super::follow::Follower;
+use super::follow::{Follower, Keep};
 use keisoku_logs::LineParser;
 use keisoku_probe::{
     PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
@@ -46,8 +46,8 @@ pub struct Options {
     pub profile_hz: u32,
     /// perf on every CPU instead of the server's processes.
     pub all_cpus: bool,
-    /// Access log to follow, with its parser.
-    pub access_log: Option<(PathBuf, LineParser)>,
+    /// Access log to follow, with its parser and what to keep of its lines.
+    pub access_log: Option<(PathBuf, LineParser, Keep)>,
     /// The profiler was not chosen: perf once a server process is known.
     pub profile_auto: bool,
 }
@@ -259,8 +259,15 @@ impl Recording {
         };
 
         let follower = match opts.access_log.take() {
-            Some((path, parser)) => {
-                match Follower::start(&path, parser, opts.store_path.clone(), run.clone(), origin) {
+            Some((path, parser, keep)) => {
+                match Follower::start(
+                    &path,
+                    parser,
+                    keep,
+                    opts.store_path.clone(),
+                    run.clone(),
+                    origin,
+                ) {
                     Ok(f) => Some(f),
                     Err(e) => {
                         notes.push(format!("access log {} not followed: {e}", path.display()));
@@ -308,6 +315,15 @@ impl Recording {
                 self.notes.push(format!(
                     "access log: {} of {} lines did not parse with the chosen --log-format",
                     followed.malformed, followed.lines
+                ));
+            }
+            if let Some(k) = followed.kept.as_ref().filter(|k| k.truncated) {
+                self.notes.push(format!(
+                    "access log: kept the first {} of {} lines ({} bytes, --log-lines-max reached at {:.1}s); later lines count in the route table but `keisoku logs RUN` options that need lines see only those",
+                    k.kept_lines,
+                    k.lines,
+                    k.kept_bytes,
+                    k.truncated_ms.unwrap_or(0.0) / 1000.0
                 ));
             }
             if followed.reopened > 0 {

@@ -187,7 +187,36 @@ pub fn server(run: &RunJson) -> String {
             );
         }
     }
+    if let Some(l) = &run.routes.access_log_lines {
+        let _ = writeln!(out, "{}", log_lines(l));
+    }
     out
+}
+
+/// One line on what the run kept of its access log's lines.
+pub fn log_lines(l: &keisoku_store::AccessLog) -> String {
+    let mb = |b: u64| b as f64 / 1e6;
+    if !l.keep_lines {
+        return format!(
+            "Access log lines: not kept (--no-log-lines); {} lines followed",
+            l.lines
+        );
+    }
+    let kept = format!(
+        "{} of {} lines kept ({:.1} MB raw, {:.1} MB stored)",
+        l.kept_lines,
+        l.lines,
+        mb(l.kept_bytes),
+        mb(l.stored_bytes)
+    );
+    match l.truncated_ms {
+        Some(t) => format!(
+            "Access log lines: {kept}; truncated at {:.1}s by --log-lines-max {}",
+            t / 1000.0,
+            l.max_bytes
+        ),
+        None => format!("Access log lines: {kept}"),
+    }
 }
 
 fn total_samples(p: &Profile) -> f64 {
