@@ -330,11 +330,17 @@ fn apache_microseconds_and_custom_regexp() {
 /// Records `log_text` appended to an access log during `keisoku record`
 /// (the recorded command writes it, so every line belongs to the run).
 fn record_log(dir: &std::path::Path, name: &str, log_text: &str) -> String {
+    record_log_with(dir, name, log_text, &[])
+}
+
+/// `record_log` with more `keisoku record` flags.
+fn record_log_with(dir: &std::path::Path, name: &str, log_text: &str, flags: &[&str]) -> String {
     let seed = write_log(dir, &format!("{name}.seed"), log_text);
     let log = dir.join(format!("{name}.log"));
     std::fs::write(&log, "").unwrap();
     let store = dir.join("runs.db");
-    ok(&[
+    let cmd = format!("cat '{seed}' >> '{}'", log.display());
+    let mut args = vec![
         "record",
         "--access-log",
         log.to_str().unwrap(),
@@ -344,11 +350,10 @@ fn record_log(dir: &std::path::Path, name: &str, log_text: &str) -> String {
         store.to_str().unwrap(),
         "--name",
         name,
-        "--",
-        "sh",
-        "-c",
-        &format!("cat '{seed}' >> '{}'", log.display()),
-    ]);
+    ];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", &cmd]);
+    ok(&args);
     store.to_str().unwrap().to_string()
 }
 
@@ -393,6 +398,25 @@ fn a_stored_run_prints_the_tables_of_its_log_file() {
             "csv",
         ][..],
         &["-o", "count,method,uri,p0,p100,stddev,avg_body"][..],
+        // Options that need the lines themselves.
+        &[
+            "-f",
+            "Status >= 400 and Uri matches \"^/users\"",
+            "--slow",
+            "4",
+        ][..],
+        &["-q", "--format", "tsv"][..],
+        &[
+            "-q",
+            "--qs-ignore-values",
+            "--auto-group",
+            "--format",
+            "json",
+        ][..],
+        &["--timeline", "1s"][..],
+        &["--timeline", "500ms", "--format", "csv", "--auto-group"][..],
+        &["--slow", "5", "--format", "json", "--strict"][..],
+        &["--time-unit", "ms", "--sort", "max"][..],
     ] {
         let mut stored = vec!["logs", "before", "--store", &store];
         stored.extend_from_slice(extra);
@@ -412,23 +436,84 @@ fn a_stored_run_prints_the_tables_of_its_log_file() {
         ok(&["logs", "ltsv", file, "--auto-group"])
     );
 
-    // What needs the log lines is refused with the reason, exit 2.
+    // The same dump as the file's.
+    let (d1, d2) = (dir.path().join("run.json"), dir.path().join("file.json"));
+    ok(&[
+        "logs",
+        "before",
+        "--store",
+        &store,
+        "--dump",
+        d1.to_str().unwrap(),
+    ]);
+    ok(&["logs", "ltsv", file, "--dump", d2.to_str().unwrap()]);
+    assert_eq!(std::fs::read(&d1).unwrap(), std::fs::read(&d2).unwrap());
+    // A malformed line is named by its place among the run's lines.
+    let bad_text = format!(
+        "{}not a log line\n{}",
+        &text[..text.find('\n').unwrap() + 1],
+        &text
+    );
+    record_log(dir.path(), "bad", &bad_text);
+    let out = keisoku(&["logs", "bad", "--store", &store, "--strict"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("run ") && err.contains("line 2"), "{err}");
+
+    // Without its lines (--no-log-lines) a run still prints its table from
+    // the stored statistics, and refuses what needs lines with the reason.
+    record_log_with(dir.path(), "nolines", &text, &["--no-log-lines"]);
+    assert_eq!(
+        ok(&["logs", "nolines", "--store", &store, "--sort", "sum"]),
+        ok(&["logs", "ltsv", file, "--sort", "sum"])
+    );
     for bad in [
         &["-f", "Status >= 500"][..],
         &["--timeline", "1s"][..],
         &["-q"][..],
         &["--slow", "3"][..],
     ] {
-        let mut args = vec!["logs", "before", "--store", &store];
+        let mut args = vec!["logs", "nolines", "--store", &store];
         args.extend_from_slice(bad);
         let out = keisoku(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
         assert!(
-            err.contains("not the log lines") && err.contains(bad[0]),
+            err.contains("not the log lines")
+                && err.contains(bad[0])
+                && err.contains("--no-log-lines"),
             "{err}"
         );
     }
+
+    // A tiny --log-lines-max keeps a prefix of whole lines: the plain table
+    // still covers every line (from the statistics); options that need
+    // lines use the kept ones and say so on stderr.
+    record_log_with(dir.path(), "capped", &text, &["--log-lines-max", "3KiB"]);
+    let kept = ok(&["export", "capped", "--format", "log", "--store", &store]);
+    assert!(kept.len() <= 3072 && kept.len() > 2900 && text.starts_with(&kept));
+    let prefix = write_log(dir.path(), "prefix.log", &kept);
+    assert_eq!(
+        ok(&["logs", "capped", "--store", &store]),
+        ok(&["logs", "ltsv", file])
+    );
+    let out = keisoku(&["logs", "capped", "--store", &store, "--slow", "3", "-q"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let n = kept.lines().count();
+    assert!(
+        err.contains(&format!("kept only its first {n} of 200 log lines")),
+        "{err}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        ok(&["logs", "ltsv", &prefix, "--slow", "3", "-q"])
+    );
+    let show = ok(&["show", "capped", "--store", &store]);
+    assert!(
+        show.contains(&format!("{n} of 200 lines kept")) && show.contains("truncated at"),
+        "{show}"
+    );
     let out = keisoku(&["logs", "no-such-run", "--store", &store]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("keisoku runs"));
