@@ -221,13 +221,35 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     if phase_total <= 0.0 {
         return Vec::new();
     }
-    let thread_cpu = cpu * top_phase / phase_total;
     // On a shared machine a saturated thread spends part of its time
-    // runnable but waiting for a core: that is demand too. The process's
-    // run-queue wait is split by CPU share (per-thread waits are not stored).
-    let thread_wait = v
-        .mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
-        .map_or(0.0, |ms_per_s| ms_per_s / 10.0 * top_phase / phase_total);
+    // runnable but waiting for a core: that is demand too. With the
+    // thread's own series its CPU and wait are measured; otherwise the
+    // process's are split by the thread's share of the samples.
+    let own = v
+        .thread_tid(top)
+        .and_then(|tid| v.thread_by_tid(tid))
+        .and_then(|th| {
+            let cpu = v.thread_mean(th, "cpu", "proc.cpu_user", p.start_ms, p.end_ms)?;
+            let wait = v
+                .thread_mean(
+                    th,
+                    "runq_delay_ms",
+                    "proc.runq_delay_ms",
+                    p.start_ms,
+                    p.end_ms,
+                )
+                .map_or(0.0, |ms_per_s| ms_per_s / 10.0);
+            Some((cpu, wait, th.series("runq_delay_ms")))
+        });
+    let (thread_cpu, thread_wait, source) = match &own {
+        Some((c, w, _)) => (*c, *w, "its own thread series"),
+        None => (
+            cpu * top_phase / phase_total,
+            v.mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
+                .map_or(0.0, |ms_per_s| ms_per_s / 10.0 * top_phase / phase_total),
+            "the process's CPU and run-queue wait split by its share of the samples",
+        ),
+    };
     let demand = thread_cpu + thread_wait;
     let share = top_w / total;
     let name = v.thread_name(top);
@@ -258,7 +280,7 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     f.evidence = Evidence {
         text: vec![
             format!(
-                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {} (~{:.0}% with its time waiting for a core)",
+                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {} (~{:.0}% with its time waiting for a core; from {source})",
                 pct(share),
                 p.label,
                 demand.min(100.0)
@@ -268,7 +290,15 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
                 family(&name)
             ),
         ],
-        series: vec!["proc.cpu_user".into(), "proc.cpu_system".into()],
+        series: [
+            Some("proc.cpu_user".to_string()),
+            Some("proc.cpu_system".to_string()),
+            own.as_ref().map(|o| o.2.replace(".runq_delay_ms", ".cpu")),
+            own.map(|o| o.2),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
         range_ms: Some([a, b]),
         phases: vec![p.index],
         frames: Vec::new(),
@@ -716,7 +746,60 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
         phases: v.phases.iter().map(|p| p.index).collect(),
         frames: Vec::new(),
     };
+    // Name the threads that move or get preempted most, from their own series.
+    for (metric, reference, what) in [
+        ("migrations", "proc.migrations", "most migrations"),
+        ("nivcsw", "proc.nivcsw", "most involuntary switches"),
+    ] {
+        if let Some((text, names)) = busiest_threads(v, metric, reference, a, b) {
+            f.evidence.text.push(format!("{what}: {text}"));
+            f.evidence.series.extend(names);
+        }
+    }
     vec![f]
+}
+
+/// Threads named in scheduler evidence, at most.
+const NAMED_THREADS: usize = 3;
+
+/// The threads with the highest mean `metric` over (a, b] from their own
+/// series, as text (`demo-prefork-3 (tid 4250) 120/s, ...; 3 of 8
+/// threads, 61% of the process's`) and their series names; `None` when
+/// the run has no thread series for it.
+fn busiest_threads(
+    v: &View,
+    metric: &str,
+    reference: &str,
+    a: f64,
+    b: f64,
+) -> Option<(String, Vec<String>)> {
+    let mut rates: Vec<(f64, &crate::view::ThreadKey)> = v
+        .threads
+        .iter()
+        .filter_map(|t| Some((v.thread_mean(t, metric, reference, a, b)?, t)))
+        .collect();
+    let with = rates.len();
+    rates.retain(|r| r.0 > 0.0);
+    if rates.is_empty() {
+        return None;
+    }
+    rates.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.tid.cmp(&y.1.tid)));
+    rates.truncate(NAMED_THREADS);
+    let named: f64 = rates.iter().map(|r| r.0).sum();
+    let mut text = rates
+        .iter()
+        .map(|(r, t)| format!("{} {}/s", t.label(), fmt_num(*r)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    text.push_str(&format!("; {} of {with} threads with series", rates.len()));
+    if let Some(total) = v.mean(reference, a, b).filter(|x| *x > 0.0) {
+        text.push_str(&format!(
+            ", {} of the process's",
+            pct((named / total).min(1.0))
+        ));
+    }
+    let names = rates.iter().map(|(_, t)| t.series(metric)).collect();
+    Some((text, names))
 }
 
 /// Connection churn: new TCP connections per request.

@@ -27,11 +27,56 @@ pub(crate) struct Sample {
     pub thread: Option<u32>,
 }
 
+/// A thread of the server with its own series
+/// (`thread.<comm>:<pid>:<tid>.<metric>`, docs/run-json.md).
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadKey {
+    /// The series' common prefix, `thread.<comm>:<pid>:<tid>.`.
+    pub prefix: String,
+    pub comm: String,
+    pub pid: u32,
+    pub tid: u32,
+}
+
+impl ThreadKey {
+    /// Parses a series name into its thread and metric.
+    fn parse(name: &str) -> Option<(ThreadKey, &str)> {
+        let rest = name.strip_prefix("thread.")?;
+        let (who, metric) = rest.split_once('.')?;
+        let mut parts = who.rsplitn(3, ':');
+        let tid = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.parse().ok()?;
+        let comm = parts.next()?;
+        Some((
+            ThreadKey {
+                prefix: format!("thread.{who}."),
+                comm: comm.to_string(),
+                pid,
+                tid,
+            },
+            metric,
+        ))
+    }
+
+    /// The series of one metric of this thread.
+    pub fn series(&self, metric: &str) -> String {
+        format!("{}{metric}", self.prefix)
+    }
+
+    /// How findings name the thread: `demo-prefork-3 (tid 4250)`.
+    pub fn label(&self) -> String {
+        let what = if self.pid == self.tid { "pid" } else { "tid" };
+        format!("{} ({what} {})", self.comm, self.tid)
+    }
+}
+
 pub(crate) struct View<'a> {
     pub run: &'a RunJson,
     series: HashMap<&'a str, &'a Series>,
     pub phases: Vec<MeasuredPhase>,
     pub samples: Vec<Sample>,
+    /// Threads with per-thread series, in tid order.
+    pub threads: Vec<ThreadKey>,
 }
 
 fn num(v: &serde_json::Value, key: &str) -> Option<f64> {
@@ -43,12 +88,46 @@ fn num(v: &serde_json::Value, key: &str) -> Option<f64> {
 impl<'a> View<'a> {
     pub fn new(run: &'a RunJson) -> View<'a> {
         let series = run.series.iter().map(|s| (s.name.as_str(), s)).collect();
+        let mut threads: Vec<ThreadKey> = run
+            .series
+            .iter()
+            .filter_map(|s| ThreadKey::parse(&s.name).map(|(k, _)| k))
+            .collect();
+        threads.sort_by(|a, b| (a.tid, &a.prefix).cmp(&(b.tid, &b.prefix)));
+        threads.dedup_by(|a, b| a.prefix == b.prefix);
         View {
             run,
             series,
             phases: measured_phases(run),
             samples: samples(run),
+            threads,
         }
+    }
+
+    /// A thread's mean rate of `metric` over (a, b], counting the ticks
+    /// before it had series (it was idle then) as zero: its points are
+    /// summed and divided by the number of points the process-wide
+    /// `reference` series has in the window.
+    pub fn thread_mean(
+        &self,
+        thread: &ThreadKey,
+        metric: &str,
+        reference: &str,
+        a: f64,
+        b: f64,
+    ) -> Option<f64> {
+        let own = self.points(&thread.series(metric), a, b);
+        if own.is_empty() {
+            return None;
+        }
+        let ticks = self.points(reference, a, b).len().max(own.len());
+        Some(own.iter().map(|p| p.1).sum::<f64>() / ticks as f64)
+    }
+
+    /// The thread with series whose tid is `tid` (the latest, should a tid
+    /// have been reused).
+    pub fn thread_by_tid(&self, tid: i64) -> Option<&ThreadKey> {
+        self.threads.iter().rev().find(|t| i64::from(t.tid) == tid)
     }
 
     /// Online cores, at least 1.
@@ -188,6 +267,15 @@ impl<'a> View<'a> {
             .as_ref()
             .and_then(|p| p.frames.module.get(f as usize))
             .map_or("", |s| s.as_str())
+    }
+
+    /// The thread id of profile thread `t`.
+    pub fn thread_tid(&self, t: u32) -> Option<i64> {
+        self.run
+            .profile
+            .as_ref()
+            .and_then(|p| p.threads.get(t as usize))
+            .map(|th| th.tid)
     }
 
     pub fn thread_name(&self, t: u32) -> String {

@@ -267,6 +267,43 @@ fn single_core_counts_a_starved_workers_wait_for_a_core() {
 }
 
 #[test]
+fn single_core_uses_the_threads_own_wait_when_it_has_series() {
+    // The process waits 350 ms/s for a core, but from its own series the
+    // worker waits only 50 ms/s: the rest is other threads' waiting, and
+    // the worker (55% + 5%) is not saturated.
+    let mut run = base();
+    set(&mut run, "proc.cpu_user", |_, _| 60.0);
+    set(&mut run, "proc.cpu_system", |_, _| 5.0);
+    set(&mut run, "proc.runq_delay_ms", |_, _| 350.0);
+    profile(&mut run, &["worker-0", "backend-0"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 6 == 0)))
+    });
+    // The profile helper gives thread k pid 1 and tid k + 1.
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 55.0);
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 50.0);
+    set(&mut run, "thread.backend-0:1:2.cpu", |_, _| 10.0);
+    set(&mut run, "thread.backend-0:1:2.runq_delay_ms", |_, _| 300.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+    // Its own wait of 350 ms/s makes it saturated.
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 350.0);
+    let f = analyze(&run);
+    let sc = f
+        .iter()
+        .find(|f| f.id == "single-core")
+        .expect("single-core");
+    assert!(
+        sc.evidence.text[0].contains("~90% with its time waiting")
+            && sc.evidence.text[0].contains("its own thread series"),
+        "{:?}",
+        sc.evidence.text
+    );
+    assert!(sc
+        .evidence
+        .series
+        .contains(&"thread.worker-0:1:1.runq_delay_ms".to_string()));
+}
+
+#[test]
 fn hot_code_names_known_expensive_work_with_frames() {
     for (frame, id, share_every) in [
         ("serde_json::de::from_str", "hot-code.json-parse", 3),
@@ -400,6 +437,53 @@ fn scheduler_churn_needs_migrations_per_request_and_per_core() {
     let mut run = base();
     set(&mut run, "proc.nivcsw", |_, rps| rps * 12.0);
     assert!(ids(&run).contains(&"scheduler-churn".to_string()));
+}
+
+#[test]
+fn scheduler_churn_names_the_threads_that_move_most() {
+    let mut run = base();
+    set(&mut run, "proc.migrations", |_, rps| rps * 0.5);
+    let churn = |run: &RunJson| {
+        analyze(run)
+            .into_iter()
+            .find(|f| f.id == "scheduler-churn")
+            .expect("scheduler-churn")
+    };
+    // Without thread series: the process's numbers only.
+    let f = churn(&run);
+    assert!(!f.evidence.text.iter().any(|t| t.contains("most")));
+    // Prefork workers (processes: pid = tid) and a helper thread.
+    set(&mut run, "thread.worker-0:100:100.migrations", |_, rps| {
+        rps * 0.3
+    });
+    set(&mut run, "thread.worker-1:101:101.migrations", |_, rps| {
+        rps * 0.15
+    });
+    set(&mut run, "thread.helper:100:107.migrations", |_, _| 0.0);
+    set(&mut run, "thread.worker-1:101:101.nivcsw", |_, rps| {
+        rps * 0.2
+    });
+    let f = churn(&run);
+    let mig = f
+        .evidence
+        .text
+        .iter()
+        .find(|t| t.starts_with("most migrations"))
+        .expect("threads named");
+    assert!(
+        mig.starts_with("most migrations: worker-0 (pid 100) 750/s, worker-1 (pid 101) 375/s; 2 of 3 threads with series, 90% of the process's"),
+        "{mig}"
+    );
+    assert!(f
+        .evidence
+        .text
+        .iter()
+        .any(|t| t.starts_with("most involuntary switches: worker-1 (pid 101) 500/s")));
+    assert!(f
+        .evidence
+        .series
+        .contains(&"thread.worker-0:100:100.migrations".to_string()));
+    assert!(!f.evidence.series.iter().any(|s| s.contains("helper")));
 }
 
 #[test]
