@@ -126,6 +126,25 @@ impl Knobs {
             .ok_or_else(|| DemoError::UnknownKnob(name.to_string()))
     }
 
+    /// The finding ids (docs/findings.md) that name knob `name`'s problem
+    /// when it is naive: the ground truth `keisoku demo` and the findings
+    /// tests check the rules against. Empty for an unknown name.
+    pub fn finding_ids(name: &str) -> &'static [&'static str] {
+        match name {
+            "json-cache" => &["hot-code.json-parse"],
+            // The regex compile is what the profile shows; a visible format
+            // parse counts too.
+            "formatter" => &["hot-code.regex-compile", "hot-code.formatter"],
+            "per-request-init" => &["hot-code.config-load", "hot-code.file-open"],
+            "sync-log-rollover" => &["stalls"],
+            "single-worker" => &["single-core"],
+            "no-keepalive" => &["connection-churn"],
+            "sync-external-call" => &["blocking-wait"],
+            "unpinned" => &["scheduler-churn"],
+            _ => &[],
+        }
+    }
+
     /// Names of the knobs that are naive.
     pub fn naive_names(&self) -> Vec<&'static str> {
         Knobs::NAMES
@@ -223,5 +242,13 @@ mod tests {
         }
         let back: Knobs = serde_json::from_value(json).unwrap();
         assert_eq!(back, Knobs::all_naive());
+    }
+
+    #[test]
+    fn every_knob_names_its_findings() {
+        for name in Knobs::NAMES {
+            assert!(!Knobs::finding_ids(name).is_empty(), "{name}");
+        }
+        assert!(Knobs::finding_ids("nope").is_empty());
     }
 }

@@ -111,6 +111,39 @@ fn quick_demo_prints_tables_knee_and_slo_and_stops_its_targets() {
         assert!(out.contains(&format!("run {id} stored")), "{id}\n{out}");
         assert!(side["findings"].is_array(), "{side}");
     }
+    // Each naive knob is checked against the findings: found means that
+    // finding sits at that rank, not found means none of its ids fired.
+    let naive = &doc["sides"][0];
+    let checks = naive["knob_check"].as_array().unwrap();
+    assert_eq!(checks.len(), 8, "{naive}");
+    let ids: Vec<&str> = naive["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    for c in checks {
+        let expected: Vec<&str> = c["expected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        match c["found"].as_str() {
+            Some(id) => {
+                let rank = c["rank"].as_u64().unwrap() as usize;
+                assert_eq!(ids[rank - 1], id, "{c}");
+                assert!(expected.contains(&id), "{c}");
+                assert!(!ids[..rank - 1].iter().any(|i| expected.contains(i)), "{c}");
+            }
+            None => assert!(!ids.iter().any(|i| expected.contains(i)), "{c} {ids:?}"),
+        }
+    }
+    assert!(
+        out.contains("Naive knobs and the findings that name them"),
+        "{out}"
+    );
+    assert_eq!(doc["sides"][1]["knob_check"].as_array().unwrap().len(), 0);
 
     let pids = target_pids(&out);
     assert_eq!(pids.len(), 2, "{out}");

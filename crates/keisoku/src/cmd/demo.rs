@@ -220,6 +220,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         print_side(&mut out, side, &report, pass, stats.as_ref())?;
         writeln!(out, "run {} stored", json.run.id)?;
         write!(out, "{}", keisoku_findings::render_text(&findings))?;
+        let knob_check = knob_check(&side.knobs, &findings);
+        write!(out, "{}", render_knob_check(&knob_check))?;
         results.push(SideResult {
             name: side.name.clone(),
             knobs: side.knobs,
@@ -228,6 +230,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             target_stats: stats,
             run_id: json.run.id.clone(),
             findings: keisoku_findings::to_json(&findings),
+            knob_check,
         });
     }
     let partial = stop.load(Ordering::SeqCst);
@@ -267,6 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "target_stats": r.target_stats,
                 "run_id": r.run_id,
                 "findings": r.findings,
+                "knob_check": r.knob_check,
                 "report": r.report,
             })).collect::<Vec<_>>(),
             "comparison": comparison,
@@ -301,6 +305,60 @@ struct SideResult {
     target_stats: Option<serde_json::Value>,
     run_id: String,
     findings: Vec<serde_json::Value>,
+    knob_check: Vec<KnobCheck>,
+}
+
+/// Whether the findings named one naive knob's problem: the demo knows the
+/// truth, so it can show how well the rules found it.
+#[derive(serde::Serialize)]
+struct KnobCheck {
+    knob: &'static str,
+    /// Finding ids that name this knob's problem.
+    expected: &'static [&'static str],
+    /// The first of them among the findings, and its rank (1 = first).
+    found: Option<String>,
+    rank: Option<usize>,
+}
+
+fn knob_check(knobs: &Knobs, findings: &[keisoku_findings::Finding]) -> Vec<KnobCheck> {
+    knobs
+        .naive_names()
+        .into_iter()
+        .map(|knob| {
+            let expected = Knobs::finding_ids(knob);
+            let hit = findings
+                .iter()
+                .enumerate()
+                .find(|(_, f)| expected.contains(&f.id.as_str()));
+            KnobCheck {
+                knob,
+                expected,
+                found: hit.map(|(_, f)| f.id.clone()),
+                rank: hit.map(|(i, _)| i + 1),
+            }
+        })
+        .collect()
+}
+
+fn render_knob_check(checks: &[KnobCheck]) -> String {
+    if checks.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("Naive knobs and the findings that name them\n");
+    for c in checks {
+        let line = match (&c.found, c.rank) {
+            (Some(id), Some(rank)) => format!("found: {id} (#{rank})"),
+            _ => format!(
+                "not named in this run (expected {})",
+                c.expected.join(" or ")
+            ),
+        };
+        text.push_str(&format!("  {:<20} {line}\n", c.knob));
+    }
+    if checks.iter().any(|c| c.found.is_none()) {
+        text.push_str("  (a large problem can hide smaller ones; `keisoku demo --knob NAME` shows one alone; docs/demo.md)\n");
+    }
+    text
 }
 
 #[derive(serde::Serialize)]
