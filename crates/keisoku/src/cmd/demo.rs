@@ -184,9 +184,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             profile_auto: true,
         })?;
         rec.start_recorders()?;
-        let result = keisoku_load::run(&plan, &ctl);
+        let mut result = keisoku_load::run(&plan, &ctl);
         clear_progress(json_to_stdout);
         let stats = target.stats().ok();
+        // Judged before it is stored, so the run's report shows the verdict.
+        let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, &slo));
         if let Ok(r) = &result {
             if let Err(e) = crate::cmd::run::store_report(&rec, r) {
                 rec.note(format!("storing the load results: {e}"));
@@ -209,14 +211,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         crate::recording::print_notes(&notes);
         run_ids.push((side.name.clone(), json.run.id.clone()));
-        let mut report = result.context("the load run failed")?;
+        let report = result.context("the load run failed")?;
         if report.nothing_succeeded() {
             let why = report.error_reasons.join("; ");
             return Err(anyhow!(
                 "not one request to the demo target succeeded: {why}"
             ));
         }
-        let pass = keisoku_load::judge(&mut report, &slo);
         print_side(&mut out, side, &report, pass, stats.as_ref())?;
         writeln!(out, "run {} stored", json.run.id)?;
         write!(out, "{}", keisoku_findings::render_text(&findings))?;
