@@ -21,7 +21,9 @@ const STARTED = 1763760600000;
  * Builds a run. Options: durationS, intervalMs, cores, samples (profile
  * samples, 0 for none), extraFrames (distinct synthetic frames, for size
  * benchmarks), seed, name, id, slower (multiplies latency: a regressed run),
- * findings (include findings), accessLog.
+ * findings (include findings), accessLog, threads (server threads with
+ * per-thread series `thread.<comm>:<pid>:<tid>.*`: prefork workers of
+ * uneven load, the first migrating most).
  */
 export function makeRun(opts = {}) {
   const {
@@ -36,6 +38,7 @@ export function makeRun(opts = {}) {
     slower = 1,
     findings = true,
     accessLog = true,
+    threads = 6,
   } = opts;
   const rand = rng(seed);
   const durationMs = durationS * 1000;
@@ -112,6 +115,21 @@ export function makeRun(opts = {}) {
   add('proc.migrations', '/s', (x) => phaseAt(x).rps * 0.05 * noise(0.3));
   for (let c = 0; c < cores; c++) add(`proc.core.${c}`, '%', (x) => util(x) * (c === 0 ? 1 : 0.6) * noise(0.2));
   add('psi.cpu.some', '%', (x) => util(x) / 10);
+  // Per-thread series from their own PRNG, so the rest of the run stays as it was.
+  const trand = rng(seed + 7);
+  const tnoise = (s) => 1 + (trand() - 0.5) * s;
+  for (let k = 0; k < threads; k++) {
+    const tid = 4250 + k;
+    const key = `thread.demo-prefork-${k}:4242:${tid}`;
+    // Uneven: worker k gets 1/(k+1) of the hot share; worker 0 migrates most.
+    const share = 1 / (k + 1);
+    add(`${key}.cpu`, '%', (x) => Math.min(100, util(x) * 1.2 * share * tnoise(0.2)));
+    add(`${key}.migrations`, '/s', (x) => (phaseAt(x).rps / capacity) * (k === 0 ? 40 : 4 * share) * tnoise(0.3));
+    add(`${key}.nvcsw`, '/s', (x) => phaseAt(x).rps * 0.4 * share * tnoise(0.2));
+    add(`${key}.nivcsw`, '/s', (x) => phaseAt(x).rps * 0.05 * share * tnoise(0.3));
+    add(`${key}.runq_delay_ms`, 'ms/s', (x) => util(x) * 2 * share * tnoise(0.3));
+    add(`${key}.core`, 'core', (x) => (k === 0 ? Math.floor(x / intervalMs) % cores : k % cores));
+  }
 
   const route = (method, uri, share, scale = 1) => {
     const count = Math.round(requests * share);

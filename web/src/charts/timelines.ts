@@ -12,7 +12,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { Emitter } from '../common/events';
 import { h } from '../common/dom';
-import { onThemeChange } from '../common/theme';
+import { isDark, onThemeChange } from '../common/theme';
 import { axisColors, seriesColor, utilColor } from './theme';
 import { axisLabel, fmtValue, isBytes } from './units';
 import './charts.css';
@@ -54,6 +54,14 @@ export interface StripSpec {
   max: number;
   rows: { label: string; t: ArrayLike<number>; v: ArrayLike<number | null> }[];
   note?: string;
+  /** Label of the row axis (default "core"). */
+  rowAxis?: string;
+  /**
+   * Draw each row's label inside the strip at its left edge instead of on
+   * the axis: for labels longer than the axis is wide (`demo-prefork-3
+   * 4250`); every chart keeps the same axis width so time stays aligned.
+   */
+  inlineLabels?: boolean;
 }
 
 export type ChartSpec = LineChartSpec | StripSpec;
@@ -128,6 +136,11 @@ export class Timelines extends Emitter<{ range: TimeRange | null }> {
   /** The charts built so far (tests read their scales). */
   get charts(): uPlot[] {
     return this.built.map((b) => b.u);
+  }
+
+  /** The specs of the charts built so far, in order (tests read strip rows). */
+  get specs(): ChartSpec[] {
+    return this.built.map((b) => b.spec);
   }
 
   /** The selected range, or null for the whole run. */
@@ -258,11 +271,11 @@ export class Timelines extends Emitter<{ range: TimeRange | null }> {
           stroke: colors.stroke,
           grid: { show: false },
           ticks: { show: false },
-          label: 'core',
+          label: spec.rowAxis ?? 'core',
           labelSize: 16,
           size: 62,
           splits: () => Array.from({ length: Math.ceil(n / every) }, (_, i) => i * every + 0.5),
-          values: (_u, splits) => splits.map((s) => spec.rows[Math.floor(s)]?.label ?? ''),
+          values: (_u, splits) => splits.map((s) => (spec.inlineLabels ? '' : spec.rows[Math.floor(s)]?.label ?? '')),
         },
       ];
       hooks.draw = [(u) => this.paintStrip(u, spec, x, ys)];
@@ -350,6 +363,25 @@ export class Timelines extends Emitter<{ range: TimeRange | null }> {
         ctx.fillRect(xa, y0, Math.max(1, xb - xa + 0.5), y1 - y0 - (y1 - y0 > 6 ? 1 : 0));
       }
     });
+    const pr = devicePixelRatio || 1;
+    const rowPx = spec.rows.length ? height / spec.rows.length : 0;
+    if (spec.inlineLabels && rowPx >= 9 * pr) {
+      const px = Math.min(11, Math.floor(rowPx / pr) - 2) * pr;
+      ctx.font = `${px}px system-ui, sans-serif`;
+      ctx.textBaseline = 'middle';
+      // uPlot leaves the left axis's right alignment on the context.
+      ctx.textAlign = 'left';
+      const dark = isDark();
+      spec.rows.forEach((row, r) => {
+        const y = (u.valToPos(r + 1, 'row', true) + u.valToPos(r, 'row', true)) / 2;
+        const w = ctx.measureText(row.label).width;
+        // A backing keeps the label readable on any cell colour.
+        ctx.fillStyle = dark ? 'rgba(20,20,24,0.72)' : 'rgba(255,255,255,0.75)';
+        ctx.fillRect(left + 2 * pr, y - px / 2 - pr, w + 6 * pr, px + 2 * pr);
+        ctx.fillStyle = axisColors().text;
+        ctx.fillText(row.label, left + 5 * pr, y);
+      });
+    }
     ctx.restore();
   }
 

@@ -6,6 +6,7 @@
 import { h } from '../common/dom';
 import { Timelines, type ChartSpec, type Line, type Phase } from '../charts/timelines';
 import { SeriesIndex } from './data';
+import { threadsOf, threadStrips, threadTableBlock } from './threads';
 import type { Series } from './types';
 
 function line(s: Series, label?: string, dash = false): Line {
@@ -84,6 +85,10 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
     });
     specs.push({ kind: 'strip', key: 'proc-core', title: 'Server process CPU per core', unit: '%', max: 100, rows, note: 'where the server ran' });
   }
+  // Per-thread series are many (six per thread): the strips and the
+  // threads table show them, not the "add a chart" list.
+  idx.matching(/^thread\./).forEach((n) => used.add(n));
+  specs.push(...threadStrips(idx, threadsOf(idx)));
   return { specs, missing, used };
 }
 
@@ -101,6 +106,8 @@ export function timelineSection(parent: HTMLElement, series: Series[] | undefine
   const timelines = new Timelines(sec, { durationMs, phases });
   const { specs, missing, used } = chartPlan(idx);
   for (const s of specs) timelines.add(s);
+  const threads = threadTableBlock(idx, threadsOf(idx), phases, durationMs);
+  if (threads) sec.append(threads);
   if (missing.length) sec.append(h('p', { class: 'ks-muted', text: `Not recorded: ${missing.join(', ')}.` }));
   const rest = idx.names().filter((n) => !used.has(n));
   if (rest.length) {

@@ -1,0 +1,209 @@
+/**
+ * Server threads ("workers", field notes §2): the per-thread series
+ * `thread.<comm>:<pid>:<tid>.<metric>` (docs/run-json.md) as heat strips
+ * (one row per thread) and a table over the measured phases, so uneven
+ * work, migrating workers and starved ones show by name.
+ */
+import { h } from '../common/dom';
+import type { Phase, StripSpec } from '../charts/timelines';
+import { fmtValue } from '../charts/units';
+import type { SeriesIndex } from './data';
+import type { Series } from './types';
+
+/** Rows drawn in each thread strip: more would make the page slow to paint and hard to read. */
+export const THREAD_ROWS = 16;
+
+const NAME = /^thread\.([A-Za-z0-9_-]*):(\d+):(\d+)\.([a-z_]+)$/;
+
+/** One thread with series. */
+export interface ThreadInfo {
+  /** `thread.<comm>:<pid>:<tid>.` */
+  prefix: string;
+  comm: string;
+  pid: number;
+  tid: number;
+  /** Sum of its CPU % points: orders threads busiest first. */
+  cpuSum: number;
+  /** `comm tid`, as rows are labelled. */
+  label: string;
+}
+
+/** Threads with series, busiest first (most CPU over the run, then tid). */
+export function threadsOf(idx: SeriesIndex): ThreadInfo[] {
+  const by = new Map<string, ThreadInfo>();
+  for (const n of idx.matching(/^thread\./)) {
+    const m = NAME.exec(n);
+    if (!m) continue;
+    const prefix = `thread.${m[1]}:${m[2]}:${m[3]}.`;
+    let t = by.get(prefix);
+    if (!t) {
+      t = { prefix, comm: m[1], pid: Number(m[2]), tid: Number(m[3]), cpuSum: 0, label: `${m[1] || '?'} ${m[3]}` };
+      by.set(prefix, t);
+    }
+    if (m[4] === 'cpu') t.cpuSum = sum((idx.get(n) as Series).v);
+  }
+  return Array.from(by.values()).sort((a, b) => b.cpuSum - a.cpuSum || a.tid - b.tid);
+}
+
+function sum(v: ArrayLike<number | null>): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x === 'number' && Number.isFinite(x)) s += x;
+  }
+  return s;
+}
+
+/**
+ * The thread strips: CPU % and migrations/s, one row per thread, the
+ * busiest at the top, at most THREAD_ROWS (the note says how many are
+ * hidden). Empty when the run has no thread series.
+ */
+export function threadStrips(idx: SeriesIndex, threads: ThreadInfo[]): StripSpec[] {
+  if (!threads.length) return [];
+  const shown = threads.slice(0, THREAD_ROWS);
+  const hidden = threads.length - shown.length;
+  const more = hidden > 0 ? `; ${hidden} quieter thread${hidden === 1 ? '' : 's'} not shown (in the table below)` : '';
+  // Strip rows are painted bottom-up: reverse so the busiest is on top.
+  const rows = (metric: string) =>
+    shown
+      .map((t) => {
+        const s = idx.get(t.prefix + metric);
+        return { label: t.label, t: s?.t_ms ?? [], v: s?.v ?? [] };
+      })
+      .reverse();
+  const specs: StripSpec[] = [{ kind: 'strip', key: 'threads-cpu', title: 'Server threads: CPU (% of one core)', unit: '%', max: 100, rows: rows('cpu'), rowAxis: 'thread', inlineLabels: true, note: `one row per thread (comm tid), busiest on top${more}` }];
+  if (shown.some((t) => idx.get(`${t.prefix}migrations`))) {
+    // Scale the colour to the busiest thread's rate, so a few migrations a second still show.
+    let max = 0;
+    for (const t of shown) for (const x of idx.get(`${t.prefix}migrations`)?.v ?? []) if (typeof x === 'number' && x > max) max = x;
+    const top = Math.max(1, max);
+    specs.push({ kind: 'strip', key: 'threads-migrations', title: 'Server threads: CPU migrations (/s)', unit: '/s', max: top, rows: rows('migrations'), rowAxis: 'thread', inlineLabels: true, note: `same rows; darkest = ${fmtValue(top, '/s')}${more}` });
+  }
+  return specs;
+}
+
+/** One row of the threads table. */
+export interface ThreadRow {
+  thread: ThreadInfo;
+  cpuS: number | null;
+  cpuPct: number | null;
+  migrations: number | null;
+  nvcsw: number | null;
+  nivcsw: number | null;
+  runq: number | null;
+  cores: number[];
+}
+
+/** Measured windows: phases that are not warm-up, else the whole run. */
+function windows(phases: Phase[], durationMs: number): [number, number][] {
+  const w = phases.filter((p) => !p.warmup).map((p): [number, number] => [p.startMs, p.endMs]);
+  return w.length ? w : [[0, durationMs]];
+}
+
+function inWindows(t: number, w: [number, number][]): boolean {
+  for (const [a, b] of w) if (t > a && t <= b) return true;
+  return false;
+}
+
+/**
+ * Per thread over the measured phases: rates are the sum of its points
+ * divided by the number of sampler ticks in those phases (from
+ * `reference`, the process-wide series of the same metric), so the ticks
+ * before a thread had series (it was idle) count as zero.
+ */
+export function threadTable(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): ThreadRow[] {
+  const w = windows(phases, durationMs);
+  const seconds = w.reduce((a, [x, y]) => a + (y - x) / 1000, 0);
+  const ticks = (name: string): number => {
+    const s = idx.get(name);
+    if (!s) return 0;
+    let n = 0;
+    for (const t of s.t_ms) if (inWindows(t, w)) n++;
+    return n;
+  };
+  const refTicks = new Map<string, number>();
+  const mean = (t: ThreadInfo, metric: string, reference: string): number | null => {
+    const s = idx.get(t.prefix + metric);
+    if (!s) return null;
+    let total = 0;
+    let n = 0;
+    for (let i = 0; i < s.t_ms.length; i++) {
+      const x = s.v[i];
+      if (typeof x === 'number' && Number.isFinite(x) && inWindows(s.t_ms[i], w)) {
+        total += x;
+        n++;
+      }
+    }
+    if (!refTicks.has(reference)) refTicks.set(reference, ticks(reference));
+    const d = Math.max(n, refTicks.get(reference) ?? 0);
+    return d > 0 ? total / d : null;
+  };
+  return threads.map((t) => {
+    const cpuPct = mean(t, 'cpu', 'proc.cpu_user');
+    const cores = new Set<number>();
+    const c = idx.get(`${t.prefix}core`);
+    if (c) for (let i = 0; i < c.t_ms.length; i++) if (typeof c.v[i] === 'number' && inWindows(c.t_ms[i], w)) cores.add(c.v[i] as number);
+    return {
+      thread: t,
+      cpuPct,
+      cpuS: cpuPct === null ? null : (cpuPct / 100) * seconds,
+      migrations: mean(t, 'migrations', 'proc.migrations'),
+      nvcsw: mean(t, 'nvcsw', 'proc.nvcsw'),
+      nivcsw: mean(t, 'nivcsw', 'proc.nivcsw'),
+      runq: mean(t, 'runq_delay_ms', 'proc.runq_delay_ms'),
+      cores: Array.from(cores).sort((a, b) => a - b),
+    };
+  });
+}
+
+/** The threads table as a DOM block, or null without thread series. */
+export function threadTableBlock(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): HTMLElement | null {
+  if (!threads.length) return null;
+  const rows = threadTable(idx, threads, phases, durationMs).sort((a, b) => (b.cpuS ?? 0) - (a.cpuS ?? 0) || a.thread.tid - b.thread.tid);
+  const num = (v: number | null, unit: string) => h('td', { text: fmtValue(v, unit) });
+  const cols: [string, string][] = [
+    ['thread', 'thread name (comm)'],
+    ['pid', 'process id'],
+    ['tid', 'thread id'],
+    ['CPU s', 'CPU seconds over the measured phases'],
+    ['CPU %', 'mean CPU, % of one core'],
+    ['migrations/s', 'moves between cores per second'],
+    ['voluntary/s', 'voluntary context switches per second (waiting for I/O, locks)'],
+    ['involuntary/s', 'involuntary context switches per second (preempted)'],
+    ['run queue ms/s', 'ms per second runnable but waiting for a core'],
+    ['cores seen', 'the core it last ran on, at each sample'],
+  ];
+  const table = h(
+    'table',
+    { class: 'ks-table ks-threads' },
+    h('thead', {}, h('tr', {}, ...cols.map(([label, title]) => h('th', { title, class: label === 'thread' ? 'ks-name' : '', text: label })))),
+    h(
+      'tbody',
+      {},
+      ...rows.map((r) =>
+        h(
+          'tr',
+          { 'data-tid': String(r.thread.tid) },
+          h('td', { class: 'ks-name', text: r.thread.comm || '?' }),
+          h('td', { text: String(r.thread.pid) }),
+          h('td', { text: String(r.thread.tid) }),
+          h('td', { text: r.cpuS === null ? '—' : r.cpuS.toFixed(2) }),
+          num(r.cpuPct, '%'),
+          num(r.migrations, ''),
+          num(r.nvcsw, ''),
+          num(r.nivcsw, ''),
+          num(r.runq, ''),
+          h('td', { text: r.cores.length ? r.cores.join(' ') : '—' }),
+        ),
+      ),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'ks-threads-wrap', id: 'threads' },
+    h('h3', { text: 'Server threads over the measured phases' }),
+    h('p', { class: 'ks-muted', text: `${rows.length} thread${rows.length === 1 ? '' : 's'} with their own series (a thread gets them once it uses 1% of a core or migrates 10 times a second; at most 32 at a time). Rates are per second of the measured phases.` }),
+    h('div', { class: 'ks-routes-wrap' }, table),
+  );
+}
