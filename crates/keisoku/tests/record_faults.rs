@@ -481,3 +481,33 @@ fn without_perf_the_run_goes_on_and_says_how_to_fix_it() {
     ]);
     assert!(String::from_utf8_lossy(&notes.stdout).contains("perf"));
 }
+
+#[test]
+fn a_log_with_an_id_in_every_path_keeps_memory_bounded_and_counts_every_request() {
+    // 6,000 distinct paths in one burst: more routes than keisoku gives
+    // per-second histograms, each of which would cost ~190 KB.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let log = dir.path().join("access.log");
+    let seed = dir.path().join("seed.log");
+    let text: String = (0..6000).map(|i| ltsv(&format!("/u/{i}"), 200)).collect();
+    std::fs::write(&seed, &text).unwrap();
+    std::fs::write(&log, "").unwrap();
+    let s = store.to_str().unwrap();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M", BIN, "record", "--store", s, "--name", "ids"])
+        .args(["--profile", "none", "--access-log", log.to_str().unwrap()])
+        .args(["--", "sh", "-c"])
+        .arg(format!("cat '{}' >> '{}'", seed.display(), log.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let rss_kb: u64 = err.lines().last().unwrap().trim().parse().unwrap();
+    assert!(rss_kb < 400_000, "keisoku record peaked at {rss_kb} KB");
+    assert!(err.contains("more than 5000 distinct routes"), "{err}");
+    let run = export(&store, "ids");
+    let rps = run.series.iter().find(|s| s.name == "log.rps").unwrap();
+    assert_eq!(rps.v.iter().sum::<f64>(), 6000.0);
+    assert_eq!(log_lines(&store, "ids"), text);
+}

@@ -855,6 +855,15 @@ naming how many lines and until when.";
 keisoku logs before --sort p99 -r --percentiles 50,99 --format md\n  \
 keisoku logs last -f 'Status >= 500' --slow 10\n  keisoku logs last --auto-group --timeline 1s\n  \
 keisoku logs last -q --qs-ignore-values --dump after.json\n  keisoku logs diff before after")]
+// A run is the input: the file flags stay parseable (to refuse them with a
+// reason) but out of the help.
+#[command(
+    mut_arg("files", |a| a.hide(true)),
+    mut_arg("file", |a| a.hide(true)),
+    mut_arg("load", |a| a.hide(true)),
+    mut_arg("pos", |a| a.hide(true)),
+    mut_arg("nosave_pos", |a| a.hide(true))
+)]
 struct StoredArgs {
     #[command(flatten)]
     common: Common,

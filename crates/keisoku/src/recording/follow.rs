@@ -26,6 +26,14 @@ const MAX_US: u64 = 3_600_000_000;
 /// Most bytes read from the log at once, so a large backlog is handled in
 /// pieces instead of all in memory.
 const READ_MAX: usize = 8 << 20;
+/// Most distinct routes given per-second histograms, as the route table
+/// (`keisoku logs --limit`): an ungrouped log with ids in its paths must not
+/// make the recorder's memory grow with every id.
+const ROUTE_LIMIT: usize = 5000;
+/// Histograms built and stored per batch: each is ~190 KB while built
+/// (1 µs to 1 h at 3 significant digits), so a second with thousands of
+/// routes is stored a batch at a time.
+const HISTOGRAM_BATCH: usize = 256;
 
 /// Builds the line parser for `--log-format`.
 pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> {
@@ -105,8 +113,16 @@ struct State {
     origin: Instant,
     /// An empty histogram with the bounds every route second uses.
     template: Histogram<u64>,
-    /// (second, method, route) -> latencies in µs.
-    open: BTreeMap<(u32, String, String), Histogram<u64>>,
+    /// (second, method, route) -> latencies in µs, made into histograms
+    /// when the second is stored (4 bytes a request until then).
+    open: BTreeMap<(u32, String, String), Vec<u32>>,
+    /// second -> latencies of every request, for `log.rps`/`log.p99_ms`
+    /// (these count routes beyond ROUTE_LIMIT too).
+    totals: BTreeMap<u32, Vec<u32>>,
+    /// (method, route) pairs given histograms so far.
+    known: std::collections::HashSet<(String, String)>,
+    /// Requests of routes beyond ROUTE_LIMIT.
+    unrouted: u64,
     lines: u64,
     malformed: u64,
     reopened: u32,
@@ -158,6 +174,9 @@ impl Follower {
             origin,
             template: Histogram::new_with_bounds(1, MAX_US, 3).map_err(|e| e.to_string())?,
             open: BTreeMap::new(),
+            totals: BTreeMap::new(),
+            known: Default::default(),
+            unrouted: 0,
             lines: 0,
             malformed: 0,
             reopened: 0,
@@ -383,50 +402,67 @@ impl State {
                 return;
             }
         };
+        let us = (rec.response_time * 1e6).round().clamp(1.0, MAX_US as f64) as u32;
+        self.totals.entry(second).or_default().push(us);
         let route = self.grouper.route(&rec.uri).into_owned();
         let method = String::from_utf8_lossy(&rec.method).into_owned();
-        let us = (rec.response_time * 1e6).round().clamp(1.0, MAX_US as f64) as u64;
-        let template = &self.template;
-        let h = self
-            .open
-            .entry((second, method, route))
-            .or_insert_with(|| template.clone());
-        let _ = h.record(us);
+        let key = (method, route);
+        if !self.known.contains(&key) {
+            if self.known.len() >= ROUTE_LIMIT {
+                self.unrouted += 1;
+                return;
+            }
+            self.known.insert(key.clone());
+        }
+        self.open
+            .entry((second, key.0, key.1))
+            .or_default()
+            .push(us);
+    }
+
+    /// A histogram of latencies in µs with the bounds every route second uses.
+    fn histogram(&self, values: &[u32]) -> Histogram<u64> {
+        let mut h = self.template.clone();
+        for &v in values {
+            let _ = h.record(u64::from(v));
+        }
+        h
     }
 
     /// Stores every completed second (all when `keep_current` is false),
     /// with the `log.rps` and `log.p99_ms` series.
     fn flush_seconds(&mut self, store: &Store, run: &str, keep_current: bool) {
         let now = (self.origin.elapsed().as_millis() / 1000) as u32;
+        let done_seconds: Vec<u32> = self
+            .totals
+            .keys()
+            .copied()
+            .filter(|&sec| !keep_current || sec < now)
+            .collect();
+        if done_seconds.is_empty() {
+            return;
+        }
         let done: Vec<(u32, String, String)> = self
             .open
             .keys()
             .filter(|k| !keep_current || k.0 < now)
             .cloned()
             .collect();
-        if done.is_empty() {
-            return;
-        }
-        let mut seconds = Vec::with_capacity(done.len());
-        let mut per_second: BTreeMap<u32, Histogram<u64>> = BTreeMap::new();
-        for key in done {
-            if let Some(h) = self.open.remove(&key) {
-                seconds.push(RouteSecond {
-                    method: key.1,
-                    route: key.2,
-                    second: key.0,
-                    histogram: h,
-                });
+        let mut failed = None;
+        for batch in done.chunks(HISTOGRAM_BATCH) {
+            let mut seconds = Vec::with_capacity(batch.len());
+            for key in batch {
+                if let Some(values) = self.open.remove(key) {
+                    seconds.push(RouteSecond {
+                        method: key.1.clone(),
+                        route: key.2.clone(),
+                        second: key.0,
+                        histogram: self.histogram(&values),
+                    });
+                }
             }
-        }
-        for s in &seconds {
-            match per_second.get_mut(&s.second) {
-                Some(t) => {
-                    let _ = t.add(&s.histogram);
-                }
-                None => {
-                    per_second.insert(s.second, s.histogram.clone());
-                }
+            if let Err(e) = store.put_route_seconds(run, RouteSource::AccessLog, &seconds) {
+                failed = Some(e);
             }
         }
         let mut rps = Series {
@@ -441,7 +477,11 @@ impl State {
             t_ms: Vec::new(),
             v: Vec::new(),
         };
-        for (sec, h) in &per_second {
+        for sec in done_seconds {
+            let Some(values) = self.totals.remove(&sec) else {
+                continue;
+            };
+            let h = self.histogram(&values);
             // A second's point sits at its end, like the sampler's rates.
             let t = f64::from(sec + 1) * 1000.0;
             rps.t_ms.push(t);
@@ -449,14 +489,22 @@ impl State {
             p99.t_ms.push(t);
             p99.v.push(h.value_at_quantile(0.99) as f64 / 1000.0);
         }
-        let r1 = store.put_route_seconds(run, RouteSource::AccessLog, &seconds);
-        let r2 = store.append_series(run, &[rps, p99]);
-        if let Err(e) = r1.and(r2) {
+        if let Err(e) = store.append_series(run, &[rps, p99]) {
+            failed = Some(e);
+        }
+        if let Some(e) = failed {
             self.note(format!("storing access-log seconds: {e}"));
         }
     }
 
-    fn finish(self) -> Followed {
+    fn finish(mut self) -> Followed {
+        if self.unrouted > 0 {
+            let msg = format!(
+                "access log: more than {ROUTE_LIMIT} distinct routes; {} requests of later routes have no per-second route histograms (they count in log.rps and log.p99_ms; group the URLs with `keisoku logs RUN -m` or `--auto-group`)",
+                self.unrouted
+            );
+            self.note(msg);
+        }
         let analysis = self.agg.finish();
         let routes = analysis
             .routes
