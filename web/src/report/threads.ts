@@ -74,11 +74,14 @@ export function threadStrips(idx: SeriesIndex, threads: ThreadInfo[]): StripSpec
       .reverse();
   const specs: StripSpec[] = [{ kind: 'strip', key: 'threads-cpu', title: 'Server threads: CPU (% of one core)', unit: '%', max: 100, rows: rows('cpu'), rowAxis: 'thread', inlineLabels: true, note: `one row per thread (comm tid), busiest on top${more}` }];
   if (shown.some((t) => idx.get(`${t.prefix}migrations`))) {
-    // Scale the colour to the busiest thread's rate, so a few migrations a second still show.
-    let max = 0;
-    for (const t of shown) for (const x of idx.get(`${t.prefix}migrations`)?.v ?? []) if (typeof x === 'number' && x > max) max = x;
-    const top = Math.max(1, max);
-    specs.push({ kind: 'strip', key: 'threads-migrations', title: 'Server threads: CPU migrations (/s)', unit: '/s', max: top, rows: rows('migrations'), rowAxis: 'thread', inlineLabels: true, note: `same rows; darkest = ${fmtValue(top, '/s')}${more}` });
+    // Scale the colour to the 98th percentile of the shown rates, not the
+    // maximum: a burst at start-up (threads spreading out) would otherwise
+    // wash out the steady state, and a few migrations a second still show.
+    const all: number[] = [];
+    for (const t of shown) for (const x of idx.get(`${t.prefix}migrations`)?.v ?? []) if (typeof x === 'number' && Number.isFinite(x)) all.push(x);
+    all.sort((a, b) => a - b);
+    const top = Math.max(1, all.length ? all[Math.min(all.length - 1, Math.floor(all.length * 0.98))] : 0);
+    specs.push({ kind: 'strip', key: 'threads-migrations', title: 'Server threads: CPU migrations (/s)', unit: '/s', max: top, rows: rows('migrations'), rowAxis: 'thread', inlineLabels: true, note: `same rows; darkest = ${fmtValue(top, '/s')} or more${more}` });
   }
   return specs;
 }
