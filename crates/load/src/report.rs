@@ -395,7 +395,7 @@ pub(crate) fn new_histogram(high_us: u64, sigfig: u8) -> Histogram<u64> {
 
 /// Adds `b` into `a`; values beyond `a`'s range saturate at its top rather
 /// than being lost.
-pub(crate) fn add_hist(a: &mut Histogram<u64>, b: &Histogram<u64>) {
+pub fn add_hist(a: &mut Histogram<u64>, b: &Histogram<u64>) {
     if a.add(b).is_err() {
         for v in b.iter_recorded() {
             a.saturating_record_n(v.value_iterated_to(), v.count_at_value());

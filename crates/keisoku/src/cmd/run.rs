@@ -344,62 +344,113 @@ pub(crate) fn store_report(rec: &Recording, r: &Report) -> keisoku_store::Result
             series("client.p99_ms", "ms", &|s| s.p99_ms),
         ],
     )?;
+    // Targets that share a method and path (one URL with several bodies) are
+    // one route, as the access log sees them; the store keys routes by method
+    // and path, so separate rows would also overwrite each other's seconds.
+    let routes = client_routes(&r.targets);
     let base_second = (offset / 1000.0).max(0.0).round() as u32;
     let mut seconds = Vec::new();
     for s in &r.timeline {
         let second = base_second + s.t_s as u32;
-        let per: Vec<(usize, &Histogram<u64>)> = if s.per_target.is_empty() {
-            vec![(0, &s.histogram)]
-        } else {
-            s.per_target
-                .iter()
-                .enumerate()
-                .filter_map(|(i, h)| h.as_ref().map(|h| (i, h)))
-                .collect()
-        };
-        for (i, h) in per {
-            let Some(t) = r.targets.get(i) else { continue };
-            if h.is_empty() {
-                continue;
+        for route in &routes {
+            let mut merged: Option<Histogram<u64>> = None;
+            for &i in &route.targets {
+                let h = if s.per_target.is_empty() {
+                    Some(&s.histogram)
+                } else {
+                    s.per_target.get(i).and_then(Option::as_ref)
+                };
+                let Some(h) = h.filter(|h| !h.is_empty()) else {
+                    continue;
+                };
+                match merged.as_mut() {
+                    Some(m) => keisoku_load::report::add_hist(m, h),
+                    None => merged = Some(h.clone()),
+                }
             }
-            seconds.push(RouteSecond {
-                method: t.method.clone(),
-                route: path_of(&t.url),
-                second,
-                histogram: h.clone(),
-            });
+            if let Some(histogram) = merged {
+                seconds.push(RouteSecond {
+                    method: route.method.clone(),
+                    route: route.path.clone(),
+                    second,
+                    histogram,
+                });
+            }
         }
     }
     store.put_route_seconds(run, RouteSource::Client, &seconds)?;
-    let rows: Vec<RouteRow> = r
-        .targets
+    let rows: Vec<RouteRow> = routes
         .iter()
-        .map(|t| {
-            let s = &t.stats;
-            let l = &s.latency_ms;
-            RouteRow {
-                method: t.method.clone(),
-                uri: path_of(&t.url),
-                count: s.requests,
-                s1xx: s.status.s1xx,
-                s2xx: s.status.s2xx,
-                s3xx: s.status.s3xx,
-                s4xx: s.status.s4xx,
-                s5xx: s.status.s5xx,
-                min: l.min,
-                max: l.max,
-                sum: l.mean * s.requests as f64,
-                avg: l.mean,
-                p50: l.p50,
-                p90: l.p90,
-                p95: l.p95,
-                p99: l.p99,
-                stddev: l.stdev,
-                ..RouteRow::default()
-            }
-        })
+        .filter_map(|route| route_row(route, &r.targets))
         .collect();
     store.put_routes(run, RouteSource::Client, &rows)
+}
+
+/// Load targets grouped by method and path, in the order first given.
+struct ClientRoute {
+    method: String,
+    path: String,
+    targets: Vec<usize>,
+}
+
+fn client_routes(targets: &[keisoku_load::report::TargetReport]) -> Vec<ClientRoute> {
+    let mut routes: Vec<ClientRoute> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let path = path_of(&t.url);
+        match routes
+            .iter_mut()
+            .find(|r| r.method == t.method && r.path == path)
+        {
+            Some(r) => r.targets.push(i),
+            None => routes.push(ClientRoute {
+                method: t.method.clone(),
+                path,
+                targets: vec![i],
+            }),
+        }
+    }
+    routes
+}
+
+/// One route's row: counts summed, latency from the merged histograms.
+fn route_row(
+    route: &ClientRoute,
+    targets: &[keisoku_load::report::TargetReport],
+) -> Option<RouteRow> {
+    let mut histogram: Option<Histogram<u64>> = None;
+    let mut row = RouteRow {
+        method: route.method.clone(),
+        uri: route.path.clone(),
+        ..RouteRow::default()
+    };
+    for t in route.targets.iter().filter_map(|&i| targets.get(i)) {
+        let s = &t.stats;
+        row.count += s.requests;
+        row.s1xx += s.status.s1xx;
+        row.s2xx += s.status.s2xx;
+        row.s3xx += s.status.s3xx;
+        row.s4xx += s.status.s4xx;
+        row.s5xx += s.status.s5xx;
+        row.sum += s.latency_ms.mean * s.requests as f64;
+        match histogram.as_mut() {
+            Some(h) => keisoku_load::report::add_hist(h, &s.histogram),
+            None => histogram = Some(s.histogram.clone()),
+        }
+    }
+    let l = keisoku_load::report::LatencySummary::from_histogram(&histogram?);
+    row.min = l.min;
+    row.max = l.max;
+    row.avg = if row.count > 0 {
+        row.sum / row.count as f64
+    } else {
+        0.0
+    };
+    row.p50 = l.p50;
+    row.p90 = l.p90;
+    row.p95 = l.p95;
+    row.p99 = l.p99;
+    row.stddev = l.stdev;
+    Some(row)
 }
 
 /// The path (without the query) of a URL, as access logs group it.
