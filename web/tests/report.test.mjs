@@ -10,8 +10,9 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { binSupports, keisokuBin, launch, open, runBin, scratch, shot, templatePage, write } from './helpers/browser.mjs';
+import { keisokuBin, launch, open, runBin, scratch, shot } from './helpers/browser.mjs';
 import { makeRun } from './report-fixture.mjs';
+import { reportPage } from './report-page.mjs';
 import { has, killAll, startDemo, stop } from './report-procs.mjs';
 
 let browser;
@@ -22,19 +23,6 @@ after(async () => {
   await browser?.close();
   killAll();
 });
-
-/** Writes the report of `run` and returns its path. */
-function reportPage(name, run) {
-  const dir = scratch(name);
-  const html = join(dir, `${name}.html`);
-  if (binSupports('report')) {
-    const json = write(join(dir, `${name}.json`), JSON.stringify(run));
-    runBin(['report', json, '-o', html]);
-  } else {
-    write(html, templatePage('report', 'report', JSON.stringify({ served: false, range_ms: null, run })));
-  }
-  return html;
-}
 
 /** Samples with from <= t < to, computed from the JSON, not by the UI. */
 function samplesIn(profile, from, to) {
