@@ -2,8 +2,10 @@
 // long-running keisoku command and wait for a line, stop it with SIGINT, and
 // record real runs against the demo target.
 import { spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { keisokuBin } from './helpers/browser.mjs';
+import { keisokuBin, scratch } from './helpers/browser.mjs';
 
 const children = [];
 
@@ -53,4 +55,20 @@ export function killAll() {
 export async function startDemo() {
   const { child, m } = await startAndMatch(['demo', '--serve', '--tuned'], /demo target: (http:\/\/127\.0\.0\.1:\d+) \(pid (\d+)\)/);
   return { child, url: m[1], pid: m[2] };
+}
+
+/**
+ * Records a real run against the demo target (`keisoku demo --serve
+ * --tuned`): `keisoku run --target URL+path --pid PID ...args` into a fresh
+ * store under test-artifacts/NAME/, run name NAME. Resolves with
+ * { rec (spawnSync result), store, dir }.
+ */
+export async function recordDemoRun(name, path, args) {
+  const dir = scratch(name);
+  const store = join(dir, 'runs.db');
+  for (const f of [store, `${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
+  const demo = await startDemo();
+  const rec = spawnSync(keisokuBin(), ['run', '--target', `${demo.url}${path}`, '--pid', demo.pid, ...args, '--store', store, '--name', name], { encoding: 'utf8', timeout: 90000 });
+  await stop(demo.child);
+  return { rec, store, dir };
 }

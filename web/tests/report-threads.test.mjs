@@ -7,12 +7,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { keisokuBin, launch, open, runBin, scratch } from './helpers/browser.mjs';
+import { launch, open, runBin, scratch } from './helpers/browser.mjs';
 import { makeRun } from './report-fixture.mjs';
 import { reportPage } from './report-page.mjs';
-import { has, killAll, startDemo, stop } from './report-procs.mjs';
+import { has, killAll, recordDemoRun } from './report-procs.mjs';
 
 let browser;
 before(async () => {
@@ -127,15 +125,10 @@ test('a real recorded run shows the demo workers as thread rows', async (t) => {
     t.skip('KEISOKU_BIN lacks `run` or `demo --serve`');
     return;
   }
-  const dir = scratch('report-threads-real');
-  const store = join(dir, 'runs.db');
-  for (const f of [store, `${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
-  const demo = await startDemo();
-  const rec = spawnSync(keisokuBin(), ['run', '--target', `${demo.url}/bid`, '--pid', demo.pid, '--profile', 'none', '--sweep-connections', '2..4:2', '--step-duration', '2s', '--store', store, '--name', 'threads'], { encoding: 'utf8', timeout: 90000 });
-  await stop(demo.child);
+  const { rec, store, dir } = await recordDemoRun('report-threads-real', '/bid', ['--profile', 'none', '--sweep-connections', '2..4:2', '--step-duration', '2s']);
   assert.ok(rec.status === 0 || rec.status === 3, `keisoku run: ${rec.stderr}`);
   const html = join(dir, 'report-threads-real.html');
-  runBin(['report', 'threads', '--store', store, '-o', html]);
+  runBin(['report', 'report-threads-real', '--store', store, '-o', html]);
   const { page, errors, ctx } = await open(browser, html, { width: 1366, height: 900 });
   const f = await threadFacts(page);
   assert.equal(f.fatal, null);

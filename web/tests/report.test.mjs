@@ -8,12 +8,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { keisokuBin, launch, open, runBin, scratch, shot } from './helpers/browser.mjs';
+import { launch, open, runBin, shot } from './helpers/browser.mjs';
 import { makeRun } from './report-fixture.mjs';
 import { reportPage } from './report-page.mjs';
-import { has, killAll, startDemo, stop } from './report-procs.mjs';
+import { has, killAll, recordDemoRun } from './report-procs.mjs';
 
 let browser;
 before(async () => {
@@ -42,15 +40,10 @@ test('the report of a real recorded run shows every section with data', async (t
     t.skip('KEISOKU_BIN lacks `run` or `demo --serve`');
     return;
   }
-  const dir = scratch('report-real');
-  const store = join(dir, 'runs.db');
-  for (const f of [store, `${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
-  const demo = await startDemo();
-  const rec = spawnSync(keisokuBin(), ['run', '--target', `${demo.url}/health`, '--pid', demo.pid, '--profile', 'perf', '--sweep-connections', '1..3:1', '--step-duration', '1s', '--slo', 'p99<=50ms', '--store', store, '--name', 'real'], { encoding: 'utf8', timeout: 90000 });
-  await stop(demo.child);
+  const { rec, store, dir } = await recordDemoRun('report-real', '/health', ['--profile', 'perf', '--sweep-connections', '1..3:1', '--step-duration', '1s', '--slo', 'p99<=50ms']);
   assert.ok(rec.status === 0 || rec.status === 3, `keisoku run: ${rec.stderr}`);
   const html = join(dir, 'report-real.html');
-  runBin(['report', 'real', '--store', store, '-o', html]);
+  runBin(['report', 'report-real', '--store', store, '-o', html]);
   const { page, errors, ctx } = await open(browser, html, { width: 1366, height: 768 });
   const facts = await page.evaluate(() => ({
     fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
