@@ -21,10 +21,10 @@ after(async () => {
   killAll();
 });
 
-/** Mean of a thread series over the measured phases, as the table computes it (every tick counted). */
-function meanOver(run, name) {
+/** Mean of a thread series over the measured phases (or (from, to]), as the table computes it. */
+function meanOver(run, name, range = null) {
   const s = run.series.find((x) => x.name === name);
-  const inPhase = (t) => run.phases.some((p) => !p.warmup && t > p.start_ms && t <= p.end_ms);
+  const inPhase = range ? (t) => t > range[0] && t <= range[1] : (t) => run.phases.some((p) => !p.warmup && t > p.start_ms && t <= p.end_ms);
   const v = s.t_ms.map((t, i) => [t, s.v[i]]).filter(([t]) => inPhase(t));
   return v.reduce((a, [, x]) => a + x, 0) / v.length;
 }
@@ -55,6 +55,7 @@ async function threadFacts(page) {
       cpuNote: strip('threads-cpu')?.note ?? '',
       migMax: strip('threads-migrations')?.max ?? null,
       table: [...document.querySelectorAll('#threads tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent)),
+      title: document.querySelector('#threads h3')?.textContent ?? '',
       head: [...document.querySelectorAll('#threads thead th')].map((th) => th.textContent),
       extra: [...document.querySelectorAll('#timelines select option')].map((o) => o.value).filter((v) => v.startsWith('thread.')),
       fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
@@ -104,6 +105,17 @@ test('thread strips show the busiest 16 threads on top and the table every threa
     assert.equal(f.table[1][9], '1');
     // Thread series do not flood the "add a chart" list.
     assert.deepEqual(f.extra, []);
+    // A selected range (here from elsewhere on the page) recomputes the table for it; Esc resets.
+    assert.match(f.title, /over the measured phases/);
+    await page.evaluate(() => window.keisoku.timelines.setRange({ fromMs: 48000, toMs: 60000 }));
+    const sel = await threadFacts(page);
+    assert.match(sel.title, /from 48 s to 60 s \(selected\)/);
+    const inRange = meanOver(run, 'thread.demo-prefork-0:4242:4250.cpu', [48000, 60000]);
+    assert.equal(sel.table[0][4], `${inRange.toFixed(1)}%`);
+    assert.equal(sel.table[0][3], ((inRange / 100) * 12).toFixed(2));
+    assert.notEqual(sel.table[0][4], f.table[0][4]);
+    await page.keyboard.press('Escape');
+    assert.deepEqual((await threadFacts(page)).table, f.table);
     await shotThreads(page, `report-threads-${colorScheme}`);
     assert.deepEqual(errors, []);
     await ctx.close();

@@ -113,7 +113,7 @@ function num(v: number | null | undefined): number | null {
 }
 
 /** A group of time-aligned charts. */
-export class Timelines extends Emitter<{ range: TimeRange | null }> {
+export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRange | null }> {
   readonly root: HTMLElement;
   private readonly built: Built[] = [];
   private readonly syncKey = `ks-timeline-${++groups}`;
@@ -169,11 +169,16 @@ export class Timelines extends Emitter<{ range: TimeRange | null }> {
     this.built.push({ spec, u, box });
   }
 
-  /** Zooms every chart to a range (null: the whole run) without emitting. */
+  /**
+   * Zooms every chart to a range (null: the whole run) without emitting
+   * `range` (the user's selection); emits `view` (what is shown, whoever
+   * chose it), which views that follow the charts listen to.
+   */
   setRange(range: TimeRange | null): void {
     this.range = range ? { fromMs: Math.max(0, range.fromMs), toMs: range.toMs } : null;
     const [min, max] = this.xWindow();
     for (const b of this.built) b.u.setScale('x', { min, max });
+    this.emit('view', this.range);
   }
 
   private xWindow(): [number, number] {

@@ -5,7 +5,7 @@
  * work, migrating workers and starved ones show by name.
  */
 import { h } from '../common/dom';
-import type { Phase, StripSpec } from '../charts/timelines';
+import type { Phase, StripSpec, TimeRange } from '../charts/timelines';
 import { fmtValue } from '../charts/units';
 import type { SeriesIndex } from './data';
 import type { Series } from './types';
@@ -99,7 +99,7 @@ export interface ThreadRow {
 }
 
 /** Measured windows: phases that are not warm-up, else the whole run. */
-function windows(phases: Phase[], durationMs: number): [number, number][] {
+export function measuredWindows(phases: Phase[], durationMs: number): [number, number][] {
   const w = phases.filter((p) => !p.warmup).map((p): [number, number] => [p.startMs, p.endMs]);
   return w.length ? w : [[0, durationMs]];
 }
@@ -110,13 +110,12 @@ function inWindows(t: number, w: [number, number][]): boolean {
 }
 
 /**
- * Per thread over the measured phases: rates are the sum of its points
- * divided by the number of sampler ticks in those phases (from
+ * Per thread over time windows `w` (ms, (a, b]): rates are the sum of its
+ * points divided by the number of sampler ticks in the windows (from
  * `reference`, the process-wide series of the same metric), so the ticks
  * before a thread had series (it was idle) count as zero.
  */
-export function threadTable(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): ThreadRow[] {
-  const w = windows(phases, durationMs);
+export function threadTable(idx: SeriesIndex, threads: ThreadInfo[], w: [number, number][]): ThreadRow[] {
   const seconds = w.reduce((a, [x, y]) => a + (y - x) / 1000, 0);
   const ticks = (name: string): number => {
     const s = idx.get(name);
@@ -160,30 +159,54 @@ export function threadTable(idx: SeriesIndex, threads: ThreadInfo[], phases: Pha
   });
 }
 
-/** The threads table as a DOM block, or null without thread series. */
-export function threadTableBlock(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): HTMLElement | null {
-  if (!threads.length) return null;
-  const rows = threadTable(idx, threads, phases, durationMs).sort((a, b) => (b.cpuS ?? 0) - (a.cpuS ?? 0) || a.thread.tid - b.thread.tid);
-  const num = (v: number | null, unit: string) => h('td', { text: fmtValue(v, unit) });
-  const cols: [string, string][] = [
-    ['thread', 'thread name (comm)'],
-    ['pid', 'process id'],
-    ['tid', 'thread id'],
-    ['CPU s', 'CPU seconds over the measured phases'],
-    ['CPU %', 'mean CPU, % of one core'],
-    ['migrations/s', 'moves between cores per second'],
-    ['voluntary/s', 'voluntary context switches per second (waiting for I/O, locks)'],
-    ['involuntary/s', 'involuntary context switches per second (preempted)'],
-    ['run queue ms/s', 'ms per second runnable but waiting for a core'],
-    ['cores seen', 'the core it last ran on, at each sample'],
-  ];
-  const table = h(
-    'table',
-    { class: 'ks-table ks-threads' },
-    h('thead', {}, h('tr', {}, ...cols.map(([label, title]) => h('th', { title, class: label === 'thread' ? 'ks-name' : '', text: label })))),
-    h(
-      'tbody',
-      {},
+/**
+ * The threads table over the measured phases, or over the range selected
+ * on the timelines (`setRange`); null without thread series.
+ */
+export class ThreadTableView {
+  readonly root: HTMLElement;
+  private readonly title = h('h3');
+  private readonly body = h('tbody');
+
+  private constructor(
+    private readonly idx: SeriesIndex,
+    private readonly threads: ThreadInfo[],
+    private readonly measured: [number, number][],
+  ) {
+    const cols: [string, string][] = [
+      ['thread', 'thread name (comm)'],
+      ['pid', 'process id'],
+      ['tid', 'thread id'],
+      ['CPU s', 'CPU seconds in the range'],
+      ['CPU %', 'mean CPU, % of one core'],
+      ['migrations/s', 'moves between cores per second'],
+      ['voluntary/s', 'voluntary context switches per second (waiting for I/O, locks)'],
+      ['involuntary/s', 'involuntary context switches per second (preempted)'],
+      ['run queue ms/s', 'ms per second runnable but waiting for a core'],
+      ['cores seen', 'the core it last ran on, at each sample'],
+    ];
+    const table = h('table', { class: 'ks-table ks-threads' }, h('thead', {}, h('tr', {}, ...cols.map(([label, title]) => h('th', { title, class: label === 'thread' ? 'ks-name' : '', text: label })))), this.body);
+    this.root = h(
+      'div',
+      { class: 'ks-threads-wrap', id: 'threads' },
+      this.title,
+      h('p', { class: 'ks-muted', text: `${threads.length} thread${threads.length === 1 ? '' : 's'} with their own series (a thread gets them once it uses 1% of a core or migrates 10 times a second; at most 32 at a time). Rates are per second of the range.` }),
+      h('div', { class: 'ks-routes-wrap' }, table),
+    );
+    this.setRange(null);
+  }
+
+  static create(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): ThreadTableView | null {
+    return threads.length ? new ThreadTableView(idx, threads, measuredWindows(phases, durationMs)) : null;
+  }
+
+  /** Recomputes the table for a selected range (null: the measured phases). */
+  setRange(range: TimeRange | null): void {
+    const w: [number, number][] = range ? [[range.fromMs, range.toMs]] : this.measured;
+    this.title.textContent = range ? `Server threads from ${fmtValue(range.fromMs, 'ms')} to ${fmtValue(range.toMs, 'ms')} (selected)` : 'Server threads over the measured phases';
+    const rows = threadTable(this.idx, this.threads, w).sort((a, b) => (b.cpuS ?? 0) - (a.cpuS ?? 0) || a.thread.tid - b.thread.tid);
+    const num = (v: number | null, unit: string) => h('td', { text: fmtValue(v, unit) });
+    this.body.replaceChildren(
       ...rows.map((r) =>
         h(
           'tr',
@@ -200,13 +223,6 @@ export function threadTableBlock(idx: SeriesIndex, threads: ThreadInfo[], phases
           h('td', { text: r.cores.length ? r.cores.join(' ') : '—' }),
         ),
       ),
-    ),
-  );
-  return h(
-    'div',
-    { class: 'ks-threads-wrap', id: 'threads' },
-    h('h3', { text: 'Server threads over the measured phases' }),
-    h('p', { class: 'ks-muted', text: `${rows.length} thread${rows.length === 1 ? '' : 's'} with their own series (a thread gets them once it uses 1% of a core or migrates 10 times a second; at most 32 at a time). Rates are per second of the measured phases.` }),
-    h('div', { class: 'ks-routes-wrap' }, table),
-  );
+    );
+  }
 }

@@ -6,7 +6,7 @@
 import { h } from '../common/dom';
 import { Timelines, type ChartSpec, type Line, type Phase } from '../charts/timelines';
 import { SeriesIndex } from './data';
-import { threadsOf, threadStrips, threadTableBlock } from './threads';
+import { ThreadTableView, threadsOf, threadStrips } from './threads';
 import type { Series } from './types';
 
 function line(s: Series, label?: string, dash = false): Line {
@@ -106,8 +106,11 @@ export function timelineSection(parent: HTMLElement, series: Series[] | undefine
   const timelines = new Timelines(sec, { durationMs, phases });
   const { specs, missing, used } = chartPlan(idx);
   for (const s of specs) timelines.add(s);
-  const threads = threadTableBlock(idx, threadsOf(idx), phases, durationMs);
-  if (threads) sec.append(threads);
+  const threads = ThreadTableView.create(idx, threadsOf(idx), phases, durationMs);
+  if (threads) {
+    sec.append(threads.root);
+    timelines.on('view', (r) => threads.setRange(r));
+  }
   if (missing.length) sec.append(h('p', { class: 'ks-muted', text: `Not recorded: ${missing.join(', ')}.` }));
   const rest = idx.names().filter((n) => !used.has(n));
   if (rest.length) {
