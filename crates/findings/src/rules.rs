@@ -4,7 +4,7 @@
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
 use crate::patterns::{matches, KINDS, STALL_WORK};
-use crate::view::{MeasuredPhase, View};
+use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Host CPU busy (% of all cores) from which a knee counts as CPU-bound.
@@ -186,22 +186,32 @@ fn family(comm: &str) -> &str {
     comm.trim_end_matches(|c: char| c.is_ascii_digit())
 }
 
-/// One core saturated while others idle: one thread does the work.
+/// The thread that does most of the server's work, as `single-core` judges it.
+struct HotThread<'p> {
+    name: String,
+    /// Its share of the server's work (0-1).
+    share: f64,
+    /// What the share is of.
+    share_of: &'static str,
+    /// CPU and CPU plus run-queue wait, % of one core, in the busiest phase.
+    cpu: f64,
+    demand: f64,
+    phase: &'p MeasuredPhase,
+    /// Where its CPU and wait came from.
+    source: &'static str,
+    series: Vec<String>,
+    siblings: usize,
+}
+
+/// One core saturated while others idle: one thread does the work. From
+/// the profile's samples per thread when it has enough of them, else from
+/// the per-thread series alone (a run recorded without a profile).
 pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     if v.cores() < 2.0 {
         return Vec::new();
     }
-    let threads = thread_samples(v);
-    let total: f64 = threads.iter().map(|t| t.1).sum();
-    let Some(&(top, top_w)) = threads.first() else {
-        return Vec::new();
-    };
-    if total < 50.0 {
-        return Vec::new();
-    }
-    let (a, b) = v.measured_window();
     // The busiest phase says whether that thread ran out of core.
-    let Some(busiest) = v
+    let Some((phase, cpu)) = v
         .phases
         .iter()
         .filter_map(|p| Some((p, v.server_cpu(p.start_ms, p.end_ms)?)))
@@ -209,64 +219,24 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    let (p, cpu) = busiest;
-    let mut in_phase: HashMap<u32, f64> = HashMap::new();
-    for s in v.samples_in(p.start_ms, p.end_ms) {
-        if let Some(t) = s.thread {
-            *in_phase.entry(t).or_default() += s.weight;
-        }
-    }
-    let phase_total: f64 = in_phase.values().sum();
-    let top_phase = in_phase.get(&top).copied().unwrap_or(0.0);
-    if phase_total <= 0.0 {
-        return Vec::new();
-    }
-    // On a shared machine a saturated thread spends part of its time
-    // runnable but waiting for a core: that is demand too. With the
-    // thread's own series its CPU and wait are measured; otherwise the
-    // process's are split by the thread's share of the samples.
-    let own = v
-        .thread_tid(top)
-        .and_then(|tid| v.thread_by_tid(tid))
-        .and_then(|th| {
-            let cpu = v.thread_mean(th, "cpu", "proc.cpu_user", p.start_ms, p.end_ms)?;
-            let wait = v
-                .thread_mean(
-                    th,
-                    "runq_delay_ms",
-                    "proc.runq_delay_ms",
-                    p.start_ms,
-                    p.end_ms,
-                )
-                .map_or(0.0, |ms_per_s| ms_per_s / 10.0);
-            Some((cpu, wait, th.series("runq_delay_ms")))
-        });
-    let (thread_cpu, thread_wait, source) = match &own {
-        Some((c, w, _)) => (*c, *w, "its own thread series"),
-        None => (
-            cpu * top_phase / phase_total,
-            v.mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
-                .map_or(0.0, |ms_per_s| ms_per_s / 10.0 * top_phase / phase_total),
-            "the process's CPU and run-queue wait split by its share of the samples",
-        ),
+    let threads = thread_samples(v);
+    let total: f64 = threads.iter().map(|t| t.1).sum();
+    let hot = if total >= 50.0 {
+        hot_from_profile(v, &threads, phase, cpu)
+    } else {
+        hot_from_series(v, phase)
     };
-    let demand = thread_cpu + thread_wait;
-    let share = top_w / total;
-    let name = v.thread_name(top);
-    // Siblings of the same family (worker-0, worker-1) mean the server can
-    // spread its work, even when a busy machine starves all but one of them.
-    let siblings = threads
-        .iter()
-        .skip(1)
-        .filter(|(t, w)| family(&v.thread_name(*t)) == family(&name) && *w >= SIBLING_SHARE * top_w)
-        .count();
-    if demand < HOT_THREAD_PCT || share < 0.5 || siblings > 0 {
+    let Some(hot) = hot else {
+        return Vec::new();
+    };
+    if hot.demand < HOT_THREAD_PCT || hot.share < 0.5 || hot.siblings > 0 {
         return Vec::new();
     }
+    let HotThread { name, share, .. } = &hot;
     let mut f = finding("single-core", None, Severity::High, 60.0 + 30.0 * share);
     f.title = format!(
         "One thread ({name}) does {} of the server's work: the server can use one core of {}",
-        pct(share),
+        pct(*share),
         v.cores()
     );
     f.summary = "The server's work runs on one thread: it can use one core, whatever the machine has (a single event loop or worker).".into();
@@ -280,30 +250,138 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     f.evidence = Evidence {
         text: vec![
             format!(
-                "{name}: {} of the server's CPU samples, ~{thread_cpu:.0}% of one core at {} (~{:.0}% with its time waiting for a core; from {source})",
-                pct(share),
-                p.label,
-                demand.min(100.0)
+                "{name}: {} of the server's {}, ~{:.0}% of one core at {} (~{:.0}% with its time waiting for a core; from {})",
+                pct(*share),
+                hot.share_of,
+                hot.cpu,
+                hot.phase.label,
+                hot.demand.min(100.0),
+                hot.source
             ),
             format!(
                 "no other thread of its kind ({}*) does comparable work",
-                family(&name)
+                family(name)
             ),
         ],
-        series: [
-            Some("proc.cpu_user".to_string()),
-            Some("proc.cpu_system".to_string()),
-            own.as_ref().map(|o| o.2.replace(".runq_delay_ms", ".cpu")),
-            own.map(|o| o.2),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
-        range_ms: Some([a, b]),
-        phases: vec![p.index],
+        series: hot.series,
+        range_ms: Some(v.measured_window().into()),
+        phases: vec![hot.phase.index],
         frames: Vec::new(),
     };
     vec![f]
+}
+
+/// The hot thread from the profile's samples per thread; its CPU and wait
+/// from its own series when the run has them.
+fn hot_from_profile<'p>(
+    v: &View,
+    threads: &[(u32, f64)],
+    p: &'p MeasuredPhase,
+    cpu: f64,
+) -> Option<HotThread<'p>> {
+    let total: f64 = threads.iter().map(|t| t.1).sum();
+    let &(top, top_w) = threads.first()?;
+    let mut in_phase: HashMap<u32, f64> = HashMap::new();
+    for s in v.samples_in(p.start_ms, p.end_ms) {
+        if let Some(t) = s.thread {
+            *in_phase.entry(t).or_default() += s.weight;
+        }
+    }
+    let phase_total: f64 = in_phase.values().sum();
+    let top_phase = in_phase.get(&top).copied().unwrap_or(0.0);
+    if phase_total <= 0.0 {
+        return None;
+    }
+    // On a shared machine a saturated thread spends part of its time
+    // runnable but waiting for a core: that is demand too. With the
+    // thread's own series its CPU and wait are measured; otherwise the
+    // process's are split by the thread's share of the samples.
+    let own = v
+        .thread_tid(top)
+        .and_then(|tid| v.thread_by_tid(tid))
+        .and_then(|th| Some((own_cpu_and_wait(v, th, p)?, th)));
+    let mut series = vec!["proc.cpu_user".to_string(), "proc.cpu_system".to_string()];
+    let (thread_cpu, thread_wait, source) = match own {
+        Some(((c, w), th)) => {
+            series.extend([th.series("cpu"), th.series("runq_delay_ms")]);
+            (c, w, "its own thread series")
+        }
+        None => (
+            cpu * top_phase / phase_total,
+            v.mean("proc.runq_delay_ms", p.start_ms, p.end_ms)
+                .map_or(0.0, |ms_per_s| ms_per_s / 10.0 * top_phase / phase_total),
+            "the process's CPU and run-queue wait split by its share of the samples",
+        ),
+    };
+    let name = v.thread_name(top);
+    // Siblings of the same family (worker-0, worker-1) mean the server can
+    // spread its work, even when a busy machine starves all but one of them.
+    let siblings = threads
+        .iter()
+        .skip(1)
+        .filter(|(t, w)| family(&v.thread_name(*t)) == family(&name) && *w >= SIBLING_SHARE * top_w)
+        .count();
+    Some(HotThread {
+        name,
+        share: top_w / total,
+        share_of: "CPU samples",
+        cpu: thread_cpu,
+        demand: thread_cpu + thread_wait,
+        phase: p,
+        source,
+        series,
+        siblings,
+    })
+}
+
+/// A thread's mean CPU and run-queue wait (% of one core) over a phase,
+/// from its own series.
+fn own_cpu_and_wait(v: &View, th: &ThreadKey, p: &MeasuredPhase) -> Option<(f64, f64)> {
+    let cpu = v.thread_mean(th, "cpu", "proc.cpu_user", p.start_ms, p.end_ms)?;
+    let wait = v
+        .thread_mean(
+            th,
+            "runq_delay_ms",
+            "proc.runq_delay_ms",
+            p.start_ms,
+            p.end_ms,
+        )
+        .map_or(0.0, |ms_per_s| ms_per_s / 10.0);
+    Some((cpu, wait))
+}
+
+/// The hot thread from the per-thread series alone: its share of the CPU
+/// of all threads with series over the measured phases.
+fn hot_from_series<'p>(v: &View, p: &'p MeasuredPhase) -> Option<HotThread<'p>> {
+    let (a, b) = v.measured_window();
+    let mut cpu: Vec<(f64, &ThreadKey)> = v
+        .threads
+        .iter()
+        .filter_map(|t| Some((v.thread_mean(t, "cpu", "proc.cpu_user", a, b)?, t)))
+        .collect();
+    cpu.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.tid.cmp(&y.1.tid)));
+    let total: f64 = cpu.iter().map(|c| c.0).sum();
+    let &(top_cpu, top) = cpu.first()?;
+    if total <= 0.0 {
+        return None;
+    }
+    let (thread_cpu, thread_wait) = own_cpu_and_wait(v, top, p)?;
+    let siblings = cpu
+        .iter()
+        .skip(1)
+        .filter(|(c, t)| family(&t.comm) == family(&top.comm) && *c >= SIBLING_SHARE * top_cpu)
+        .count();
+    Some(HotThread {
+        name: top.comm.clone(),
+        share: top_cpu / total,
+        share_of: "CPU in threads with their own series (no profile)",
+        cpu: thread_cpu,
+        demand: thread_cpu + thread_wait,
+        phase: p,
+        source: "its own thread series",
+        series: vec![top.series("cpu"), top.series("runq_delay_ms")],
+        siblings,
+    })
 }
 
 /// Inclusive share of each frame, and the set of frames per sample: the
@@ -773,7 +851,7 @@ fn busiest_threads(
     a: f64,
     b: f64,
 ) -> Option<(String, Vec<String>)> {
-    let mut rates: Vec<(f64, &crate::view::ThreadKey)> = v
+    let mut rates: Vec<(f64, &ThreadKey)> = v
         .threads
         .iter()
         .filter_map(|t| Some((v.thread_mean(t, metric, reference, a, b)?, t)))

@@ -304,6 +304,45 @@ fn single_core_uses_the_threads_own_wait_when_it_has_series() {
 }
 
 #[test]
+fn single_core_from_thread_series_without_a_profile() {
+    // `keisoku record --profile none`: only the per-thread series say
+    // which thread works.
+    let mut run = base();
+    set(&mut run, "proc.cpu_user", |_, _| 85.0);
+    set(&mut run, "proc.cpu_system", |_, _| 10.0);
+    set(&mut run, "thread.loop-0:9:9.cpu", |_, _| 88.0);
+    set(&mut run, "thread.loop-0:9:9.runq_delay_ms", |_, _| 20.0);
+    set(&mut run, "thread.gc:9:12.cpu", |_, _| 7.0);
+    let f = analyze(&run);
+    let sc = f
+        .iter()
+        .find(|f| f.id == "single-core")
+        .expect("single-core");
+    assert!(
+        sc.title
+            .starts_with("One thread (loop-0) does 93% of the server's work"),
+        "{}",
+        sc.title
+    );
+    assert!(
+        sc.evidence.text[0].contains("no profile"),
+        "{:?}",
+        sc.evidence.text
+    );
+    assert_eq!(
+        sc.evidence.series,
+        vec!["thread.loop-0:9:9.cpu", "thread.loop-0:9:9.runq_delay_ms"]
+    );
+    // A second loop of the same family doing real work: the server spreads.
+    set(&mut run, "thread.loop-1:9:10.cpu", |_, _| 30.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+    // One busy thread that is not saturated is not a single-core server.
+    let mut run = base();
+    set(&mut run, "thread.loop-0:9:9.cpu", |_, _| 40.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+}
+
+#[test]
 fn hot_code_names_known_expensive_work_with_frames() {
     for (frame, id, share_every) in [
         ("serde_json::de::from_str", "hot-code.json-parse", 3),
