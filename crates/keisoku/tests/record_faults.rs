@@ -418,6 +418,16 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
         String::from_utf8_lossy(&out.stdout),
         "Count\t5xx\tUri\n5\t1\t/kept\n"
     );
+    // ... and `keisoku logs diff`.
+    let out = keisoku(&[
+        "logs", "diff", "killed", "killed", "--store", s, "--format", "tsv",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("/kept"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let show = keisoku(&["runs", "--store", s]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert_eq!(text.matches("interrupted").count(), 2, "{text}");

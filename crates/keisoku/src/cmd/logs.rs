@@ -782,7 +782,7 @@ fn analyse_from_pos(
 fn load_dump(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>> {
     if let Some(spec) = p.to_str().filter(|_| !p.exists()) {
         if let Some((store, run)) = find_run(spec, store_flag)? {
-            return stored_routes(&store, &run);
+            return run_routes(&store, &run);
         }
     }
     let text =
@@ -962,6 +962,19 @@ fn analyse_run(
     let Some(log) = kept else {
         unreachable!("lines are used only when kept")
     };
+    let analysis = analyse_lines(store, run, &c, format, log)?;
+    output(&c, analysis.routes.clone(), Some(analysis))
+}
+
+/// The run's kept lines through the file pipeline, configured by `c`.
+fn analyse_lines(
+    store: &keisoku_store::Store,
+    run: &str,
+    c: &Common,
+    format: Option<Format>,
+    log: &keisoku_store::AccessLog,
+) -> anyhow::Result<Analysis> {
+    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
     let recorded = crate::recording::follow::log_format(&log.format, log.pattern.as_deref())
         .map_err(|e| anyhow::anyhow!("run {run}: {e}"))?;
     let format = match format {
@@ -975,7 +988,7 @@ fn analyse_run(
         }
         Some(f) => f,
     };
-    let (_, cfg, threads) = setup(&c, format)?;
+    let (_, cfg, threads) = setup(c, format)?;
     if log.truncated {
         eprintln!(
             "keisoku: warning: run {run} kept only its first {} of {} log lines ({} bytes, --log-lines-max reached {:.1}s into the run); this output covers those lines only",
@@ -997,8 +1010,7 @@ fn analyse_run(
         engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
     })?;
     drop(progress);
-    let analysis = checked(&name, &cfg, &c, analysis)?;
-    output(&c, analysis.routes.clone(), Some(analysis))
+    checked(&name, &cfg, c, analysis)
 }
 
 /// Why a run cannot answer options that need its log lines.
@@ -1031,6 +1043,26 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
         let n = self.inner.read(buf)?;
         self.read.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// A run's routes for `keisoku logs diff`: its stored statistics, or, when
+/// its recording was killed before storing them, its kept lines.
+fn run_routes(store: &keisoku_store::Store, run: &str) -> anyhow::Result<Vec<RouteStats>> {
+    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
+    let has_table = !store
+        .routes(run, keisoku_store::RouteSource::AccessLog)
+        .map_err(damaged)?
+        .is_empty();
+    match store.access_log(run).map_err(damaged)? {
+        Some(log) if !has_table && log.kept_lines > 0 => {
+            // The defaults of `keisoku logs RUN`, as a parse of no flags.
+            let c = StoredArgs::try_parse_from(["keisoku logs RUN", "--no-progress"])
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .common;
+            Ok(analyse_lines(store, run, &c, None, &log)?.routes)
+        }
+        _ => stored_routes(store, run),
     }
 }
 
