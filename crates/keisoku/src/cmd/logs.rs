@@ -1016,7 +1016,9 @@ fn analyse_lines(
 /// Why a run cannot answer options that need its log lines.
 fn refusal(run: &str, options: &[&str], log: Option<&keisoku_store::AccessLog>) -> anyhow::Error {
     let why = match log {
-        Some(l) if !l.keep_lines => "it was recorded with --no-log-lines".to_string(),
+        Some(l) if !l.keep_lines => {
+            "it was recorded with --no-log-lines or --log-lines-max 0".to_string()
+        }
         Some(l) if l.truncated => format!(
             "its first line was already larger than --log-lines-max ({} bytes)",
             l.max_bytes

@@ -102,7 +102,7 @@ pub struct RecorderArgs {
     #[arg(long, value_name = "REGEXP")]
     pub log_regexp: Option<String>,
     /// Raw bytes of access-log lines kept with the run (for `keisoku logs RUN -f/-q/--slow/--timeline`),
-    /// e.g. 1GiB, 200MB, 0. Stored compressed, about a tenth of the raw size for nginx logs.
+    /// e.g. 1GiB, 200MB (0: as --no-log-lines). Stored compressed, about a tenth of the raw size for nginx logs.
     /// Past the cap lines still count in the route table but are not kept.
     #[arg(long, value_name = "SIZE", default_value = "1GiB")]
     pub log_lines_max: String,
@@ -184,7 +184,7 @@ impl RecorderArgs {
                 let keep = follow::Keep {
                     format: self.log_format.clone(),
                     pattern: self.log_regexp.clone(),
-                    lines: !self.no_log_lines,
+                    lines: !self.no_log_lines && max_bytes > 0,
                     max_bytes,
                 };
                 Ok(Some((p.clone(), parser, keep)))

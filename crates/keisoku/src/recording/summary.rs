@@ -198,7 +198,7 @@ pub fn log_lines(l: &keisoku_store::AccessLog) -> String {
     let mb = |b: u64| b as f64 / 1e6;
     if !l.keep_lines {
         return format!(
-            "Access log lines: not kept (--no-log-lines); {} lines followed",
+            "Access log lines: not kept (--no-log-lines or --log-lines-max 0); {} lines followed",
             l.lines
         );
     }
