@@ -56,7 +56,7 @@ async function threadFacts(page) {
       migMax: strip('threads-migrations')?.max ?? null,
       table: [...document.querySelectorAll('#threads tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent)),
       title: document.querySelector('#threads h3')?.textContent ?? '',
-      head: [...document.querySelectorAll('#threads thead th')].map((th) => th.textContent),
+      head: [...document.querySelectorAll('#threads thead th')].map((th) => th.textContent.replace(/ [▾▴]$/, '')),
       extra: [...document.querySelectorAll('#timelines select option')].map((o) => o.value).filter((v) => v.startsWith('thread.')),
       fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
     };
@@ -115,6 +115,14 @@ test('thread strips show the busiest 16 threads on top and the table every threa
     assert.equal(sel.table[0][3], ((inRange / 100) * 12).toFixed(2));
     assert.notEqual(sel.table[0][4], f.table[0][4]);
     await page.keyboard.press('Escape');
+    assert.deepEqual((await threadFacts(page)).table, f.table);
+    // Any column sorts: tid descending, then ascending; back to CPU s.
+    const tids = async () => (await threadFacts(page)).table.map((r) => Number(r[2]));
+    await page.locator('#threads thead th', { hasText: 'tid' }).click();
+    assert.deepEqual(await tids(), Array.from({ length: 20 }, (_, k) => 4269 - k));
+    await page.locator('#threads thead th', { hasText: 'tid' }).click();
+    assert.deepEqual(await tids(), Array.from({ length: 20 }, (_, k) => 4250 + k));
+    await page.locator('#threads thead th', { hasText: 'CPU s' }).click();
     assert.deepEqual((await threadFacts(page)).table, f.table);
     await shotThreads(page, `report-threads-${colorScheme}`);
     assert.deepEqual(errors, []);

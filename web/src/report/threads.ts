@@ -159,33 +159,47 @@ export function threadTable(idx: SeriesIndex, threads: ThreadInfo[], w: [number,
   });
 }
 
+/** A column of the threads table: label, tooltip, sort key, cell text. */
+interface Column {
+  label: string;
+  title: string;
+  key: (r: ThreadRow) => number | string;
+  text: (r: ThreadRow) => string;
+}
+
+const COLUMNS: Column[] = [
+  { label: 'thread', title: 'thread name (comm)', key: (r) => r.thread.comm, text: (r) => r.thread.comm || '?' },
+  { label: 'pid', title: 'process id', key: (r) => r.thread.pid, text: (r) => String(r.thread.pid) },
+  { label: 'tid', title: 'thread id', key: (r) => r.thread.tid, text: (r) => String(r.thread.tid) },
+  { label: 'CPU s', title: 'CPU seconds in the range', key: (r) => r.cpuS ?? -1, text: (r) => (r.cpuS === null ? '—' : r.cpuS.toFixed(2)) },
+  { label: 'CPU %', title: 'mean CPU, % of one core', key: (r) => r.cpuPct ?? -1, text: (r) => fmtValue(r.cpuPct, '%') },
+  { label: 'migrations/s', title: 'moves between cores per second', key: (r) => r.migrations ?? -1, text: (r) => fmtValue(r.migrations, '') },
+  { label: 'voluntary/s', title: 'voluntary context switches per second (waiting for I/O, locks)', key: (r) => r.nvcsw ?? -1, text: (r) => fmtValue(r.nvcsw, '') },
+  { label: 'involuntary/s', title: 'involuntary context switches per second (preempted)', key: (r) => r.nivcsw ?? -1, text: (r) => fmtValue(r.nivcsw, '') },
+  { label: 'run queue ms/s', title: 'ms per second runnable but waiting for a core', key: (r) => r.runq ?? -1, text: (r) => fmtValue(r.runq, '') },
+  { label: 'cores seen', title: 'the core it last ran on, at each sample', key: (r) => r.cores.length, text: (r) => (r.cores.length ? r.cores.join(' ') : '—') },
+];
+
 /**
  * The threads table over the measured phases, or over the range selected
- * on the timelines (`setRange`); null without thread series.
+ * on the timelines (`setRange`); sorted by CPU seconds, or by the column
+ * whose header was clicked (again: reversed).
  */
 export class ThreadTableView {
   readonly root: HTMLElement;
   private readonly title = h('h3');
+  private readonly head = h('tr');
   private readonly body = h('tbody');
+  private rows: ThreadRow[] = [];
+  private sortCol = 3;
+  private desc = true;
 
   private constructor(
     private readonly idx: SeriesIndex,
     private readonly threads: ThreadInfo[],
     private readonly measured: [number, number][],
   ) {
-    const cols: [string, string][] = [
-      ['thread', 'thread name (comm)'],
-      ['pid', 'process id'],
-      ['tid', 'thread id'],
-      ['CPU s', 'CPU seconds in the range'],
-      ['CPU %', 'mean CPU, % of one core'],
-      ['migrations/s', 'moves between cores per second'],
-      ['voluntary/s', 'voluntary context switches per second (waiting for I/O, locks)'],
-      ['involuntary/s', 'involuntary context switches per second (preempted)'],
-      ['run queue ms/s', 'ms per second runnable but waiting for a core'],
-      ['cores seen', 'the core it last ran on, at each sample'],
-    ];
-    const table = h('table', { class: 'ks-table ks-threads' }, h('thead', {}, h('tr', {}, ...cols.map(([label, title]) => h('th', { title, class: label === 'thread' ? 'ks-name' : '', text: label })))), this.body);
+    const table = h('table', { class: 'ks-table ks-threads' }, h('thead', {}, this.head), this.body);
     this.root = h(
       'div',
       { class: 'ks-threads-wrap', id: 'threads' },
@@ -196,6 +210,7 @@ export class ThreadTableView {
     this.setRange(null);
   }
 
+  /** The table, or null when the run has no thread series. */
   static create(idx: SeriesIndex, threads: ThreadInfo[], phases: Phase[], durationMs: number): ThreadTableView | null {
     return threads.length ? new ThreadTableView(idx, threads, measuredWindows(phases, durationMs)) : null;
   }
@@ -204,25 +219,30 @@ export class ThreadTableView {
   setRange(range: TimeRange | null): void {
     const w: [number, number][] = range ? [[range.fromMs, range.toMs]] : this.measured;
     this.title.textContent = range ? `Server threads from ${fmtValue(range.fromMs, 'ms')} to ${fmtValue(range.toMs, 'ms')} (selected)` : 'Server threads over the measured phases';
-    const rows = threadTable(this.idx, this.threads, w).sort((a, b) => (b.cpuS ?? 0) - (a.cpuS ?? 0) || a.thread.tid - b.thread.tid);
-    const num = (v: number | null, unit: string) => h('td', { text: fmtValue(v, unit) });
-    this.body.replaceChildren(
-      ...rows.map((r) =>
-        h(
-          'tr',
-          { 'data-tid': String(r.thread.tid) },
-          h('td', { class: 'ks-name', text: r.thread.comm || '?' }),
-          h('td', { text: String(r.thread.pid) }),
-          h('td', { text: String(r.thread.tid) }),
-          h('td', { text: r.cpuS === null ? '—' : r.cpuS.toFixed(2) }),
-          num(r.cpuPct, '%'),
-          num(r.migrations, ''),
-          num(r.nvcsw, ''),
-          num(r.nivcsw, ''),
-          num(r.runq, ''),
-          h('td', { text: r.cores.length ? r.cores.join(' ') : '—' }),
-        ),
+    this.rows = threadTable(this.idx, this.threads, w);
+    this.render();
+  }
+
+  /** Sorts by column `i` (its index in the header); the same column again reverses. */
+  sortBy(i: number): void {
+    if (i === this.sortCol) this.desc = !this.desc;
+    else {
+      this.sortCol = i;
+      this.desc = i !== 0;
+    }
+    this.render();
+  }
+
+  private render(): void {
+    const col = COLUMNS[this.sortCol];
+    const dir = this.desc ? -1 : 1;
+    const cmp = (a: number | string, b: number | string): number => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b), 'en', { numeric: true }));
+    const rows = [...this.rows].sort((a, b) => dir * cmp(col.key(a), col.key(b)) || a.thread.tid - b.thread.tid);
+    this.head.replaceChildren(
+      ...COLUMNS.map((c, i) =>
+        h('th', { title: `${c.title}; click to sort`, class: i === 0 ? 'ks-name' : '', 'aria-sort': i === this.sortCol ? (this.desc ? 'descending' : 'ascending') : undefined, onclick: () => this.sortBy(i) }, c.label + (i === this.sortCol ? (this.desc ? ' ▾' : ' ▴') : '')),
       ),
     );
+    this.body.replaceChildren(...rows.map((r) => h('tr', { 'data-tid': String(r.thread.tid) }, ...COLUMNS.map((c, i) => h('td', { class: i === 0 ? 'ks-name' : '', text: c.text(r) })))));
   }
 }
