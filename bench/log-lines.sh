@@ -5,15 +5,19 @@
 #  1. size: a realistic nginx LTSV log (bench/logs.sh's generator) appended
 #     during `keisoku record --access-log`; store bytes per kept line and the
 #     ratio to the raw log (gzip -6 of the same log for reference).
-#  2. recorder CPU: nginx (2 workers, LTSV log) under wrk load for DUR
-#     seconds while `keisoku record --access-log` follows the log, with and
-#     without --no-log-lines, alternating; user+sys CPU of keisoku per
-#     million lines and in % of one core.
+#  2. recorder CPU, with and without --no-log-lines, alternating, user+sys
+#     CPU of keisoku per million lines: (a) the realistic log of 1 appended
+#     at once (varied lines: what compression really costs); (b) nginx
+#     (2 workers, LTSV log) under wrk for DUR seconds (a live high line rate,
+#     but wrk repeats one request, so its lines compress unusually cheaply).
 #  3. reading back: `keisoku logs RUN` vs `keisoku logs ltsv FILE` on the
 #     same lines (the run from 1 and the log it kept), alternating; wall
 #     time and peak RSS, medians and the ratio.
 #
-# usage: bench/log-lines.sh [RUNS]   env: SIZE_MB=300 DUR=20 KEISOKU_BIN=path
+# The disk is shared: the generated log, its copies and the stores (about
+# 4x SIZE_MB) are deleted at the end unless KEEP=1.
+#
+# usage: bench/log-lines.sh [RUNS]   env: SIZE_MB=300 DUR=20 KEISOKU_BIN=path KEEP=0
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/.."
@@ -22,6 +26,12 @@ runs="${1:-3}"
 size_mb="${SIZE_MB:-300}"
 dur="${DUR:-20}"
 mkdir -p "$out"
+cleanup() {
+  [[ -n "${ngx:-}" ]] && kill "$ngx" 2>/dev/null
+  [[ "${KEEP:-0}" == 1 ]] && return 0
+  rm -f "$out"/followed.log "$out"/kept.ltsv "$out"/seed-*.ltsv "$out"/*.db "$out"/*.db-wal "$out"/*.db-shm "$out"/nginx/access.log
+}
+trap cleanup EXIT
 
 if [[ -n "${KEISOKU_BIN:-}" ]]; then
   keisoku="$KEISOKU_BIN"
@@ -59,7 +69,7 @@ rm -f "$store" "$store-wal" "$store-shm" "$out/followed.log"
   -- sh -c "cat '$log' >> '$out/followed.log'" >/dev/null 2>"$out/record.err"
 raw=$(stat -c %s "$log")
 lines=$(wc -l <"$log")
-read -r kept stored <<<"$(sqlite3 "$store" "SELECT kept_lines, stored_bytes FROM access_logs")"
+read -r kept stored <<<"$(sqlite3 -separator " " "$store" "SELECT kept_lines, stored_bytes FROM access_logs")"
 chunk_rows=$(sqlite3 "$store" "SELECT COUNT(*) FROM log_chunks")
 gz=$(gzip -6 -c "$log" | wc -c)
 echo
@@ -70,6 +80,28 @@ awk -v r="$raw" -v l="$lines" -v k="$kept" -v s="$stored" -v g="$gz" -v c="$chun
   if (k != l) { printf "bench: WARNING: kept %d of %d lines\n", k, l > "/dev/stderr" }
   printf "| kept in the store (%d chunks) | %d | %.1f | %.1fx |\n", c, s, s/l, r/s
   printf "| gzip -6 of the file | %d | %.1f | %.1fx |\n", g, g/l, r/g }'
+
+# --- 2a. recorder CPU on the realistic log -----------------------------------
+burst() { # label flags...
+  local label="$1"; shift
+  : >"$out/followed.log"
+  measure "$keisoku" record --store "$out/burst.db" --name "$label" --profile none \
+    --access-log "$out/followed.log" "$@" -- sh -c "cat '$log' >> '$out/followed.log'"
+}
+rm -f "$out/burst.db" "$out/burst.db-wal" "$out/burst.db-shm"
+: >"$out/burst.keep"; : >"$out/burst.nokeep"
+for _ in $(seq "$runs"); do
+  burst keep >>"$out/burst.keep"
+  burst nokeep --no-log-lines >>"$out/burst.nokeep"
+done
+kc=$(awk '{print $2}' "$out/burst.keep" | median); nc=$(awk '{print $2}' "$out/burst.nokeep" | median)
+echo
+echo "## recorder CPU, realistic lines: the log above appended at once while keisoku record follows it ($runs runs each, alternating, medians)"
+echo "| | keisoku CPU | CPU s per 1M lines |"
+echo "|---|---|---|"
+awk -v c="$kc" -v l="$lines" 'BEGIN{printf "| keeps lines (default) | %.2f s | %.2f |\n", c, c/l*1e6}'
+awk -v c="$nc" -v l="$lines" 'BEGIN{printf "| --no-log-lines | %.2f s | %.2f |\n", c, c/l*1e6}'
+awk -v k="$kc" -v n="$nc" -v l="$lines" 'BEGIN{d=(k-n)/l*1e6; printf "keeping lines: +%.2f CPU s per 1M lines (+%.0f%%); at 10,000 lines/s that is %.1f%% of one core\n", d, (k-n)/n*100, d}'
 
 # --- 3. reading back ------------------------------------------------------
 run=$(sqlite3 "$store" "SELECT id FROM runs WHERE name = 'size'")
@@ -95,7 +127,7 @@ awk -v b="$raw" -v t="$ft" -v r="$fr" 'BEGIN{printf "| keisoku logs ltsv FILE | 
 awk -v b="$raw" -v t="$rt" -v r="$rr" 'BEGIN{printf "| keisoku logs RUN | %.2f s | %.0f | %.0f MB |\n", t, b/t/1e6, r/1024}'
 awk -v a="$rt" -v b="$ft" 'BEGIN{printf "ratio RUN/FILE: %.2fx the time\n", a/b}'
 
-# --- 2. recorder CPU under nginx load --------------------------------------
+# --- 2b. recorder CPU under nginx load -------------------------------------
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 nd="$out/nginx"; rm -rf "$nd"; mkdir -p "$nd"
 cat >"$nd/nginx.conf" <<EOF
@@ -113,7 +145,6 @@ http {
 EOF
 nginx -c "$nd/nginx.conf" -e "$nd/error.log" &
 ngx=$!
-trap 'kill $ngx 2>/dev/null || true' EXIT
 for _ in $(seq 50); do (echo >/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.1; done
 cstore="$out/cpu.db"; rm -f "$cstore" "$cstore-wal" "$cstore-shm"
 : >"$out/cpu.keep"; : >"$out/cpu.nokeep"
