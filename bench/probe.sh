@@ -13,6 +13,9 @@
 #
 #   bench/probe.sh                  # REPS=3 DUR=60
 #   REPS=5 DUR=60 RECORD=1 bench/probe.sh   # also `keisoku record`
+#   IDLE_THREADS=200 bench/probe.sh   # a JVM-like target: 200 idle threads more
+#   SAMPLE_BEFORE=path/to/sample bench/probe.sh   # also an older sampler build
+#                                                # on the tree (before/after)
 #
 # Installs its peers idempotently (Debian sysstat, `pip install dool`).
 # Prints a Markdown section for bench/RESULTS.md on stdout; raw numbers go
@@ -59,7 +62,10 @@ ifaces=$(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' /proc/net/dev | paste -s
 # children + a Python process whose 8 threads each wake 200 times a second
 # and do a little work), so per-thread series (thread.*) are emitted as
 # they would be for a server's workers, and pidstat -t has threads to show.
+IDLE_THREADS=${IDLE_THREADS:-0}
 BUSY='import threading, time
+for i in range('$IDLE_THREADS'):
+    threading.Thread(target=threading.Event().wait, name=f"idle-{i}", daemon=True).start()
 def work():
     while True:
         time.sleep(0.005)
@@ -90,6 +96,7 @@ start_tool() { # name rep -> starts the collector in the background ($! is its p
   case $name in
     keisoku-1s) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-1s-pid) "$SAMPLE" --interval-ms 1000 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
+    keisoku-before) "$SAMPLE_BEFORE" --interval-ms 1000 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-100ms) "$SAMPLE" --interval-ms 100 --seconds "$LIFE" --pid "$TREE" --out "$OUT/$name.$rep.tsv" 2>"$OUT/$name.$rep.err" & ;;
     keisoku-record) rm -f "$OUT/runs.$rep.db"*; "$KEISOKU" record --store "$OUT/runs.$rep.db" --interval 1s --pid "$TREE" --profile none -- sleep "$LIFE" >/dev/null 2>"$OUT/$name.$rep.err" & ;;
     sadc) rm -f "$OUT/sa.$rep"; /usr/lib/sysstat/sadc -S XALL 1 $((LIFE + 1)) "$OUT/sa.$rep" & ;;
@@ -102,6 +109,7 @@ start_tool() { # name rep -> starts the collector in the background ($! is its p
 }
 
 TOOLS=(keisoku-1s keisoku-1s-pid keisoku-100ms sadc pidstat dool)
+[[ -n ${SAMPLE_BEFORE:-} ]] && TOOLS+=(keisoku-before)
 [[ -n ${KEISOKU:-} ]] && TOOLS+=(keisoku-record)
 : >"$OUT/../probe.tsv"
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -148,6 +156,7 @@ for tool in "${TOOLS[@]}"; do
   case $tool in
     keisoku-1s) what="keisoku sampler, host"; iv="1 s" ;;
     keisoku-1s-pid) what="keisoku sampler, host + process tree"; iv="1 s" ;;
+    keisoku-before) what="\`$SAMPLE_BEFORE\` (older build), host + process tree"; iv="1 s" ;;
     keisoku-100ms) what="keisoku sampler, host + process tree"; iv="100 ms" ;;
     keisoku-record) what="\`keisoku record --pid P --profile none -- sleep\` (sampler + run store)"; iv="1 s" ;;
     sadc) what="sadc -S XALL (sar -A)"; iv="1 s" ;;
