@@ -61,10 +61,16 @@ fn thread(root: &Path, pid: u32, tid: u32, comm: &str, t: T) {
         &format!("{base}/stat"),
         &stat(tid, comm, 1, t.run_ns / 10_000_000, t.cpu),
     );
+    // Every switch or migration means it got a CPU: the slice count moves.
     write(
         root,
         &format!("{base}/schedstat"),
-        &format!("{} {} 10\n", t.run_ns, t.wait_ns),
+        &format!(
+            "{} {} {}\n",
+            t.run_ns,
+            t.wait_ns,
+            t.vol + t.invol + t.migrations
+        ),
     );
     write(
         root,
@@ -288,4 +294,68 @@ fn at_most_the_cap_busiest_threads_and_idle_ones_give_way() {
             .count(),
         1
     );
+}
+
+#[test]
+fn a_thread_that_did_not_run_is_not_read_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let pid = 800u32;
+    process(root, pid, 1, "jvm");
+    let t0 = T {
+        run_ns: 1_000_000_000,
+        wait_ns: 0,
+        migrations: 5,
+        vol: 50,
+        invol: 5,
+        cpu: 0,
+    };
+    thread(root, pid, pid, "main", t0);
+    thread(root, pid, 801, "worker", t0);
+    let mut col = collector(root, pid);
+    let mut out = Vec::new();
+    col.sample(Duration::from_secs(1), &mut out);
+    // The worker runs 0.5 s; the main thread's schedstat stays as it was,
+    // while its stat and sched (which the sampler must not read again)
+    // claim otherwise.
+    thread(
+        root,
+        pid,
+        801,
+        "worker",
+        T {
+            run_ns: 1_500_000_000,
+            migrations: 9,
+            ..t0
+        },
+    );
+    let base = format!("{pid}/task/{pid}");
+    write(root, &format!("{base}/stat"), &stat(pid, "main", 1, 500, 1));
+    write(
+        root,
+        &format!("{base}/sched"),
+        &sched("main", pid, 99, 999, 99),
+    );
+    let first = out.len();
+    col.sample(Duration::from_secs(2), &mut out);
+    let s = by_name(&out[first..]);
+    // Only the worker's counters moved.
+    assert_eq!(s["proc.migrations"][0].1, 4.0);
+    assert_eq!(s["proc.core.1"][0].1, 0.0);
+    assert!((s["thread.worker:800:801.cpu"][0].1 - 50.0).abs() < 1e-9);
+    assert!(!s.keys().any(|k| k.starts_with("thread.main:")));
+    // Once it runs, everything is read again.
+    let mut ss = t0;
+    ss.run_ns += 20_000_000;
+    write(
+        root,
+        &format!("{base}/schedstat"),
+        &format!("{} 0 60\n", ss.run_ns),
+    );
+    let next = out.len();
+    col.sample(Duration::from_secs(3), &mut out);
+    let s = by_name(&out[next..]);
+    assert_eq!(s["proc.migrations"][0].1, 94.0);
+    assert!((s["thread.main:800:800.cpu"][0].1 - 2.0).abs() < 1e-9);
+    assert_eq!(s["thread.main:800:800.core"][0].1, 1.0);
 }
