@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 pub const RUN_JSON_VERSION: u32 = 1;
 
 /// One stored run, everything on one clock (ms since the run's start).
+/// `Default` is an empty run of the current version (for tests and tools).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RunJson {
     /// Format version ([`RUN_JSON_VERSION`]).
@@ -28,8 +29,23 @@ pub struct RunJson {
     pub findings: Vec<serde_json::Value>,
 }
 
+impl Default for RunJson {
+    fn default() -> RunJson {
+        RunJson {
+            version: RUN_JSON_VERSION,
+            run: RunInfo::default(),
+            results: serde_json::Value::Null,
+            phases: Vec::new(),
+            series: Vec::new(),
+            routes: Routes::default(),
+            profile: None,
+            findings: Vec::new(),
+        }
+    }
+}
+
 /// Identity and context of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RunInfo {
     /// Unique id, `YYYYMMDD-HHMMSS-xxxx` (UTC start time plus 4 hex digits).
     pub id: String,
@@ -136,6 +152,45 @@ pub struct Series {
     pub t_ms: Vec<f64>,
     /// One value per time.
     pub v: Vec<f64>,
+}
+
+/// The thread a per-thread series belongs to: series named
+/// `thread.<comm>:<pid>:<tid>.<metric>` (docs/run-json.md), with `comm`
+/// sanitised by the recorder to `[A-Za-z0-9_-]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesThread {
+    /// The kernel's thread name, sanitised.
+    pub comm: String,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+}
+
+impl SeriesThread {
+    /// Splits a per-thread series name into its thread and metric; `None`
+    /// for any other name.
+    pub fn parse(name: &str) -> Option<(SeriesThread, &str)> {
+        let rest = name.strip_prefix("thread.")?;
+        let (who, metric) = rest.split_once('.')?;
+        let mut parts = who.rsplitn(3, ':');
+        let tid = parts.next()?.parse().ok()?;
+        let pid = parts.next()?.parse().ok()?;
+        let comm = parts.next()?.to_string();
+        Some((SeriesThread { comm, pid, tid }, metric))
+    }
+
+    /// The name of this thread's series of `metric`.
+    pub fn series(&self, metric: &str) -> String {
+        format!("thread.{}:{}:{}.{metric}", self.comm, self.pid, self.tid)
+    }
+
+    /// How people read it: `demo-prefork-3 (tid 4250)`, or `(pid N)` for a
+    /// process's main thread.
+    pub fn label(&self) -> String {
+        let what = if self.pid == self.tid { "pid" } else { "tid" };
+        format!("{} ({what} {})", self.comm, self.tid)
+    }
 }
 
 /// Per-route aggregates.
@@ -382,4 +437,41 @@ pub struct RouteSecond {
     pub second: u32,
     /// Latencies in microseconds.
     pub histogram: hdrhistogram::Histogram<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_series_names_round_trip_and_others_are_not_threads() {
+        let (t, metric) =
+            SeriesThread::parse("thread.demo-prefork-3:4242:4250.migrations").unwrap();
+        assert_eq!(metric, "migrations");
+        assert_eq!(
+            (t.comm.as_str(), t.pid, t.tid),
+            ("demo-prefork-3", 4242, 4250)
+        );
+        assert_eq!(t.series("cpu"), "thread.demo-prefork-3:4242:4250.cpu");
+        assert_eq!(t.label(), "demo-prefork-3 (tid 4250)");
+        // A comm may hold ':' from an unsanitised older run: pid and tid are the last two.
+        let (t, _) = SeriesThread::parse("thread.a:b:1:2.cpu").unwrap();
+        assert_eq!((t.comm.as_str(), t.pid, t.tid), ("a:b", 1, 2));
+        assert_eq!(
+            SeriesThread::parse("thread.nginx:7:7.cpu")
+                .unwrap()
+                .0
+                .label(),
+            "nginx (pid 7)"
+        );
+        for other in [
+            "proc.cpu_user",
+            "thread.x.cpu",
+            "thread.x:1.cpu",
+            "thread.x:a:1.cpu",
+            "thread.x:1:2",
+        ] {
+            assert!(SeriesThread::parse(other).is_none(), "{other}");
+        }
+    }
 }

@@ -2,7 +2,7 @@
 //! `keisoku show`: computed from the stored run alone, so both agree.
 
 use super::{human_duration, utc};
-use keisoku_store::{Profile, RunJson, Series};
+use keisoku_store::{Profile, RunJson, Series, SeriesThread};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -150,6 +150,7 @@ pub fn server(run: &RunJson) -> String {
     if let Some((_, _, mx)) = by_name.get("proc.rss").and_then(|s| stats(s)) {
         let _ = writeln!(out, "  {:<22} max {:.1} MiB", "server RSS", mx / 1048576.0);
     }
+    out.push_str(&busiest_threads(run, 5));
     if let Some(p) = &run.profile {
         let top = top_functions(p, 5);
         if !top.is_empty() {
@@ -189,6 +190,55 @@ pub fn server(run: &RunJson) -> String {
     }
     if let Some(l) = &run.routes.access_log_lines {
         let _ = writeln!(out, "{}", log_lines(l));
+    }
+    out
+}
+
+/// The `n` server threads with the most CPU, from their `thread.*` series
+/// (field notes §2: which worker migrates, is preempted or waits for a core).
+/// A thread has series only while busy, so its rates are averaged over the
+/// whole run's ticks (those of `proc.cpu_user`), counting idle ticks as 0.
+pub fn busiest_threads(run: &RunJson, n: usize) -> String {
+    let ticks = run
+        .series
+        .iter()
+        .find(|s| s.name == "proc.cpu_user")
+        .map_or(0, |s| s.v.len());
+    let mut sums: BTreeMap<SeriesThread, [f64; 5]> = BTreeMap::new();
+    const METRICS: [&str; 5] = ["cpu", "migrations", "nivcsw", "nvcsw", "runq_delay_ms"];
+    for s in &run.series {
+        let Some((thread, metric)) = SeriesThread::parse(&s.name) else {
+            continue;
+        };
+        let Some(i) = METRICS.iter().position(|m| *m == metric) else {
+            continue;
+        };
+        let own = s.v.iter().filter(|v| v.is_finite()).sum::<f64>();
+        // Series longer than the reference (no proc.cpu_user) use their own length.
+        let per = ticks.max(s.v.len()).max(1) as f64;
+        sums.entry(thread).or_default()[i] = own / per;
+    }
+    if sums.is_empty() {
+        return String::new();
+    }
+    let mut rows: Vec<(SeriesThread, [f64; 5])> = sums.into_iter().collect();
+    rows.sort_by(|a, b| b.1[0].total_cmp(&a.1[0]).then_with(|| a.0.cmp(&b.0)));
+    let mut out = format!(
+        "Busiest server threads ({} of {} with series; averages over the run)\n",
+        rows.len().min(n),
+        rows.len()
+    );
+    let _ = writeln!(
+        out,
+        "  {:<32} {:>7} {:>9} {:>9} {:>9} {:>10}",
+        "thread", "CPU %", "migr/s", "invol/s", "vol/s", "runq ms/s"
+    );
+    for (thread, [cpu, migr, niv, nv, runq]) in rows.iter().take(n) {
+        let _ = writeln!(
+            out,
+            "  {:<32} {cpu:>7.1} {migr:>9.1} {niv:>9.1} {nv:>9.1} {runq:>10.1}",
+            thread.label()
+        );
     }
     out
 }
@@ -341,5 +391,40 @@ mod tests {
         assert_eq!((top[0].0.as_str(), top[0].2), ("a", 60.0));
         assert_eq!(top[1].2, 20.0);
         assert_eq!(top[1].0, "b", "ties break by name");
+    }
+
+    fn series(name: &str, v: &[f64]) -> Series {
+        Series {
+            name: name.into(),
+            unit: String::new(),
+            t_ms: (0..v.len()).map(|i| i as f64 * 1000.0).collect(),
+            v: v.to_vec(),
+        }
+    }
+
+    #[test]
+    fn busiest_threads_rank_by_cpu_and_count_idle_ticks_as_zero() {
+        let run = RunJson {
+            series: vec![
+                series("proc.cpu_user", &[0.0; 4]),
+                // Busy only for the last two of four ticks: 100% over 4 ticks = 50.
+                series("thread.demo-prefork-1:10:12.cpu", &[100.0, 100.0]),
+                series("thread.demo-prefork-1:10:12.migrations", &[8.0, 0.0]),
+                series("thread.demo-prefork-0:10:11.cpu", &[80.0, 80.0, 80.0, 80.0]),
+                series("thread.nginx:20:20.cpu", &[10.0, 10.0, 10.0, 10.0]),
+                series("thread.bad.cpu", &[1000.0]),
+            ],
+            ..RunJson::default()
+        };
+        let text = busiest_threads(&run, 2);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].contains("2 of 3 with series"), "{text}");
+        assert!(lines[2].starts_with("  demo-prefork-0 (tid 11)"), "{text}");
+        assert!(lines[2].contains("   80.0 "), "{text}");
+        assert!(lines[3].starts_with("  demo-prefork-1 (tid 12)"), "{text}");
+        assert!(lines[3].contains("   50.0       2.0 "), "{text}");
+        assert!(!text.contains("nginx"), "{text}");
+        assert_eq!(busiest_threads(&RunJson::default(), 5), "");
     }
 }
