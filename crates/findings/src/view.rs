@@ -29,46 +29,7 @@ pub(crate) struct Sample {
 
 /// A thread of the server with its own series
 /// (`thread.<comm>:<pid>:<tid>.<metric>`, docs/run-json.md).
-#[derive(Debug, Clone)]
-pub(crate) struct ThreadKey {
-    /// The series' common prefix, `thread.<comm>:<pid>:<tid>.`.
-    pub prefix: String,
-    pub comm: String,
-    pub pid: u32,
-    pub tid: u32,
-}
-
-impl ThreadKey {
-    /// Parses a series name into its thread and metric.
-    fn parse(name: &str) -> Option<(ThreadKey, &str)> {
-        let rest = name.strip_prefix("thread.")?;
-        let (who, metric) = rest.split_once('.')?;
-        let mut parts = who.rsplitn(3, ':');
-        let tid = parts.next()?.parse().ok()?;
-        let pid = parts.next()?.parse().ok()?;
-        let comm = parts.next()?;
-        Some((
-            ThreadKey {
-                prefix: format!("thread.{who}."),
-                comm: comm.to_string(),
-                pid,
-                tid,
-            },
-            metric,
-        ))
-    }
-
-    /// The series of one metric of this thread.
-    pub fn series(&self, metric: &str) -> String {
-        format!("{}{metric}", self.prefix)
-    }
-
-    /// How findings name the thread: `demo-prefork-3 (tid 4250)`.
-    pub fn label(&self) -> String {
-        let what = if self.pid == self.tid { "pid" } else { "tid" };
-        format!("{} ({what} {})", self.comm, self.tid)
-    }
-}
+pub(crate) type ThreadKey = keisoku_store::SeriesThread;
 
 pub(crate) struct View<'a> {
     pub run: &'a RunJson,
@@ -93,8 +54,8 @@ impl<'a> View<'a> {
             .iter()
             .filter_map(|s| ThreadKey::parse(&s.name).map(|(k, _)| k))
             .collect();
-        threads.sort_by(|a, b| (a.tid, &a.prefix).cmp(&(b.tid, &b.prefix)));
-        threads.dedup_by(|a, b| a.prefix == b.prefix);
+        threads.sort_by(|a, b| (a.tid, a.pid, &a.comm).cmp(&(b.tid, b.pid, &b.comm)));
+        threads.dedup();
         View {
             run,
             series,
