@@ -4,20 +4,14 @@
 //! (`keisoku run --server-cmd 'keisoku demo --target-only ...'`); the runs
 //! take turns so that they do not load each other on a small machine.
 
+mod common;
+use common::{free_port, BIN};
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
 
 /// Records one run of the target with `knobs` (two phases of `step` each)
 /// and returns its exported JSON.
@@ -57,13 +51,9 @@ fn record(dir: &Path, knobs: &str, extra_target_flags: &str, step: &str) -> serd
         text,
         String::from_utf8_lossy(&out.stderr)
     );
-    let exported = Command::new(BIN)
-        .args(["export", "last", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .expect("export");
-    keep(knobs, &exported.stdout);
-    serde_json::from_slice(&exported.stdout).expect("run JSON")
+    let exported = common::export(&store, "last", "json");
+    keep(knobs, &exported);
+    serde_json::from_slice(&exported).expect("run JSON")
 }
 
 /// With `KEISOKU_KEEP_RUNS=DIR`, keeps each exported run for tuning rules

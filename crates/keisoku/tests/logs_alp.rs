@@ -7,6 +7,9 @@
 //! bench/tools/. If nginx or alp cannot be had, the test FAILS with the
 //! reason: it never passes without comparing.
 
+mod common;
+use common::free_port;
+
 #[path = "logs_common.rs"]
 mod logs_common;
 
@@ -50,14 +53,6 @@ fn nginx_bin() -> PathBuf {
         }
     }
     panic!("nginx is not installed: run scripts/setup.sh (Debian package nginx-light)");
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A tiny upstream: latency and body size depend on the path, so nginx logs

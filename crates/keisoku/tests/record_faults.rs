@@ -6,6 +6,9 @@
 //! observed from outside, instead of sleeping a fixed time: on a busy
 //! machine start-up alone can take longer than any fixed sleep.
 
+mod common;
+use common::export_run;
+
 use keisoku_store::RunJson;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -20,16 +23,6 @@ const PATIENCE: Duration = Duration::from_secs(40);
 
 fn keisoku(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
-}
-
-fn export(store: &Path, run: &str) -> RunJson {
-    let out = keisoku(&["export", run, "--store", store.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// The run as stored right now, or `None` while it does not exist yet.
@@ -162,7 +155,7 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
     let status = child.wait().unwrap();
     let stderr = stderr.join().unwrap();
     assert!(status.success(), "{stderr}");
-    let run = export(&store, "rot");
+    let run = export_run(&store, "rot");
     let count = |uri: &str| {
         run.routes
             .access_log
@@ -209,20 +202,7 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
 
 /// The access-log lines a run kept (`keisoku export RUN --format log`).
 fn log_lines(store: &Path, run: &str) -> String {
-    let out = keisoku(&[
-        "export",
-        run,
-        "--format",
-        "log",
-        "--store",
-        store.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(common::export(store, run, "log")).expect("UTF-8 lines")
 }
 
 #[test]
@@ -274,7 +254,7 @@ fn the_store_is_readable_while_a_run_is_written() {
     std::thread::sleep(Duration::from_millis(500));
     std::fs::write(&stop, "").unwrap();
     assert!(child.wait().unwrap().success());
-    let done = export(&store, "live");
+    let done = export_run(&store, "live");
     assert_eq!(done.run.status, "complete");
     let cpu_done = done
         .series
@@ -336,7 +316,7 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
     let stderr = stderr.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(status.code(), Some(1), "{stderr}");
-    let run = export(&store, "ctrlc");
+    let run = export_run(&store, "ctrlc");
     assert_eq!(run.run.status, "interrupted");
     let cpu = run
         .series
@@ -390,7 +370,7 @@ fn sigint_keeps_the_run_marked_interrupted_and_a_killed_keisoku_reads_as_interru
     child.wait().unwrap();
     // The orphaned CMD may go now.
     std::fs::write(&stop, "").unwrap();
-    let run = export(&store, "killed");
+    let run = export_run(&store, "killed");
     assert_eq!(run.run.status, "interrupted");
     assert!(run
         .series
@@ -474,7 +454,7 @@ fn without_perf_the_run_goes_on_and_says_how_to_fix_it() {
         stderr.contains("no profile") && stderr.contains("perf") && stderr.contains("install"),
         "{stderr}"
     );
-    let run = export(&store, "last");
+    let run = export_run(&store, "last");
     assert_eq!(run.run.status, "complete");
     assert!(run.profile.is_none());
     assert!(
@@ -516,7 +496,7 @@ fn a_log_with_an_id_in_every_path_keeps_memory_bounded_and_counts_every_request(
     let rss_kb: u64 = err.lines().last().unwrap().trim().parse().unwrap();
     assert!(rss_kb < 400_000, "keisoku record peaked at {rss_kb} KB");
     assert!(err.contains("more than 5000 distinct routes"), "{err}");
-    let run = export(&store, "ids");
+    let run = export_run(&store, "ids");
     let rps = run.series.iter().find(|s| s.name == "log.rps").unwrap();
     assert_eq!(rps.v.iter().sum::<f64>(), 6000.0);
     assert_eq!(log_lines(&store, "ids"), text);

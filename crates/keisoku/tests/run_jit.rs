@@ -2,16 +2,14 @@
 //! profile: Java (perf, perf map written with jcmd), Node (perf,
 //! --perf-basic-prof) and Python (py-spy, with sample times).
 
+mod common;
+use common::free_port;
+
 use keisoku_store::RunJson;
 use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 fn have(tool: &str) -> bool {
     Command::new("sh")

@@ -1,17 +1,14 @@
 //! `keisoku run` end to end against real servers: nginx (perf + LTSV access
 //! log), a server killed mid-run, and runs read back through the CLI.
 
-use keisoku_store::RunJson;
+mod common;
+use common::{export_run, free_port};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 fn nginx() -> Option<PathBuf> {
     ["/usr/sbin/nginx", "/usr/bin/nginx"]
@@ -22,23 +19,6 @@ fn nginx() -> Option<PathBuf> {
 
 fn keisoku(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
-}
-
-fn export(store: &Path, run: &str) -> RunJson {
-    let out = keisoku(&[
-        "export",
-        run,
-        "--format",
-        "json",
-        "--store",
-        store.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// A python3 HTTP server's head: answers `ok` to every GET and calls
@@ -133,7 +113,7 @@ fn nginx_run_records_cpu_process_profile_and_access_log_on_one_clock() {
     assert!(stdout.contains("CPU busy % per core"), "{stdout}");
     assert!(stdout.contains("Access log: top routes"), "{stdout}");
 
-    let run = export(&store, "nginx-e2e");
+    let run = export_run(&store, "nginx-e2e");
     assert_eq!(run.run.status, "complete");
     assert_eq!(run.run.tags["suite"], "e2e");
     assert_eq!(run.run.target.as_deref(), Some(url.as_str()));
@@ -314,7 +294,7 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("server exited during the run"), "{stderr}");
-    let run = export(&store, "last");
+    let run = export_run(&store, "last");
     // The run (server start-up included) ended before the 20 s the load
     // would have taken had it not stopped; measured on the run's own clock,
     // as the test's wall clock also counts start-ups a busy machine slows.
@@ -443,7 +423,7 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n",
     assert!(started.elapsed() < Duration::from_secs(15));
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
-    let run = export(&store, "last");
+    let run = export_run(&store, "last");
     assert_eq!(run.run.status, "interrupted");
     assert_eq!(run.results["partial"], true);
     assert!(run.results["requests"].as_u64().unwrap_or(0) > 0);

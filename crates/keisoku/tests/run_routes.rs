@@ -5,16 +5,12 @@
 //! was a row and the per-second histograms of same-path targets overwrote
 //! each other in the store.)
 
+mod common;
+use common::free_port;
+
 use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
+use common::BIN;
 
 #[test]
 fn targets_with_one_path_are_one_client_route() {
@@ -65,12 +61,8 @@ fn targets_with_one_path_are_one_client_route() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let exported = Command::new(BIN)
-        .args(["export", "last", "--format", "json", "--store"])
-        .arg(&store)
-        .output()
-        .expect("export");
-    let run: serde_json::Value = serde_json::from_slice(&exported.stdout).expect("run JSON");
+    let run: serde_json::Value =
+        serde_json::from_slice(&common::export(&store, "last", "json")).expect("run JSON");
     let client = run["routes"]["client"].as_array().expect("client routes");
     let routes: Vec<(&str, &str)> = client
         .iter()

@@ -1,0 +1,39 @@
+//! Helpers shared by the end-to-end tests (`mod common;` in each test file;
+//! a directory, so cargo does not build it as a test of its own). Not every
+//! test uses every helper.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+/// The keisoku binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+/// `keisoku export RUN --format FORMAT --store STORE`'s output; panics with
+/// keisoku's stderr when it fails.
+pub fn export(store: &Path, run: &str, format: &str) -> Vec<u8> {
+    let out = Command::new(BIN)
+        .args(["export", run, "--format", format, "--store"])
+        .arg(store)
+        .output()
+        .expect("run keisoku export");
+    assert!(
+        out.status.success(),
+        "keisoku export {run} --format {format}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The stored run as the Run JSON (docs/run-json.md).
+pub fn export_run(store: &Path, run: &str) -> keisoku_store::RunJson {
+    serde_json::from_slice(&export(store, run, "json")).expect("Run JSON")
+}
