@@ -67,7 +67,7 @@ export function verdictSection(run: RunJson): HTMLElement {
     const phases = r.phases ?? [];
     if (typeof r.knee === 'number' && phases[r.knee]) {
       const k = phases[r.knee];
-      const at = typeof k.rate === 'number' ? `${fmtValue(k.rate, 'req/s')} offered` : `${k.connections} connections`;
+      const at = typeof k.rate === 'number' ? `${fmtValue(k.rate, 'req/s')} offered` : `${k.connections} connection${k.connections === 1 ? '' : 's'}`;
       sec.append(h('p', { class: 'ks-knee' }, h('strong', { text: 'Knee: ' }), `${k.label ?? `phase ${r.knee}`} (${at}): ${fmtValue(k.rps, 'req/s', true)} at p99 ${fmtValue(k.latency_ms?.p99, 'ms', true)}; more load after it bought latency, not throughput.`));
     } else if (phases.length >= 3) {
       sec.append(h('p', { class: 'ks-knee ks-muted', text: 'Knee: none found; throughput kept rising with load.' }));
