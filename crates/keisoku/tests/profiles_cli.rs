@@ -170,6 +170,41 @@ fn bad_input_exits_2_naming_file_and_place() {
 }
 
 #[test]
+fn format_forces_what_detection_cannot_tell() {
+    // Half of the lines are damaged: too few good ones to detect folded stacks.
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.txt");
+    std::fs::write(&short, "main;work 3\nnot a stack\n").unwrap();
+    let short = short.to_str().unwrap();
+    let out = dir.path().join("d.html");
+    let out = out.to_str().unwrap();
+    for cmd in [
+        vec!["flame", short, "-o", out],
+        vec!["diff", short, short, "-o", out],
+    ] {
+        let o = keisoku(&cmd);
+        assert_eq!(o.status.code(), Some(2), "{cmd:?}");
+        assert!(stderr(&o).contains("--format forces one"), "{}", stderr(&o));
+        let mut forced = cmd.clone();
+        forced.extend(["--format", "folded"]);
+        let o = keisoku(&forced);
+        assert_eq!(o.status.code(), Some(0), "{forced:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("skipped 1 malformed sample"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // scope needs times: forcing folded gets past detection to that reason.
+    let o = keisoku(&["scope", short, "--format", "folded", "-o", out]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no per-sample times"), "{}", stderr(&o));
+    let o = keisoku(&["scope", short, "--format", "svg"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--format \"svg\""), "{}", stderr(&o));
+}
+
+#[test]
 fn flame_writes_html_svg_and_folded() {
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("f.html");

@@ -24,7 +24,7 @@ pub enum Error {
         expected: String,
     },
     /// No supported format recognised the input.
-    #[error("{path}: not a recognised profile (expected perf script text, folded stacks, a .cpuprofile or a pprof protobuf)")]
+    #[error("{path}: not a recognised profile (expected perf script text, folded stacks, a .cpuprofile or a pprof protobuf; --format forces one)")]
     UnknownFormat {
         /// File name (or "<stdin>").
         path: String,

@@ -37,6 +37,10 @@ pub struct Args {
     /// perf script inputs with several events: the event to compare.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
+    /// Force the input format instead of detecting it: perf, folded,
+    /// cpuprofile, pprof (for inputs too short or too damaged to detect).
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -56,8 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let before = crate::cmd::flame::load(&args.before, None, args.event.clone())?;
-    let after = crate::cmd::flame::load(&args.after, None, args.event.clone())?;
+    let before = crate::cmd::flame::load(&args.before, args.format.as_deref(), args.event.clone())?;
+    let after = crate::cmd::flame::load(&args.after, args.format.as_deref(), args.event.clone())?;
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
         (None, _) => print_table(&d, args.top)?,

@@ -40,6 +40,10 @@ pub struct Args {
     /// perf script input with several events: the event to map.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
+    /// Force the input format instead of detecting it: perf, folded,
+    /// cpuprofile, pprof (for inputs too short or too damaged to detect).
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -57,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None,
         false,
     )?;
-    let profile = crate::cmd::flame::load(&args.input, None, args.event.clone())?;
+    let profile = crate::cmd::flame::load(&args.input, args.format.as_deref(), args.event.clone())?;
     if !profile.has_times() {
         return Err(bad_input(format!(
             "{}: the profile has no per-sample times; scope needs perf script or .cpuprofile input",
