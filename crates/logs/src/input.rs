@@ -13,6 +13,13 @@ pub struct Counting<R> {
     read: Arc<AtomicU64>,
 }
 
+impl<R> Counting<R> {
+    /// Wraps `inner`, adding every byte read to `read`.
+    pub fn new(inner: R, read: Arc<AtomicU64>) -> Counting<R> {
+        Counting { inner, read }
+    }
+}
+
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;

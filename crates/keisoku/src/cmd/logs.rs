@@ -497,14 +497,27 @@ fn analyse_one(
             anyhow::Error::new(e).context(format!("opening {name}"))
         }
     })?;
-    let progress = Progress::start(name.clone(), opened.size, read, !c.no_progress);
-    let analysis =
-        engine::analyze(Arc::clone(cfg), opened.reader, threads).map_err(|e| match e {
-            engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
-            engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
-        })?;
+    analyse_reader(cfg, &name, opened.reader, opened.size, read, c, threads)
+}
+
+/// Runs the parallel analysis over one input (a file or a run's kept
+/// lines) with a progress line, then checks it as [`checked`] does.
+fn analyse_reader(
+    cfg: &Arc<Config>,
+    name: &str,
+    reader: impl std::io::Read + Send + 'static,
+    size: Option<u64>,
+    read: Arc<AtomicU64>,
+    c: &Common,
+    threads: usize,
+) -> anyhow::Result<Analysis> {
+    let progress = Progress::start(name.to_string(), size, read, !c.no_progress);
+    let analysis = engine::analyze(Arc::clone(cfg), reader, threads).map_err(|e| match e {
+        engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
+        engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
+    })?;
     drop(progress);
-    checked(&name, cfg, c, analysis)
+    checked(name, cfg, c, analysis)
 }
 
 /// Refuses an input that is not a log of the chosen format, and reports
@@ -1000,17 +1013,8 @@ fn analyse_lines(
     }
     let name = format!("run {run}");
     let read = Arc::new(AtomicU64::new(0));
-    let reader = Counted {
-        inner: store.log_lines(run).map_err(damaged)?,
-        read: Arc::clone(&read),
-    };
-    let progress = Progress::start(name.clone(), Some(log.kept_bytes), read, !c.no_progress);
-    let analysis = engine::analyze(Arc::clone(&cfg), reader, threads).map_err(|e| match e {
-        engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
-        engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
-    })?;
-    drop(progress);
-    checked(&name, &cfg, c, analysis)
+    let reader = input::Counting::new(store.log_lines(run).map_err(damaged)?, Arc::clone(&read));
+    analyse_reader(&cfg, &name, reader, Some(log.kept_bytes), read, c, threads)
 }
 
 /// Why a run cannot answer options that need its log lines.
@@ -1032,20 +1036,6 @@ fn refusal(run: &str, options: &[&str], log: Option<&keisoku_store::AccessLog>) 
         if options.len() == 1 { "this option" } else { "these options" },
         if options.len() == 1 { "s" } else { "" },
     ))
-}
-
-/// Counts the bytes read through it, for the progress line.
-struct Counted<R> {
-    inner: R,
-    read: Arc<AtomicU64>,
-}
-
-impl<R: std::io::Read> std::io::Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// A run's routes for `keisoku logs diff`: its stored statistics, or, when
