@@ -295,7 +295,6 @@ impl Store {
             end,
             buf: Vec::new(),
             pos: 0,
-            compressed: Vec::new(),
         })
     }
 }
@@ -309,7 +308,6 @@ pub struct LogLinesReader {
     end: i64,
     buf: Vec<u8>,
     pos: usize,
-    compressed: Vec<u8>,
 }
 
 impl LogLinesReader {
@@ -333,14 +331,13 @@ impl LogLinesReader {
             return Ok(false);
         };
         self.next = seq + 1;
-        self.compressed = data;
         let raw = usize::try_from(raw)
             .map_err(|_| StoreError::Corrupt(format!("log chunk {seq}: negative size")))?;
         self.buf.clear();
         self.pos = 0;
         // Never inflate more than the chunk claims: a damaged blob cannot
         // make a reader allocate without bound.
-        DeflateDecoder::new(self.compressed.as_slice())
+        DeflateDecoder::new(data.as_slice())
             .take(raw as u64 + 1)
             .read_to_end(&mut self.buf)
             .map_err(|e| StoreError::Corrupt(format!("log chunk {seq}: {e}")))?;
