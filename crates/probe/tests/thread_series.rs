@@ -44,7 +44,7 @@ fn sched(comm: &str, pid: u32, migrations: u64, vol: u64, invol: u64) -> String 
 }
 
 /// Counters of one thread at one moment.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct T {
     run_ns: u64,
     wait_ns: u64,
@@ -100,11 +100,10 @@ fn busy_threads_of_the_tree_get_series_with_exact_rates() {
     process(root, child, pid, "server");
     let zero = T {
         run_ns: 1_000_000_000,
-        wait_ns: 0,
         migrations: 100,
         vol: 1000,
         invol: 10,
-        cpu: 0,
+        ..T::default()
     };
     thread(root, pid, pid, "server", zero);
     thread(root, pid, 501, "demo-prefork-0", zero);
@@ -236,11 +235,7 @@ fn at_most_the_cap_busiest_threads_and_idle_ones_give_way() {
             &format!("worker-{tid}"),
             T {
                 run_ns,
-                wait_ns: 0,
-                migrations: 0,
-                vol: 0,
-                invol: 0,
-                cpu: 0,
+                ..T::default()
             },
         )
     };
@@ -304,11 +299,10 @@ fn a_thread_that_did_not_run_is_not_read_again() {
     process(root, pid, 1, "jvm");
     let t0 = T {
         run_ns: 1_000_000_000,
-        wait_ns: 0,
         migrations: 5,
         vol: 50,
         invol: 5,
-        cpu: 0,
+        ..T::default()
     };
     thread(root, pid, pid, "main", t0);
     thread(root, pid, 801, "worker", t0);
