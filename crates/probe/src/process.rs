@@ -81,8 +81,10 @@ struct ThreadSlot {
     worker: Worker,
 }
 
-fn worker_of(t: &mut ThreadSlot) -> &mut Worker {
-    &mut t.worker
+impl AsMut<Worker> for ThreadSlot {
+    fn as_mut(&mut self) -> &mut Worker {
+        &mut self.worker
+    }
 }
 
 /// What the host sample of the same moment tells the process sampler.
@@ -640,8 +642,7 @@ impl ProcessCollector {
             if have_wait {
                 self.runq.push(out, t_ns, d_wait_ns as f64 / 1e6 / dt_s);
             }
-            self.workers
-                .emit(&mut self.threads, worker_of, dt_s, t_ns, out, notes);
+            self.workers.emit(&mut self.threads, dt_s, t_ns, out, notes);
         }
     }
 }

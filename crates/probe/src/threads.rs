@@ -144,12 +144,10 @@ pub(crate) struct WorkerTable {
 
 impl WorkerTable {
     /// Called once per tick after every thread's `delta` was set, with the
-    /// threads that exited already gone from `slots`; `worker` finds a
-    /// slot's `Worker`.
-    pub(crate) fn emit<T>(
+    /// threads that exited already gone from `slots`.
+    pub(crate) fn emit<T: AsMut<Worker>>(
         &mut self,
         slots: &mut HashMap<u32, T>,
-        worker: fn(&mut T) -> &mut Worker,
         dt_s: f64,
         t_ns: u64,
         out: &mut Vec<SeriesPoint>,
@@ -163,7 +161,7 @@ impl WorkerTable {
         let mut live = 0usize;
         let idle_ns = u64::try_from(THREAD_IDLE_YIELD.as_nanos()).unwrap_or(u64::MAX);
         for (&tid, slot) in slots.iter_mut() {
-            let w = worker(slot);
+            let w = slot.as_mut();
             let busy = w.busy(dt_s);
             if busy {
                 w.busy_at = t_ns;
@@ -179,10 +177,10 @@ impl WorkerTable {
             }
         }
         if !self.candidates.is_empty() {
-            self.admit(slots, worker, live, t_ns, notes);
+            self.admit(slots, live, t_ns, notes);
         }
         for slot in slots.values_mut() {
-            let w = worker(slot);
+            let w = slot.as_mut();
             if let (Some(s), Some(d)) = (&w.series, &w.delta) {
                 s.push(d, dt_s, out, t_ns);
             }
@@ -191,10 +189,9 @@ impl WorkerTable {
 
     /// Gives series to busy threads without them: the busiest first, into
     /// free places, else into the places of the longest idle.
-    fn admit<T>(
+    fn admit<T: AsMut<Worker>>(
         &mut self,
         slots: &mut HashMap<u32, T>,
-        worker: fn(&mut T) -> &mut Worker,
         mut live: usize,
         t_ns: u64,
         notes: &mut Notes,
@@ -209,14 +206,14 @@ impl WorkerTable {
                 let freed = yielding
                     .next()
                     .and_then(|(_, y)| slots.get_mut(y))
-                    .map(|s| worker(s).series = None);
+                    .map(|s| s.as_mut().series = None);
                 if freed.is_none() {
                     left_out += 1;
                     continue;
                 }
                 live -= 1;
             }
-            let Some(w) = slots.get_mut(&tid).map(worker) else {
+            let Some(w) = slots.get_mut(&tid).map(AsMut::as_mut) else {
                 continue;
             };
             if !w.ever {
