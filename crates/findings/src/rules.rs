@@ -354,12 +354,7 @@ fn own_cpu_and_wait(v: &View, th: &ThreadKey, p: &MeasuredPhase) -> Option<(f64,
 /// of all threads with series over the measured phases.
 fn hot_from_series<'p>(v: &View, p: &'p MeasuredPhase) -> Option<HotThread<'p>> {
     let (a, b) = v.measured_window();
-    let mut cpu: Vec<(f64, &ThreadKey)> = v
-        .threads
-        .iter()
-        .filter_map(|t| Some((v.thread_mean(t, "cpu", "proc.cpu_user", a, b)?, t)))
-        .collect();
-    cpu.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.tid.cmp(&y.1.tid)));
+    let cpu = v.threads_by("cpu", "proc.cpu_user", a, b);
     let total: f64 = cpu.iter().map(|c| c.0).sum();
     let &(top_cpu, top) = cpu.first()?;
     if total <= 0.0 {
@@ -851,17 +846,12 @@ fn busiest_threads(
     a: f64,
     b: f64,
 ) -> Option<(String, Vec<String>)> {
-    let mut rates: Vec<(f64, &ThreadKey)> = v
-        .threads
-        .iter()
-        .filter_map(|t| Some((v.thread_mean(t, metric, reference, a, b)?, t)))
-        .collect();
+    let mut rates = v.threads_by(metric, reference, a, b);
     let with = rates.len();
     rates.retain(|r| r.0 > 0.0);
     if rates.is_empty() {
         return None;
     }
-    rates.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.tid.cmp(&y.1.tid)));
     rates.truncate(NAMED_THREADS);
     let named: f64 = rates.iter().map(|r| r.0).sum();
     let mut text = rates

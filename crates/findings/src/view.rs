@@ -85,6 +85,24 @@ impl<'a> View<'a> {
         Some(own.iter().map(|p| p.1).sum::<f64>() / ticks as f64)
     }
 
+    /// Threads with series of `metric` and their [`View::thread_mean`] over
+    /// (a, b], the highest first (equal ones by tid).
+    pub fn threads_by(
+        &self,
+        metric: &str,
+        reference: &str,
+        a: f64,
+        b: f64,
+    ) -> Vec<(f64, &ThreadKey)> {
+        let mut ranked: Vec<(f64, &ThreadKey)> = self
+            .threads
+            .iter()
+            .filter_map(|t| Some((self.thread_mean(t, metric, reference, a, b)?, t)))
+            .collect();
+        ranked.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.tid.cmp(&y.1.tid)));
+        ranked
+    }
+
     /// The thread with series whose tid is `tid` (the latest, should a tid
     /// have been reused).
     pub fn thread_by_tid(&self, tid: i64) -> Option<&ThreadKey> {
