@@ -297,8 +297,7 @@ fn hot_from_profile<'p>(
     // thread's own series its CPU and wait are measured; otherwise the
     // process's are split by the thread's share of the samples.
     let own = v
-        .thread_tid(top)
-        .and_then(|tid| v.thread_by_tid(tid))
+        .series_thread(top)
         .and_then(|th| Some((own_cpu_and_wait(v, th, p)?, th)));
     let mut series = vec!["proc.cpu_user".to_string(), "proc.cpu_system".to_string()];
     let (thread_cpu, thread_wait, source) = match own {

@@ -103,10 +103,17 @@ impl<'a> View<'a> {
         ranked
     }
 
-    /// The thread with series whose tid is `tid` (the latest, should a tid
-    /// have been reused).
-    pub fn thread_by_tid(&self, tid: i64) -> Option<&ThreadKey> {
-        self.threads.iter().rev().find(|t| i64::from(t.tid) == tid)
+    /// The series of profile thread `t`: the thread with series of the same
+    /// process and thread id. Both ids, not the tid alone: a tid reused in
+    /// another process, or a profile whose tids are not kernel ones (py-spy
+    /// numbers its threads), must not borrow another thread's series. Of a
+    /// thread renamed between its series, the last name.
+    pub fn series_thread(&self, t: u32) -> Option<&ThreadKey> {
+        let th = self.run.profile.as_ref()?.threads.get(t as usize)?;
+        self.threads
+            .iter()
+            .rev()
+            .find(|k| i64::from(k.pid) == th.pid && i64::from(k.tid) == th.tid)
     }
 
     /// Online cores, at least 1.
@@ -246,15 +253,6 @@ impl<'a> View<'a> {
             .as_ref()
             .and_then(|p| p.frames.module.get(f as usize))
             .map_or("", |s| s.as_str())
-    }
-
-    /// The thread id of profile thread `t`.
-    pub fn thread_tid(&self, t: u32) -> Option<i64> {
-        self.run
-            .profile
-            .as_ref()
-            .and_then(|p| p.threads.get(t as usize))
-            .map(|th| th.tid)
     }
 
     pub fn thread_name(&self, t: u32) -> String {

@@ -301,6 +301,10 @@ fn single_core_uses_the_threads_own_wait_when_it_has_series() {
         .evidence
         .series
         .contains(&"thread.worker-0:1:1.runq_delay_ms".to_string()));
+    // Another process's thread with the same tid is not the worker.
+    set(&mut run, "thread.other:7:1.cpu", |_, _| 5.0);
+    set(&mut run, "thread.other:7:1.runq_delay_ms", |_, _| 0.0);
+    assert!(ids(&run).contains(&"single-core".to_string()));
 }
 
 #[test]
