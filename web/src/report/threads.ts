@@ -7,7 +7,7 @@
 import { h } from '../common/dom';
 import type { Phase, StripSpec, TimeRange } from '../charts/timelines';
 import { fmtValue } from '../charts/units';
-import type { SeriesIndex } from './data';
+import { natural, type SeriesIndex } from './data';
 import type { Series } from './types';
 
 /** Rows drawn in each thread strip: more would make the page slow to paint and hard to read. */
@@ -236,7 +236,7 @@ export class ThreadTableView {
   private render(): void {
     const col = COLUMNS[this.sortCol];
     const dir = this.desc ? -1 : 1;
-    const cmp = (a: number | string, b: number | string): number => (typeof a === 'number' && typeof b === 'number' ? a - b : String(a).localeCompare(String(b), 'en', { numeric: true }));
+    const cmp = (a: number | string, b: number | string): number => (typeof a === 'number' && typeof b === 'number' ? a - b : natural(String(a), String(b)));
     const rows = [...this.rows].sort((a, b) => dir * cmp(col.key(a), col.key(b)) || a.thread.tid - b.thread.tid);
     this.head.replaceChildren(
       ...COLUMNS.map((c, i) =>

@@ -6,7 +6,7 @@
 import { h } from '../common/dom';
 import { Timelines, type ChartSpec, type Line, type Phase } from '../charts/timelines';
 import { SeriesIndex } from './data';
-import { ThreadTableView, threadsOf, threadStrips } from './threads';
+import { ThreadTableView, threadsOf, threadStrips, type ThreadInfo } from './threads';
 import type { Series } from './types';
 
 function line(s: Series, label?: string, dash = false): Line {
@@ -47,7 +47,7 @@ export function coreBusy(idx: SeriesIndex): { label: string; t: number[]; v: (nu
 }
 
 /** The chart plan: which series, in which chart, in which order. */
-export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: string[]; used: Set<string> } {
+export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: string[]; used: Set<string>; threads: ThreadInfo[] } {
   const specs: ChartSpec[] = [];
   const missing: string[] = [];
   const used = new Set<string>();
@@ -88,8 +88,9 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
   // Per-thread series are many (six per thread): the strips and the
   // threads table show them, not the "add a chart" list.
   idx.matching(/^thread\./).forEach((n) => used.add(n));
-  specs.push(...threadStrips(idx, threadsOf(idx)));
-  return { specs, missing, used };
+  const threads = threadsOf(idx);
+  specs.push(...threadStrips(idx, threads));
+  return { specs, missing, used, threads };
 }
 
 /** Builds the timelines section inside `parent`; returns it with its Timelines group. */
@@ -104,12 +105,12 @@ export function timelineSection(parent: HTMLElement, series: Series[] | undefine
   }
   sec.append(h('p', { class: 'ks-muted ks-hint', text: 'Drag across any chart to select a time range (all charts and the flame graph follow); double-click or Esc to reset.' }));
   const timelines = new Timelines(sec, { durationMs, phases });
-  const { specs, missing, used } = chartPlan(idx);
+  const { specs, missing, used, threads } = chartPlan(idx);
   for (const s of specs) timelines.add(s);
-  const threads = ThreadTableView.create(idx, threadsOf(idx), phases, durationMs);
-  if (threads) {
-    sec.append(threads.root);
-    timelines.on('view', (r) => threads.setRange(r));
+  const table = ThreadTableView.create(idx, threads, phases, durationMs);
+  if (table) {
+    sec.append(table.root);
+    timelines.on('view', (r) => table.setRange(r));
   }
   if (missing.length) sec.append(h('p', { class: 'ks-muted', text: `Not recorded: ${missing.join(', ')}.` }));
   const rest = idx.names().filter((n) => !used.has(n));
