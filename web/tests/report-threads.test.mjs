@@ -37,8 +37,11 @@ async function shotThreads(page, name) {
     if (b) boxes.push(b);
   }
   if (!boxes.length) return;
-  const y = Math.min(...boxes.map((b) => b.y));
-  const bottom = Math.max(...boxes.map((b) => b.y + b.height));
+  // Boxes are relative to the viewport, a full-page clip to the page: the
+  // clicks above scrolled it.
+  const scrollY = await page.evaluate(() => window.scrollY);
+  const y = scrollY + Math.min(...boxes.map((b) => b.y));
+  const bottom = scrollY + Math.max(...boxes.map((b) => b.y + b.height));
   await page.screenshot({ path: join(scratch('screens'), `${name}.png`), fullPage: true, clip: { x: 0, y, width: 1366, height: Math.min(1600, bottom - y) } });
 }
 
