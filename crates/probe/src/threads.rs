@@ -202,6 +202,17 @@ impl WorkerTable {
         let mut yielding = self.yielding.iter();
         let mut left_out = 0usize;
         for &(_, tid) in &self.candidates {
+            // The run's cap first: a thread that cannot have series must
+            // not take an idle thread's place and leave it empty.
+            let Some(ever) = slots.get_mut(&tid).map(|s| s.as_mut().ever) else {
+                continue;
+            };
+            if !ever && self.ever >= THREADS_MAX_EVER {
+                notes.once("thread.ever", || {
+                    format!("thread.* series: {THREADS_MAX_EVER} threads had series already; threads busy later have none (they still count in proc.*)")
+                });
+                continue;
+            }
             if live >= THREADS_MAX_LIVE {
                 let freed = yielding
                     .next()
@@ -217,12 +228,6 @@ impl WorkerTable {
                 continue;
             };
             if !w.ever {
-                if self.ever >= THREADS_MAX_EVER {
-                    notes.once("thread.ever", || {
-                        format!("thread.* series: {THREADS_MAX_EVER} threads had series already; threads busy later have none (they still count in proc.*)")
-                    });
-                    continue;
-                }
                 self.ever += 1;
                 w.ever = true;
             }

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::by_name;
-use keisoku_probe::{Collector, SamplerConfig, THREADS_MAX_LIVE};
+use keisoku_probe::{
+    Collector, SamplerConfig, THREADS_MAX_EVER, THREADS_MAX_LIVE, THREAD_IDLE_YIELD,
+};
 
 fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);
@@ -352,4 +354,81 @@ fn a_thread_that_did_not_run_is_not_read_again() {
     assert_eq!(s["proc.migrations"][0].1, 94.0);
     assert!((s["thread.main:800:800.cpu"][0].1 - 2.0).abs() < 1e-9);
     assert_eq!(s["thread.main:800:800.core"][0].1, 1.0);
+}
+
+#[test]
+fn a_thread_past_the_run_cap_takes_no_idle_threads_place() {
+    // A thread-per-connection server: waves of THREADS_MAX_LIVE threads,
+    // each busy once and then gone, until THREADS_MAX_EVER threads had
+    // series; the last wave then idles.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let pid = 900u32;
+    let live = THREADS_MAX_LIVE as u32;
+    let waves = (THREADS_MAX_EVER / THREADS_MAX_LIVE) as u32;
+    process(root, pid, 1, "server");
+    thread(root, pid, pid, "server", T::default());
+    let mut col = collector(root, pid);
+    let mut out = Vec::new();
+    let mut now = 1;
+    col.sample(Duration::from_secs(now), &mut out);
+    let first_tid = |wave: u32| pid + 1 + wave * live;
+    for wave in 0..waves {
+        if wave > 0 {
+            for tid in first_tid(wave - 1)..first_tid(wave) {
+                fs::remove_dir_all(root.join(format!("{pid}/task/{tid}"))).unwrap();
+            }
+        }
+        let tids = first_tid(wave)..first_tid(wave + 1);
+        for tid in tids.clone() {
+            thread(root, pid, tid, "conn", T::default());
+        }
+        now += 1;
+        col.sample(Duration::from_secs(now), &mut out);
+        for tid in tids {
+            let busy = T {
+                run_ns: 500_000_000,
+                ..T::default()
+            };
+            thread(root, pid, tid, "conn", busy);
+        }
+        now += 1;
+        col.sample(Duration::from_secs(now), &mut out);
+    }
+    // The last wave idles past THREAD_IDLE_YIELD; then one more thread,
+    // never seen before, gets busy.
+    let last = first_tid(waves - 1)..first_tid(waves);
+    now += THREAD_IDLE_YIELD.as_secs() + 1;
+    col.sample(Duration::from_secs(now), &mut out);
+    let late = first_tid(waves);
+    thread(root, pid, late, "conn", T::default());
+    now += 1;
+    col.sample(Duration::from_secs(now), &mut out);
+    thread(
+        root,
+        pid,
+        late,
+        "conn",
+        T {
+            run_ns: 500_000_000,
+            ..T::default()
+        },
+    );
+    let at = out.len();
+    now += 1;
+    col.sample(Duration::from_secs(now), &mut out);
+    let s = by_name(&out[at..]);
+    assert!(
+        !s.contains_key(&format!("thread.conn:{pid}:{late}.cpu")),
+        "past the run's cap"
+    );
+    assert!(col
+        .notes()
+        .iter()
+        .any(|n| n.contains("threads busy later have none")));
+    // It could not have series, so no idle thread gave up its place for it.
+    for tid in last {
+        let name = format!("thread.conn:{pid}:{tid}.cpu");
+        assert_eq!(s.get(&name).map(|p| p[0].1), Some(0.0), "{name}");
+    }
 }
