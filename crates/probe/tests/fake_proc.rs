@@ -4,17 +4,10 @@
 mod common;
 
 use std::fs;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::by_name;
+use common::{by_name, proc_stat, write};
 use keisoku_probe::{Collector, SamplerConfig};
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, text).unwrap();
-}
 
 fn stat(user0: u64, idle0: u64, ctxt: u64) -> String {
     format!(
@@ -28,18 +21,9 @@ fn stat(user0: u64, idle0: u64, ctxt: u64) -> String {
     )
 }
 
+/// The fake server's stat line (its only thread's too).
 fn thread_stat(pid: u32, utime: u64, stime: u64, cpu: u32) -> String {
-    // Fields 3..=39: state through processor; 14/15 utime/stime, 20 threads, 24 rss, 39 processor.
-    let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
-    f[0] = "S".into();
-    f[1] = "1".into(); // ppid
-    f[14 - 3] = utime.to_string();
-    f[15 - 3] = stime.to_string();
-    f[20 - 3] = "1".into();
-    f[22 - 3] = "100".into();
-    f[24 - 3] = "10".into();
-    f[39 - 3] = cpu.to_string();
-    format!("{pid} (fake server) {}\n", f.join(" "))
+    proc_stat(pid, "fake server", 1, utime, stime, cpu)
 }
 
 #[test]

@@ -8,30 +8,10 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::by_name;
+use common::{by_name, proc_stat, write};
 use keisoku_probe::{
     Collector, SamplerConfig, THREADS_MAX_EVER, THREADS_MAX_LIVE, THREAD_IDLE_YIELD,
 };
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, text).unwrap();
-}
-
-/// A /proc/PID[/task/TID]/stat line: comm, ppid, utime/stime ticks and the
-/// core it last ran on.
-fn stat(id: u32, comm: &str, ppid: u32, ticks: u64, cpu: u32) -> String {
-    let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
-    f[0] = "S".into();
-    f[4 - 3] = ppid.to_string();
-    f[14 - 3] = ticks.to_string();
-    f[20 - 3] = "1".into();
-    f[22 - 3] = "100".into();
-    f[24 - 3] = "10".into();
-    f[39 - 3] = cpu.to_string();
-    format!("{id} ({comm}) {}\n", f.join(" "))
-}
 
 fn sched(comm: &str, pid: u32, migrations: u64, vol: u64, invol: u64) -> String {
     format!(
@@ -61,7 +41,7 @@ fn thread(root: &Path, pid: u32, tid: u32, comm: &str, t: T) {
     write(
         root,
         &format!("{base}/stat"),
-        &stat(tid, comm, 1, t.run_ns / 10_000_000, t.cpu),
+        &proc_stat(tid, comm, 1, t.run_ns / 10_000_000, 0, t.cpu),
     );
     // Every switch or migration means it got a CPU: the slice count moves.
     write(
@@ -82,7 +62,11 @@ fn thread(root: &Path, pid: u32, tid: u32, comm: &str, t: T) {
 }
 
 fn process(root: &Path, pid: u32, ppid: u32, comm: &str) {
-    write(root, &format!("{pid}/stat"), &stat(pid, comm, ppid, 0, 0));
+    write(
+        root,
+        &format!("{pid}/stat"),
+        &proc_stat(pid, comm, ppid, 0, 0, 0),
+    );
 }
 
 fn collector(root: &Path, pid: u32) -> Collector {
@@ -326,7 +310,11 @@ fn a_thread_that_did_not_run_is_not_read_again() {
         },
     );
     let base = format!("{pid}/task/{pid}");
-    write(root, &format!("{base}/stat"), &stat(pid, "main", 1, 500, 1));
+    write(
+        root,
+        &format!("{base}/stat"),
+        &proc_stat(pid, "main", 1, 500, 0, 1),
+    );
     write(
         root,
         &format!("{base}/sched"),

@@ -19,6 +19,28 @@ pub fn by_name(points: &[SeriesPoint]) -> BTreeMap<String, Vec<(u64, f64)>> {
     m
 }
 
+/// Writes `text` to `root/rel` (a fake /proc file), creating its folders.
+pub fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a file under root")).expect("create dirs");
+    std::fs::write(p, text).expect("write fake /proc file");
+}
+
+/// A /proc/PID[/task/TID]/stat line: comm, ppid, utime and stime (clock
+/// ticks) and the core it last ran on (field 39); one thread, 10 pages RSS.
+pub fn proc_stat(id: u32, comm: &str, ppid: u32, utime: u64, stime: u64, cpu: u32) -> String {
+    let mut f: Vec<String> = (3..=52).map(|_| "0".to_string()).collect();
+    f[0] = "S".into();
+    f[4 - 3] = ppid.to_string();
+    f[14 - 3] = utime.to_string();
+    f[15 - 3] = stime.to_string();
+    f[20 - 3] = "1".into();
+    f[22 - 3] = "100".into();
+    f[24 - 3] = "10".into();
+    f[39 - 3] = cpu.to_string();
+    format!("{id} ({comm}) {}\n", f.join(" "))
+}
+
 /// A copy of /bin/sh under a distinctive name, so its processes have a
 /// command name (comm) nothing else on the machine has.
 pub fn named_shell(dir: &Path, name: &str) -> PathBuf {
