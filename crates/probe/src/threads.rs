@@ -1,9 +1,10 @@
 //! Per-thread ("worker") series, `thread.<comm>:<pid>:<tid>.<metric>`: which
 //! threads of the tree get them, and their points.
 //!
-//! The process sampler reads every thread's stat, sched and schedstat each
-//! tick anyway (the `proc.*` sums need them), so the per-thread numbers cost
-//! no extra reads; what needs bounding is the number of series. A thread
+//! The process sampler reads every thread's counters each tick anyway (the
+//! `proc.*` sums need them: schedstat always, stat and sched when the thread
+//! ran), so the per-thread numbers cost no extra reads; what needs bounding
+//! is the number of series. A thread
 //! gets series once it is busy (`THREAD_BUSY_CPU_PCT` of a core in an interval, or
 //! `THREAD_BUSY_MIGRATIONS_S`), at most `THREADS_MAX_LIVE` threads at a time (the busiest
 //! first) and `THREADS_MAX_EVER` over a run, so a JVM with 200 idle threads or a
