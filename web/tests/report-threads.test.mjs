@@ -59,7 +59,7 @@ async function threadFacts(page) {
       migMax: strip('threads-migrations')?.max ?? null,
       table: [...document.querySelectorAll('#threads tbody tr')].map((tr) => [...tr.children].map((td) => td.textContent)),
       title: document.querySelector('#threads h3')?.textContent ?? '',
-      head: [...document.querySelectorAll('#threads thead th')].map((th) => th.textContent.replace(/ [▾▴]$/, '')),
+      head: [...document.querySelectorAll('#threads thead th')].map((th) => th.textContent.replace(/ [▼▲]$/, '')),
       extra: [...document.querySelectorAll('#timelines select option')].map((o) => o.value).filter((v) => v.startsWith('thread.')),
       fatal: document.querySelector('.ks-fatal')?.textContent ?? null,
     };

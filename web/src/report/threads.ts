@@ -240,7 +240,7 @@ export class ThreadTableView {
     const rows = [...this.rows].sort((a, b) => dir * cmp(col.key(a), col.key(b)) || a.thread.tid - b.thread.tid);
     this.head.replaceChildren(
       ...COLUMNS.map((c, i) =>
-        h('th', { title: `${c.title}; click to sort`, class: i === 0 ? 'ks-name' : '', 'aria-sort': i === this.sortCol ? (this.desc ? 'descending' : 'ascending') : undefined, onclick: () => this.sortBy(i) }, c.label + (i === this.sortCol ? (this.desc ? ' ▾' : ' ▴') : '')),
+        h('th', { title: `${c.title}; click to sort`, class: i === 0 ? 'ks-name' : '', 'aria-sort': i === this.sortCol ? (this.desc ? 'descending' : 'ascending') : undefined, onclick: () => this.sortBy(i) }, c.label + (i === this.sortCol ? (this.desc ? ' ▼' : ' ▲') : '')),
       ),
     );
     this.body.replaceChildren(...rows.map((r) => h('tr', { 'data-tid': String(r.thread.tid) }, ...COLUMNS.map((c, i) => h('td', { class: i === 0 ? 'ks-name' : '', text: c.text(r) })))));
