@@ -35,12 +35,25 @@ pub fn page_with_tail(title: &str, entry: &str, data_json: &str, tail: &str) -> 
 <meta name=\"color-scheme\" content=\"light dark\">\
 <title>{title}</title><style>{css}</style></head>\n<body><div id=\"app\"></div>\n\
 <script type=\"application/json\" id=\"keisoku-data\">{data}</script>\n\
+<script type=\"application/json\" id=\"keisoku-idle-frames\">{idle}</script>\n\
 <script>{js}</script>\n{tail}</body></html>\n",
+        idle = idle_frames_json(),
         title = html_escape(title),
         css = css.replace("</style", "<\\/style"),
         data = escape_inline_script(data_json),
         js = escape_inline_script(js),
     ))
+}
+
+/// keisoku's idle-frame list as a JSON array, for the pages' flame graphs
+/// and heat maps (web/src/flame/profile.ts reads it).
+fn idle_frames_json() -> String {
+    // Plain ASCII identifiers: nothing to escape inside <script>.
+    let names: Vec<String> = keisoku_common::IDLE_FRAMES
+        .iter()
+        .map(|n| format!("\"{n}\""))
+        .collect();
+    format!("[{}]", names.join(","))
 }
 
 /// Escapes text for HTML element content and attribute values.

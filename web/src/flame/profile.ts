@@ -55,8 +55,23 @@ export interface ThreadInfo {
   comm: string;
 }
 
-/** Frame names that mean "the CPU had nothing to do" (see docs/profile-json.md). */
-export const IDLE_FRAMES = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
+/**
+ * Frame names that mean "the CPU had nothing to do". The list is keisoku's
+ * one list (crates/common/src/idle.rs), embedded by every page
+ * (`keisoku-idle-frames`) and read once here, so no copy lives in TypeScript.
+ */
+export const IDLE_FRAMES: ReadonlySet<string> = readIdleFrames();
+
+function readIdleFrames(): Set<string> {
+  const el = typeof document === 'undefined' ? null : document.getElementById('keisoku-idle-frames');
+  if (!el || !el.textContent) return new Set();
+  try {
+    const names: unknown = JSON.parse(el.textContent);
+    return new Set(Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : []);
+  } catch {
+    return new Set();
+  }
+}
 
 /** Error in the embedded profile data (the page shows it instead of drawing). */
 export class ProfileError extends Error {}

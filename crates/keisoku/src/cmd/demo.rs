@@ -788,15 +788,17 @@ fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> a
     };
     std::fs::create_dir_all(&args.out_dir)
         .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let store = args.store.as_deref();
-    let a = crate::cmd::report::load_run_json(first, store)?;
+    let store = crate::shared::store::StoreArg {
+        store: args.store.clone(),
+    };
+    let a = store.run_json(first)?;
     let html = keisoku_report::run_page::run_page(&a, &Default::default())
         .map_err(|e| anyhow!("report: {e}"))?;
     let report = args.out_dir.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
     writeln!(out, "wrote {}", report.display())?;
     if let Some((_, second)) = runs.get(1) {
-        let b = crate::cmd::report::load_run_json(second, store)?;
+        let b = store.run_json(second)?;
         let cmp = keisoku_report::compare_page::compare(&a, &b, None)
             .map_err(|e| anyhow!("compare: {e}"))?;
         let html = keisoku_report::compare_page::compare_page(&cmp, false)

@@ -1,9 +1,9 @@
 //! `keisoku run`: load a target while recording the host, the server
 //! process, its profile and its access log into the run store.
 
-use super::bench::{self, dur, Job, LoadArgs};
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
 use crate::recording::{self, recorder::Recording, server::Server, summary, RecorderArgs};
+use crate::shared::load::{self as bench, dur, Job, LoadArgs};
 use hdrhistogram::Histogram;
 use keisoku_load::{render, Model, Report, RunControl};
 use keisoku_store::{NewRun, Phase, RouteRow, RouteSecond, RouteSource, RunStatus, Series};

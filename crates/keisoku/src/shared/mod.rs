@@ -1,0 +1,7 @@
+//! What several commands share, in one place, so no command module imports
+//! another: output handling, the run store and its `RUN` resolver, pages.
+
+pub mod load;
+pub mod output;
+pub mod page;
+pub mod store;
