@@ -57,20 +57,17 @@ export interface ThreadInfo {
 
 /**
  * Frame names that mean "the CPU had nothing to do". The list is keisoku's
- * one list (crates/common/src/idle.rs), embedded by every page
- * (`keisoku-idle-frames`) and read once here, so no copy lives in TypeScript.
+ * one list (crates/common/src/idle.rs), written by every page into its
+ * `keisoku-idle-frames` meta element and read once here, so no copy lives
+ * in TypeScript.
  */
 export const IDLE_FRAMES: ReadonlySet<string> = readIdleFrames();
 
 function readIdleFrames(): Set<string> {
-  const el = typeof document === 'undefined' ? null : document.getElementById('keisoku-idle-frames');
-  if (!el || !el.textContent) return new Set();
-  try {
-    const names: unknown = JSON.parse(el.textContent);
-    return new Set(Array.isArray(names) ? names.filter((n): n is string => typeof n === 'string') : []);
-  } catch {
-    return new Set();
-  }
+  if (typeof document === 'undefined') return new Set();
+  const meta = document.querySelector('meta[name="keisoku-idle-frames"]');
+  const names = meta?.getAttribute('content') ?? '';
+  return new Set(names.split(' ').filter((n) => n.length > 0));
 }
 
 /** Error in the embedded profile data (the page shows it instead of drawing). */
