@@ -10,6 +10,7 @@
 //! absolute clock, so [`Profile::time_origin_ns`] stays `None`.
 
 use crate::error::{Error, Result};
+use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{FrameId, FrameKind, Location, NodeId, Profile, Thread, Unit, NO_PARENT};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -215,10 +216,12 @@ impl TryFrom<RawProfile> for SsProfile {
                         EventType::Open => open.push(e.frame.0),
                         EventType::Close => match open.pop() {
                             Some(f) if f == e.frame.0 => {}
-                            Some(f) => return Err(at(&format!(
+                            Some(f) => {
+                                return Err(at(&format!(
                                 "events[{i}] closes frame {} while frame {f} is the innermost open",
                                 e.frame.0
-                            ))),
+                            )))
+                            }
                             None => {
                                 return Err(at(&format!(
                                     "events[{i}] closes frame {} while none is open",
@@ -235,12 +238,15 @@ impl TryFrom<RawProfile> for SsProfile {
 }
 
 /// Whether the head of an input looks like speedscope JSON: a JSON object
-/// naming the speedscope schema, or with both `"shared"` and `"profiles"`.
+/// naming the speedscope schema or, for writers that leave `$schema` out,
+/// with `"profiles"` and a speedscope profile type (py-spy writes
+/// `"shared"` last, so it may lie beyond the head).
 pub fn looks_like(head: &[u8]) -> bool {
     let s = String::from_utf8_lossy(&head[..head.len().min(4096)]);
     s.trim_start().starts_with('{')
         && (s.contains("speedscope.app/file-format-schema")
-            || (s.contains("\"shared\"") && s.contains("\"profiles\"")))
+            || (s.contains("\"profiles\"")
+                && (s.contains("\"sampled\"") || s.contains("\"evented\""))))
 }
 
 fn json_error(name: &str, e: &serde_json::Error) -> Error {
@@ -250,6 +256,19 @@ fn json_error(name: &str, e: &serde_json::Error) -> Error {
         format!("a speedscope JSON document (column {}: {e})", e.column()),
     )
 }
+
+/// This format's entry in [`crate::format::FORMATS`].
+pub const FORMAT: FormatInfo = FormatInfo {
+    format: Format::Speedscope,
+    name: "speedscope",
+    aliases: &[],
+    description: "speedscope JSON",
+    looks_like,
+    read: |input, _| {
+        let (name, data) = input.read_all()?;
+        parse(&data, &name).map(Parsed::from)
+    },
+};
 
 /// Parses a speedscope JSON document.
 ///
@@ -514,7 +533,9 @@ mod tests {
         assert!(looks_like(
             br#"{"$schema":"https://www.speedscope.app/file-format-schema.json","profiles":[]}"#
         ));
-        assert!(looks_like(br#" {"shared":{"frames":[]},"profiles":[]}"#));
+        assert!(looks_like(
+            br#" {"profiles":[{"type":"sampled","samples":[]}],"shared":{"frames":[]}}"#
+        ));
         assert!(!looks_like(br#"{"nodes":[],"samples":[]}"#));
         assert!(!looks_like(b"main;f 1\n"));
     }

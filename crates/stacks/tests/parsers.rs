@@ -514,4 +514,14 @@ fn py_spy_speedscope_output_is_read_per_thread() {
         .any(|(root, leaf)| root == "Thread._bootstrap" && leaf == "leaf"));
     assert_eq!(p.time_origin_ns, None);
     assert!(p.damage.report().is_none());
+    // Detected as speedscope (not folded stacks), plain or forced.
+    let l = read_profile(&data("py-spy.speedscope.json"), &ReadOptions::default()).unwrap();
+    assert_eq!(l.format, Format::Speedscope);
+    assert_eq!(l.profile.samples.len(), p.samples.len());
+    let forced = ReadOptions {
+        format: Format::from_name("speedscope"),
+        event: None,
+    };
+    let l = read_profile(&data("py-spy.speedscope.json"), &forced).unwrap();
+    assert_eq!(l.format, Format::Speedscope);
 }
