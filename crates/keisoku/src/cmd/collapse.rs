@@ -12,7 +12,7 @@ use std::io::Write;
 /// Flags of `keisoku collapse`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  perf script | keisoku collapse perf > out.folded\n  keisoku collapse perf --all --pid perf.script.gz\n  keisoku collapse profile.cpuprofile\n  keisoku collapse cpu.pprof > go.folded"
+    after_help = "Examples:\n  perf script | keisoku collapse perf > out.folded\n  keisoku collapse perf --all --pid perf.script.gz\n  keisoku collapse profile.cpuprofile\n  keisoku collapse cpu.pprof > go.folded\n  keisoku collapse --format speedscope py-spy.json"
 )]
 pub struct Args {
     /// `perf` (then FILE), or a profile file in any supported format ("-" for stdin).
@@ -62,11 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         (args.first.clone(), false)
     };
-    let forced = match args.format {
-        Some(f) => Some(f),
-        None if perf_forced => Some(Format::Perf),
-        None => None,
-    };
+    let forced = args.format.or(perf_forced.then_some(Format::Perf));
     let input = Input::open(&path).map_err(bad_input)?;
     let format = match forced.or_else(|| keisoku_stacks::detect(&input.head)) {
         Some(f) => f,

@@ -12,7 +12,7 @@ use std::io::Write;
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
 )]
 pub struct Args {
     /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),

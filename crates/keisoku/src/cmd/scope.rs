@@ -14,7 +14,7 @@ use std::io::Write;
     after_help = "Examples:\n  keisoku scope perf.script -o scope.html\n  keisoku scope app.cpuprofile --rows 20     # heat map in the terminal"
 )]
 pub struct Args {
-    /// Profile with sample times: perf script or .cpuprofile (plain or gzip; "-" for stdin),
+    /// Profile with sample times: perf script, .cpuprofile or speedscope (plain or gzip; "-" for stdin),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
