@@ -110,4 +110,18 @@ proptest! {
         for (i, b) in flips { let i = i.index(raw.len()); raw[i] = b; }
         let _ = keisoku_stacks::pprof::parse(&raw, "x");
     }
+
+    #[test]
+    fn no_panic_on_mutated_speedscope(digits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..10), 1..8)) {
+        // Changing digits keeps the JSON valid while frame indices go out
+        // of range, weights and times change, and events reorder.
+        let mut raw = std::fs::read(format!("{}/tests/data/py-spy.speedscope.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let at: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].is_ascii_digit()).collect();
+        for (i, d) in digits { raw[at[i.index(at.len())]] = b'0' + d; }
+        if let Ok(p) = keisoku_stacks::speedscope::parse(&raw, "x") {
+            let _ = fold_profile(&p, true);
+            let _ = keisoku_stacks::json::profile_json(&p, Default::default());
+            let _ = keisoku_stacks::scope::heat_map(&p, 49, true);
+        }
+    }
 }
