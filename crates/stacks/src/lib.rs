@@ -53,19 +53,25 @@ pub struct Loaded {
     pub dropped_events: Vec<(String, u64)>,
 }
 
+/// The format to read an opened input as: `forced`, or the one [`detect`]
+/// finds; an empty or unrecognised input is an error naming it.
+pub fn format_of(input: &Input, forced: Option<Format>) -> Result<Format> {
+    match forced.or_else(|| detect(&input.head)) {
+        Some(f) => Ok(f),
+        None if input.head.is_empty() => Err(Error::Empty {
+            path: input.name.clone(),
+            why: "the input is empty".into(),
+        }),
+        None => Err(Error::UnknownFormat {
+            path: input.name.clone(),
+        }),
+    }
+}
+
 /// Reads and parses a profile from an opened input, in the forced format
 /// or the one [`detect`] finds.
 pub fn read_input(input: Input, opts: &ReadOptions) -> Result<Loaded> {
-    let format = match opts.format.or_else(|| detect(&input.head)) {
-        Some(f) => f,
-        None if input.head.is_empty() => {
-            return Err(Error::Empty {
-                path: input.name,
-                why: "the input is empty".into(),
-            })
-        }
-        None => return Err(Error::UnknownFormat { path: input.name }),
-    };
+    let format = format_of(&input, opts.format)?;
     let Parsed {
         profile,
         dropped_events,

@@ -64,17 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let forced = args.format.or(perf_forced.then_some(Format::Perf));
     let input = Input::open(&path).map_err(bad_input)?;
-    let format = match forced.or_else(|| keisoku_stacks::detect(&input.head)) {
-        Some(f) => f,
-        None if input.head.is_empty() => {
-            return Err(bad_input(format!("{}: the input is empty", input.name)))
-        }
-        None => {
-            return Err(bad_input(keisoku_stacks::Error::UnknownFormat {
-                path: input.name,
-            }))
-        }
-    };
+    let format = keisoku_stacks::format_of(&input, forced).map_err(bad_input)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if format == Format::Perf {
