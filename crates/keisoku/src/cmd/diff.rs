@@ -1,9 +1,11 @@
 //! `keisoku diff`: compare two profiles: a differential flame graph, a
 //! table of regressions and improvements, and a CI gate (`--fail-if`).
 
+use crate::cmd::collapse::FormatArg;
 use crate::exit::{bad_input, GATE_FAILED, OK};
 use anyhow::Context;
 use keisoku_stacks::diff::{diff, diff_folded, Diff, Gate};
+use keisoku_stacks::Format;
 use std::io::Write;
 
 /// Flags of `keisoku diff`.
@@ -37,10 +39,10 @@ pub struct Args {
     /// perf script inputs with several events: the event to compare.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
-    /// Force the input format instead of detecting it: perf, folded,
-    /// cpuprofile, pprof (for inputs too short or too damaged to detect).
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it (for inputs too
+    /// short or too damaged to detect).
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -60,8 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let before = crate::cmd::flame::load(&args.before, args.format.as_deref(), args.event.clone())?;
-    let after = crate::cmd::flame::load(&args.after, args.format.as_deref(), args.event.clone())?;
+    let before = crate::cmd::flame::load(&args.before, args.format, args.event.clone())?;
+    let after = crate::cmd::flame::load(&args.after, args.format, args.event.clone())?;
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
         (None, _) => print_table(&d, args.top)?,

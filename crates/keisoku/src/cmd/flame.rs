@@ -1,7 +1,7 @@
 //! `keisoku flame`: a flame graph (HTML, SVG or folded) from a profile file,
 //! or a terminal summary of the hottest functions when no -o is given.
 
-use crate::cmd::collapse::classify;
+use crate::cmd::collapse::{classify, FormatArg};
 use crate::exit::{bad_input, OK};
 use anyhow::Context;
 use keisoku_stacks::filter::{select, Selection};
@@ -12,10 +12,10 @@ use std::io::Write;
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
 )]
 pub struct Args {
-    /// Profile: perf script, folded, .cpuprofile or pprof (plain or gzip; "-" for stdin),
+    /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
@@ -49,30 +49,22 @@ pub struct Args {
     /// perf script input with several events: the event to draw (default: the first).
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
-    /// Force the input format: perf, folded, cpuprofile, pprof.
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
     /// Rows in the terminal summary.
     #[arg(long, default_value_t = 20)]
     top: usize,
 }
 
 /// Reads a profile for a command, reporting recovered damage and dropped events.
-pub fn load(path: &str, format: Option<&str>, event: Option<String>) -> anyhow::Result<Profile> {
+pub fn load(path: &str, format: Option<Format>, event: Option<String>) -> anyhow::Result<Profile> {
     // Not a file but a stored run: explain recorded runs like files.
     if format.is_none() {
         if let Some(profile) = crate::cmd::stored::profile(path)? {
             return Ok(profile);
         }
     }
-    let format = match format {
-        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
-            bad_input(format!(
-                "--format {f:?}: expected perf, folded, cpuprofile or pprof"
-            ))
-        })?),
-        None => None,
-    };
     let loaded =
         keisoku_stacks::read_profile(path, &ReadOptions { format, event }).map_err(classify)?;
     if let Some(msg) = loaded.profile.damage.report() {
@@ -160,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let profile = load(&args.input, args.format.as_deref(), args.event.clone())?;
+    let profile = load(&args.input, args.format, args.event.clone())?;
     let mut profile = select(&profile, &sel).map_err(bad_input)?;
     if let Some(t) = &args.title {
         profile.title = t.clone();
