@@ -3,10 +3,10 @@
 //! folds any supported profile format.
 
 use crate::exit::{bad_input, OK};
+use crate::shared::profile::{classify, FormatArg};
 use anyhow::Context;
-use clap::builder::{PossibleValue, TypedValueParser};
 use keisoku_stacks::collapse::{fold_perf, fold_profile, PerfFoldOptions};
-use keisoku_stacks::{Format, Input, ReadOptions, FORMATS};
+use keisoku_stacks::{Format, Input, ReadOptions};
 use std::io::Write;
 
 /// Flags of `keisoku collapse`.
@@ -139,56 +139,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         r => r.context("writing folded stacks")?,
     }
     Ok(OK)
-}
-
-/// The `--format` value parser of every command reading profiles, built
-/// from the stacks crate's format registry: `--help` lists each format with
-/// its description, and an unknown name is refused naming them all.
-#[derive(Clone, Copy, Debug)]
-pub struct FormatArg;
-
-impl TypedValueParser for FormatArg {
-    type Value = Format;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<Format, clap::Error> {
-        let name = value.to_string_lossy();
-        Format::from_name(&name).ok_or_else(|| {
-            clap::Error::raw(
-                clap::error::ErrorKind::InvalidValue,
-                format!("--format {name:?}: expected {}\n", Format::names()),
-            )
-            .with_cmd(cmd)
-        })
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(FORMATS.iter().map(|f| {
-            PossibleValue::new(f.name)
-                .aliases(f.aliases.iter().copied())
-                .help(f.description)
-        })))
-    }
-}
-
-/// Parse errors are the user's input being wrong (exit 2); I/O errors on
-/// an opened input are runtime failures unless they mean a corrupt stream.
-pub fn classify(e: keisoku_stacks::Error) -> anyhow::Error {
-    match &e {
-        keisoku_stacks::Error::Io { source, .. }
-            if !matches!(
-                source.kind(),
-                std::io::ErrorKind::InvalidData
-                    | std::io::ErrorKind::InvalidInput
-                    | std::io::ErrorKind::UnexpectedEof
-            ) =>
-        {
-            anyhow::Error::new(e)
-        }
-        _ => bad_input(e),
-    }
 }

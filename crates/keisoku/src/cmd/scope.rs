@@ -1,8 +1,9 @@
 //! `keisoku scope`: FlameScope-style subsecond heat map of a profile with
 //! per-sample times (perf script, .cpuprofile).
 
-use crate::cmd::collapse::FormatArg;
 use crate::exit::{bad_input, OK};
+use crate::shared::output::write_to;
+use crate::shared::profile::{self, FormatArg};
 use anyhow::Context;
 use keisoku_stacks::json::{profile_json, JsonOptions};
 use keisoku_stacks::Format;
@@ -55,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.rows
         )));
     }
-    let sel = crate::cmd::flame::selection(
+    let sel = profile::selection(
         &args.pid,
         &args.tid,
         args.comm.as_deref(),
@@ -63,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None,
         false,
     )?;
-    let profile = crate::cmd::flame::load(&args.input, args.format, args.event.clone())?;
+    let profile = profile::load(&args.input, args.format, args.event.clone())?;
     if !profile.has_times() {
         return Err(bad_input(format!(
             "{}: the profile has no per-sample times; scope needs perf script, .cpuprofile or speedscope input",
@@ -91,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let page = keisoku_report::profile_pages::scope_page(&profile.title, &json, &view)
                 .map_err(|e| anyhow::anyhow!("rendering the heat map page: {e}"))?;
-            crate::cmd::flame::write_output(out, page.as_bytes())?;
+            write_to(std::path::Path::new(out), page.as_bytes())?;
             eprintln!(
                 "keisoku: wrote {out} ({} samples over {} s, busiest cell {})",
                 profile.samples.len(),
