@@ -19,6 +19,7 @@ pub mod model;
 pub mod perf;
 pub mod pprof;
 pub mod scope;
+pub mod speedscope;
 pub mod summary;
 
 pub use error::{Error, Result};

@@ -637,13 +637,16 @@ pub fn parse(
         }
     }
     // Times become offsets from the first sample; perf prints them in order,
-    // but keep the contract (ascending) even for concatenated inputs.
+    // but keep the contract (ascending) even for concatenated inputs. The
+    // first sample's own timestamp is kept as the time origin, so a caller
+    // that knows perf's clock can place samples on its own.
     if all_timed && !times.is_empty() {
         let t0 = times.iter().copied().min().unwrap_or(0);
         for t in times.iter_mut() {
             *t -= t0;
         }
         profile.samples.time_ns = Some(times);
+        profile.time_origin_ns = Some(t0);
     }
     profile.samples.thread = Some(threads);
     if any_cpu {
