@@ -329,7 +329,7 @@ impl ProfileDoc {
         match (self.samples, self.counts) {
             (Some(s), _) => {
                 let len = s.node.len();
-                let same = |col: Option<usize>| col.map_or(true, |l| l == len);
+                let same = |col: Option<usize>| col.is_none_or(|l| l == len);
                 if !same(s.weight.as_ref().map(Vec::len))
                     || !same(s.time_ms.as_ref().map(Vec::len))
                     || !same(s.thread.as_ref().map(Vec::len))
