@@ -384,6 +384,10 @@ impl Recording {
                 self.notes.extend(out.notes.iter().cloned());
                 let file = std::fs::File::open(&out.script_path)
                     .map_err(|e| format!("{}: {e}", out.script_path.display()))?;
+                // An empty script is no samples, not a malformed one.
+                if file.metadata().is_ok_and(|m| m.len() == 0) {
+                    return Err("perf recorded no samples".into());
+                }
                 let (mut profile, _) = keisoku_stacks::perf::parse(
                     &mut std::io::BufReader::new(file),
                     "perf",
