@@ -65,9 +65,10 @@ impl Store {
                 comm: t.comm.clone(),
             })
             .collect();
+        // To the microsecond, the value profile JSON gives it.
         let duration_ms = samples
             .and_then(|_| p.duration_ns())
-            .map(|ns| ns as f64 / 1e6);
+            .map(|ns| (ns / 1000) as f64 / 1000.0);
         let counts = p
             .counts
             .as_ref()
