@@ -613,3 +613,41 @@ fn a_profile_reads_back_as_it_was_put_in_every_form() {
         assert_eq!(back.samples.weight, p.samples.weight);
     }
 }
+
+#[test]
+fn run_json_carries_the_profile_json_byte_for_byte() {
+    let p = profile(50);
+    let run = RunJson {
+        profile: Some(p.clone()),
+        ..RunJson::default()
+    };
+    let text = serde_json::to_string(&run).unwrap();
+    assert!(
+        text.contains(&format!("\"profile\":{},\"findings\"", json_of(&p))),
+        "{text}"
+    );
+    // Read back from text and from a parsed value (the report crate's path).
+    let back: RunJson = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.profile.as_ref().map(json_of), Some(json_of(&p)));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let back: RunJson = serde_json::from_value(value).unwrap();
+    assert_eq!(back, run);
+    // No profile, and an older file without the field, read as none.
+    let none = serde_json::to_string(&RunJson::default()).unwrap();
+    assert!(none.contains("\"profile\":null"), "{none}");
+    let mut v: serde_json::Value = serde_json::from_str(&none).unwrap();
+    v.as_object_mut().unwrap().remove("profile");
+    assert!(serde_json::from_value::<RunJson>(v)
+        .unwrap()
+        .profile
+        .is_none());
+    // A damaged profile is an error naming what was expected.
+    let bad = text.replacen("\"version\":1,\"title\"", "\"version\":9,\"title\"", 1);
+    let err = serde_json::from_str::<RunJson>(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("profile: expected profile JSON version 1"),
+        "{err}"
+    );
+}
