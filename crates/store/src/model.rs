@@ -40,18 +40,29 @@ pub struct RunJson {
 /// profile is to its readers.
 impl PartialEq for RunJson {
     fn eq(&self, other: &RunJson) -> bool {
+        // Destructured so that a new field cannot be left out of the comparison.
+        let RunJson {
+            version,
+            run,
+            results,
+            phases,
+            series,
+            routes,
+            profile,
+            findings,
+        } = self;
         let profile_json = |p: &Option<Profile>| {
             p.as_ref()
                 .map(|p| json::profile_json(p, JsonOptions::default()))
         };
-        self.version == other.version
-            && self.run == other.run
-            && self.results == other.results
-            && self.phases == other.phases
-            && self.series == other.series
-            && self.routes == other.routes
-            && self.findings == other.findings
-            && profile_json(&self.profile) == profile_json(&other.profile)
+        *version == other.version
+            && *run == other.run
+            && *results == other.results
+            && *phases == other.phases
+            && *series == other.series
+            && *routes == other.routes
+            && *findings == other.findings
+            && profile_json(profile) == profile_json(&other.profile)
     }
 }
 
