@@ -113,7 +113,7 @@ impl<'a> View<'a> {
         self.threads
             .iter()
             .rev()
-            .find(|k| i64::from(k.pid) == th.pid && i64::from(k.tid) == th.tid)
+            .find(|k| k.pid == th.pid && k.tid == th.tid)
     }
 
     /// Online cores, at least 1.
@@ -229,12 +229,16 @@ impl<'a> View<'a> {
             return Vec::new();
         };
         let mut out = Vec::new();
-        let mut n = node as i64;
-        while n >= 0 && (n as usize) < p.nodes.parent.len() && out.len() < 4096 {
-            if let Some(f) = p.nodes.frame.get(n as usize) {
+        let mut n = node;
+        // Bounded: a damaged tree must not loop.
+        while let Some(&parent) = p.parent.get(n as usize) {
+            if out.len() >= 4096 {
+                break;
+            }
+            if let Some(f) = p.node_frame.get(n as usize) {
                 out.push(*f);
             }
-            n = p.nodes.parent[n as usize];
+            n = parent;
         }
         out
     }
@@ -243,16 +247,16 @@ impl<'a> View<'a> {
         self.run
             .profile
             .as_ref()
-            .and_then(|p| p.frames.name.get(f as usize))
-            .map_or("", |s| s.as_str())
+            .and_then(|p| p.frames.get(f as usize))
+            .map_or("", |f| f.name.as_str())
     }
 
     pub fn frame_module(&self, f: u32) -> &str {
         self.run
             .profile
             .as_ref()
-            .and_then(|p| p.frames.module.get(f as usize))
-            .map_or("", |s| s.as_str())
+            .and_then(|p| p.frames.get(f as usize))
+            .map_or("", |f| f.module.as_str())
     }
 
     pub fn thread_name(&self, t: u32) -> String {
@@ -314,26 +318,23 @@ fn samples(run: &RunJson) -> Vec<Sample> {
     let Some(p) = &run.profile else {
         return Vec::new();
     };
-    let Some(s) = &p.samples else {
+    if let Some(c) = &p.counts {
         // A profile without time: counts per node stand in for samples.
-        return p
-            .counts
-            .as_ref()
-            .map(|c| {
-                c.iter()
-                    .enumerate()
-                    .filter(|(_, w)| **w > 0.0)
-                    .map(|(n, w)| Sample {
-                        node: n as u32,
-                        weight: *w,
-                        t_ms: None,
-                        thread: None,
-                    })
-                    .collect()
+        return c
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w > 0)
+            .map(|(n, w)| Sample {
+                node: n as u32,
+                weight: *w as f64,
+                t_ms: None,
+                thread: None,
             })
-            .unwrap_or_default();
-    };
-    // Sample times count from the profile's own origin; move them onto the run's clock.
+            .collect();
+    }
+    let s = &p.samples;
+    // Sample times count from the profile's `start_unix_ns` (the run's
+    // start in a stored run); place them on the run's clock.
     let shift = p
         .start_unix_ns
         .map_or(0.0, |ns| ns as f64 / 1e6 - run.run.started_unix_ms as f64);
@@ -346,9 +347,12 @@ fn samples(run: &RunJson) -> Vec<Sample> {
                 .weight
                 .as_ref()
                 .and_then(|w| w.get(i))
-                .copied()
-                .unwrap_or(1.0),
-            t_ms: s.time_ms.as_ref().and_then(|t| t.get(i)).map(|t| t + shift),
+                .map_or(1.0, |&w| w as f64),
+            t_ms: s
+                .time_ns
+                .as_ref()
+                .and_then(|t| t.get(i))
+                .map(|&t| t as f64 / 1e6 + shift),
             thread: s.thread.as_ref().and_then(|t| t.get(i)).copied(),
         })
         .collect()

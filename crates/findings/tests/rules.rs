@@ -2,10 +2,9 @@
 //! quiet on a healthy run that differs only in that evidence.
 
 use keisoku_findings::{analyze, from_json, render_text, to_json, Finding, Severity};
-use keisoku_store::{
-    Frames, Machine, Nodes, Phase, Profile, RouteRow, Routes, RunInfo, RunJson, Samples, Series,
-    ThreadInfo,
-};
+use keisoku_stacks::model::NO_PARENT;
+use keisoku_stacks::{FrameKind, Profile, Thread, Unit};
+use keisoku_store::{Machine, Phase, RouteRow, Routes, RunInfo, RunJson, Series};
 use serde_json::json;
 
 const PHASE_MS: f64 = 4000.0;
@@ -116,69 +115,37 @@ fn profile(
     n: usize,
     stack_at: impl Fn(usize, f64) -> Option<(Vec<&'static str>, u32)>,
 ) {
-    let mut frames = Frames::default();
-    let mut nodes = Nodes::default();
-    let mut samples = Samples {
-        node: Vec::new(),
-        weight: None,
-        time_ms: Some(Vec::new()),
-        thread: Some(Vec::new()),
-    };
+    let mut p = Profile::new("t", Unit::Samples);
+    p.samples.time_ns = Some(Vec::new());
+    p.samples.thread = Some(Vec::new());
     let span = run.run.duration_ms;
     for i in 0..n {
         let t = (i as f64 + 0.5) * span / n as f64;
         let Some((stack, thread)) = stack_at(i, t) else {
             continue;
         };
-        let mut parent = -1i64;
+        let mut parent = NO_PARENT;
         for name in stack {
-            let f = match frames.name.iter().position(|x| x == name) {
-                Some(f) => f as u32,
-                None => {
-                    frames.name.push(name.into());
-                    frames.module.push("app".into());
-                    frames.kind.push(0);
-                    (frames.name.len() - 1) as u32
-                }
-            };
-            let node = (0..nodes.parent.len())
-                .find(|k| nodes.parent[*k] == parent && nodes.frame[*k] == f)
-                .unwrap_or_else(|| {
-                    nodes.parent.push(parent);
-                    nodes.frame.push(f);
-                    nodes.parent.len() - 1
-                });
-            parent = node as i64;
+            let f = p.frame_parts(name, "app", FrameKind::Native);
+            parent = p.child(parent, f);
         }
-        samples.node.push(parent as u32);
-        if let Some(v) = samples.time_ms.as_mut() {
-            v.push(t);
+        p.samples.node.push(parent);
+        if let Some(v) = p.samples.time_ns.as_mut() {
+            v.push((t * 1e6).round() as u64);
         }
-        if let Some(v) = samples.thread.as_mut() {
+        if let Some(v) = p.samples.thread.as_mut() {
             v.push(thread);
         }
     }
-    run.profile = Some(Profile {
-        version: 1,
-        title: "t".into(),
-        unit: "samples".into(),
-        kinds: vec!["native".into()],
-        frames,
-        nodes,
-        threads: threads
-            .iter()
-            .enumerate()
-            .map(|(i, c)| ThreadInfo {
-                pid: 1,
-                tid: i as i64 + 1,
-                comm: (*c).into(),
-            })
-            .collect(),
-        samples: Some(samples),
-        counts: None,
-        start_unix_ns: Some(1_000_000 * 1_000_000),
-        duration_ms: Some(span),
-    });
+    for (i, c) in threads.iter().enumerate() {
+        p.thread(Thread {
+            pid: 1,
+            tid: i as u32 + 1,
+            comm: (*c).into(),
+        });
+    }
+    p.start_unix_ns = Some(1_000_000 * 1_000_000);
+    run.profile = Some(p);
 }
 
 /// A healthy two-worker profile: the auction's own work.
@@ -687,7 +654,7 @@ fn empty_and_odd_runs_do_not_panic() {
     let mut run = base();
     profile(&mut run, &[], 10, |_, _| Some((vec!["x"], 7)));
     if let Some(p) = run.profile.as_mut() {
-        p.nodes.parent[0] = 99;
+        p.parent[0] = 99;
     }
     let _ = analyze(&run);
 }

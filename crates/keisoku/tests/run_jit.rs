@@ -65,10 +65,9 @@ fn profiled_run_with(dir: &Path, port: u16, server_cmd: &str, profiler: &str) ->
 fn frames_matching<'a>(run: &'a RunJson, needle: &str) -> Vec<&'a str> {
     let p = run.profile.as_ref().expect("a profile");
     p.frames
-        .name
         .iter()
+        .map(|f| f.name.as_str())
         .filter(|n| n.contains(needle))
-        .map(String::as_str)
         .collect()
 }
 
@@ -159,7 +158,7 @@ http.createServer(keisokuBusyHandler).listen({port}, '127.0.0.1');\n"
     assert!(
         !hits.is_empty(),
         "no keisokuBusyHandler frame among {} frames",
-        run.profile.as_ref().map_or(0, |p| p.frames.name.len())
+        run.profile.as_ref().map_or(0, |p| p.frames.len())
     );
 }
 
@@ -191,18 +190,21 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
     assert!(
         !frames_matching(&run, "keisoku_busy_handler").is_empty(),
         "frames: {:?}",
-        run.profile.as_ref().map(|p| &p.frames.name)
+        run.profile
+            .as_ref()
+            .map(|p| p.frames.iter().map(|f| &f.name).collect::<Vec<_>>())
     );
-    let times = run
+    let times: Vec<f64> = run
         .profile
         .as_ref()
         .unwrap()
         .samples
+        .time_ns
         .as_ref()
         .unwrap()
-        .time_ms
-        .as_ref()
-        .unwrap();
+        .iter()
+        .map(|&ns| ns as f64 / 1e6)
+        .collect();
     assert!(!times.is_empty());
     assert!(
         times

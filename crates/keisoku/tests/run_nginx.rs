@@ -185,12 +185,19 @@ fn nginx_run_records_cpu_process_profile_and_access_log_on_one_clock() {
         .as_ref()
         .unwrap_or_else(|| panic!("no profile; stderr:\n{stderr}"));
     assert!(
-        profile.frames.name.iter().any(|f| f.starts_with("ngx_")),
+        profile.frames.iter().any(|f| f.name.starts_with("ngx_")),
         "no ngx_ frame among {} frames",
-        profile.frames.name.len()
+        profile.frames.len()
     );
-    let samples = profile.samples.as_ref().expect("samples");
-    let times = samples.time_ms.as_ref().expect("sample times");
+    assert!(profile.counts.is_none(), "samples");
+    let times: Vec<f64> = profile
+        .samples
+        .time_ns
+        .as_ref()
+        .expect("sample times")
+        .iter()
+        .map(|&ns| ns as f64 / 1e6)
+        .collect();
     assert!(!times.is_empty());
     assert!(
         times

@@ -1,7 +1,9 @@
 //! `keisoku flame/scope/diff` on stored runs: the same analyses as on files,
 //! fed from the run store.
 
-use keisoku_store::{Frames, NewRun, Nodes, Profile, RunStatus, Samples, Store, ThreadInfo};
+use keisoku_stacks::model::NO_PARENT;
+use keisoku_stacks::{FrameKind, Profile, Thread, Unit};
+use keisoku_store::{NewRun, RunStatus, Store};
 use std::process::Command;
 
 fn keisoku() -> Command {
@@ -19,37 +21,27 @@ fn store_run(store: &Store, name: &str, work_samples: usize) -> String {
         .unwrap();
     let mut node = vec![1u32; work_samples];
     node.push(2);
-    let mut time_ms: Vec<f64> = (0..work_samples).map(|i| 10.0 * (i + 1) as f64).collect();
-    time_ms.push(1500.0);
-    let profile = Profile {
-        version: 1,
-        title: name.into(),
-        unit: "samples".into(),
-        kinds: keisoku_stacks::FrameKind::NAMES.map(String::from).to_vec(),
-        frames: Frames {
-            name: vec!["main".into(), "work".into(), "idle_wait".into()],
-            module: vec!["app".into(), "app".into(), "app".into()],
-            kind: vec![1, 1, 1],
-        },
-        nodes: Nodes {
-            parent: vec![-1, 0, 0],
-            frame: vec![0, 1, 2],
-        },
-        threads: vec![ThreadInfo {
-            pid: 10,
-            tid: 10,
-            comm: "app".into(),
-        }],
-        samples: Some(Samples {
-            thread: Some(vec![0; node.len()]),
-            node,
-            weight: None,
-            time_ms: Some(time_ms),
-        }),
-        counts: None,
-        start_unix_ns: Some(1_700_000_000_000_000_000),
-        duration_ms: Some(2000.0),
-    };
+    let mut time_ns: Vec<u64> = (0..work_samples)
+        .map(|i| 10_000_000 * (i as u64 + 1))
+        .collect();
+    time_ns.push(1_500_000_000);
+    let mut profile = Profile::new(name, Unit::Samples);
+    let main = profile.frame_parts("main", "app", FrameKind::Native);
+    let work = profile.frame_parts("work", "app", FrameKind::Native);
+    let idle = profile.frame_parts("idle_wait", "app", FrameKind::Native);
+    // Parents [-1, 0, 0], frames [0, 1, 2].
+    let root = profile.child(NO_PARENT, main);
+    profile.child(root, work);
+    profile.child(root, idle);
+    profile.thread(Thread {
+        pid: 10,
+        tid: 10,
+        comm: "app".into(),
+    });
+    profile.samples.thread = Some(vec![0; node.len()]);
+    profile.samples.node = node;
+    profile.samples.time_ns = Some(time_ns);
+    profile.start_unix_ns = Some(1_700_000_000_000_000_000);
     store.put_profile(&run, &profile).unwrap();
     store.finish(&run, RunStatus::Complete, 2000.0).unwrap();
     run

@@ -77,94 +77,9 @@ fn profile_of(run: &Value) -> Option<&Value> {
 /// regression table): runs differ in length and load, so shares of each
 /// total are what is comparable. `None` when either profile is unreadable.
 fn diff_profiles(a: &Value, b: &Value) -> Option<Value> {
-    let (before, after) = (to_stacks(a)?, to_stacks(b)?);
-    let d = keisoku_stacks::diff::diff(before, after, true);
+    let read = |p: &Value| keisoku_stacks::json::deserialize_profile(p).ok();
+    let d = keisoku_stacks::diff::diff(read(a)?, read(b)?, true);
     serde_json::from_slice(&keisoku_stacks::json::diff_json(&d)).ok()
-}
-
-/// Rebuilds a stacks profile (counts form) from profile JSON
-/// (docs/profile-json.md), per-sample or counts form alike.
-fn to_stacks(p: &Value) -> Option<keisoku_stacks::Profile> {
-    use keisoku_stacks::model::NO_PARENT;
-    use keisoku_stacks::{FrameKind, Profile, Unit};
-    let strs = |ptr: &str| -> Option<Vec<&str>> {
-        p.pointer(ptr)?
-            .as_array()?
-            .iter()
-            .map(|v| v.as_str())
-            .collect()
-    };
-    let ints = |ptr: &str| -> Option<Vec<i64>> {
-        p.pointer(ptr)?
-            .as_array()?
-            .iter()
-            .map(Value::as_i64)
-            .collect()
-    };
-    let kinds = strs("/kinds")?;
-    let (names, modules, kind_of) = (
-        strs("/frames/name")?,
-        strs("/frames/module")?,
-        ints("/frames/kind")?,
-    );
-    let (parents, node_frames) = (ints("/nodes/parent")?, ints("/nodes/frame")?);
-    if names.len() != modules.len()
-        || names.len() != kind_of.len()
-        || parents.len() != node_frames.len()
-    {
-        return None;
-    }
-    let unit = match p.get("unit").and_then(Value::as_str) {
-        Some("nanoseconds") => Unit::Nanoseconds,
-        Some("bytes") => Unit::Bytes,
-        _ => Unit::Samples,
-    };
-    let title = p.get("title").and_then(Value::as_str).unwrap_or("profile");
-    let mut out = Profile::new(title, unit);
-    let frames: Vec<_> = names
-        .iter()
-        .zip(&modules)
-        .zip(&kind_of)
-        .map(|((name, module), k)| {
-            let kind =
-                FrameKind::from_name(usize::try_from(*k).ok().and_then(|k| kinds.get(k)).copied());
-            out.frame_parts(name, module, kind)
-        })
-        .collect();
-    // Parents precede children (the format's rule), so one pass maps ids.
-    let mut ids = Vec::with_capacity(parents.len());
-    for (parent, frame) in parents.iter().zip(&node_frames) {
-        let frame = *frames.get(usize::try_from(*frame).ok()?)?;
-        let parent = if *parent < 0 {
-            NO_PARENT
-        } else {
-            *ids.get(usize::try_from(*parent).ok()?)?
-        };
-        ids.push(out.child(parent, frame));
-    }
-    let mut counts = vec![0u64; out.node_count()];
-    let mut add = |node: i64, w: f64| -> Option<()> {
-        let id = *ids.get(usize::try_from(node).ok()?)?;
-        counts[id as usize] += w.max(0.0).round() as u64;
-        Some(())
-    };
-    if let Some(samples) = p.get("samples").filter(|s| s.is_object()) {
-        let nodes = samples.get("node")?.as_array()?;
-        let weights = samples.get("weight").and_then(Value::as_array);
-        for (i, n) in nodes.iter().enumerate() {
-            let w = weights
-                .and_then(|w| w.get(i))
-                .and_then(Value::as_f64)
-                .unwrap_or(1.0);
-            add(n.as_i64()?, w)?;
-        }
-    } else {
-        for (n, w) in p.get("counts")?.as_array()?.iter().enumerate() {
-            add(n as i64, w.as_f64()?)?;
-        }
-    }
-    out.counts = Some(counts);
-    Some(out)
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //! serialise in well under a second.
 
 use crate::diff::Diff;
-use crate::model::{FrameKind, Profile, NO_PARENT};
+use crate::error::{Error, Result};
+use crate::model::{sort_by_time, FrameKind, Location, Profile, Thread, Unit, NO_PARENT};
+use serde::{Deserialize, Deserializer};
 use std::io::Write;
 
 fn push_u64(out: &mut Vec<u8>, mut v: u64) {
@@ -175,6 +177,235 @@ pub fn write_profile(out: &mut Vec<u8>, p: &Profile, opts: JsonOptions) {
     out.push(b'}');
 }
 
+/// The unit with this JSON name ([`Unit::name`]).
+pub fn unit_from_name(name: &str) -> Option<Unit> {
+    [Unit::Samples, Unit::Nanoseconds, Unit::Bytes]
+        .into_iter()
+        .find(|u| u.name() == name)
+}
+
+/// Profile JSON as it arrives: the shape of docs/profile-json.md with
+/// numbers as JSON gives them, checked and interned by [`ProfileDoc::build`].
+#[derive(Deserialize)]
+struct ProfileDoc {
+    version: u32,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    unit: Option<String>,
+    kinds: Vec<String>,
+    frames: DocFrames,
+    nodes: DocNodes,
+    #[serde(default)]
+    threads: Vec<DocThread>,
+    #[serde(default)]
+    samples: Option<DocSamples>,
+    #[serde(default)]
+    counts: Option<Vec<f64>>,
+    #[serde(default)]
+    start_unix_ns: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct DocFrames {
+    name: Vec<String>,
+    module: Vec<String>,
+    kind: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+struct DocNodes {
+    parent: Vec<i64>,
+    frame: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+struct DocThread {
+    #[serde(default)]
+    pid: i64,
+    #[serde(default)]
+    tid: i64,
+    #[serde(default)]
+    comm: String,
+}
+
+#[derive(Deserialize)]
+struct DocSamples {
+    node: Vec<u64>,
+    #[serde(default)]
+    weight: Option<Vec<f64>>,
+    #[serde(default)]
+    time_ms: Option<Vec<f64>>,
+    #[serde(default)]
+    thread: Option<Vec<u64>>,
+}
+
+/// A weight or count as the model holds it: JSON numbers may be written
+/// as floats (older stores wrote `1.0`), and a negative one counts nothing.
+fn whole(v: f64) -> u64 {
+    // `as` saturates, and NaN becomes 0.
+    v.max(0.0).round() as u64
+}
+
+/// Milliseconds (as written by [`profile_json`]) to nanoseconds, rounded:
+/// `10.123` is `10122999.99..` in binary and must read back as 10,123,000.
+/// A time before time zero (an older run whose profiler started early) is
+/// clamped to it, as the model counts time from there.
+fn ms_to_ns(ms: f64) -> u64 {
+    (ms * 1e6).max(0.0).round() as u64
+}
+
+impl ProfileDoc {
+    /// Checks every cross reference and interns the profile. Frames and
+    /// nodes go through the model's interning, so a document that repeats
+    /// a frame or a stack still reads (its ids are mapped).
+    fn build(self) -> std::result::Result<Profile, String> {
+        if self.version != 1 {
+            return Err(format!(
+                "profile JSON version 1, not version {}",
+                self.version
+            ));
+        }
+        let unit = match self.unit.as_deref() {
+            None => Unit::Samples,
+            Some(name) => unit_from_name(name).ok_or_else(|| {
+                format!("unit \"samples\", \"nanoseconds\" or \"bytes\", not {name:?}")
+            })?,
+        };
+        let mut out = Profile::new(self.title, unit);
+        let f = &self.frames;
+        if f.name.len() != f.module.len() || f.name.len() != f.kind.len() {
+            return Err("frames.name, frames.module and frames.kind of one length".into());
+        }
+        let mut frames = Vec::with_capacity(f.name.len());
+        for ((name, module), &kind) in f.name.iter().zip(&f.module).zip(&f.kind) {
+            let kind = usize::try_from(kind)
+                .ok()
+                .and_then(|k| self.kinds.get(k))
+                .ok_or_else(|| format!("frames.kind to index into kinds, not {kind}"))?;
+            frames.push(out.frame_parts(name, module, FrameKind::from_name(Some(kind))));
+        }
+        let n = &self.nodes;
+        if n.parent.len() != n.frame.len() {
+            return Err("nodes.parent and nodes.frame of one length".into());
+        }
+        // Parents precede children (the format's rule), so one pass maps ids.
+        let mut nodes: Vec<u32> = Vec::with_capacity(n.parent.len());
+        for (i, (&parent, &frame)) in n.parent.iter().zip(&n.frame).enumerate() {
+            let frame = usize::try_from(frame)
+                .ok()
+                .and_then(|x| frames.get(x).copied())
+                .ok_or_else(|| format!("nodes.frame[{i}] to name a frame, not {frame}"))?;
+            let parent = if parent < 0 {
+                NO_PARENT
+            } else {
+                usize::try_from(parent)
+                    .ok()
+                    .and_then(|x| nodes.get(x).copied())
+                    .ok_or_else(|| {
+                        format!("nodes.parent[{i}] to name an earlier node, not {parent}")
+                    })?
+            };
+            nodes.push(out.child(parent, frame));
+        }
+        let node_of = |what: &str, i: usize, v: u64| -> std::result::Result<u32, String> {
+            usize::try_from(v)
+                .ok()
+                .and_then(|x| nodes.get(x).copied())
+                .ok_or_else(|| format!("{what}[{i}] to name a node, not {v}"))
+        };
+        let threads: Vec<u32> = self
+            .threads
+            .iter()
+            .map(|t| {
+                // 0 is the model's "unknown" pid/tid.
+                out.thread(Thread {
+                    pid: u32::try_from(t.pid).unwrap_or(0),
+                    tid: u32::try_from(t.tid).unwrap_or(0),
+                    comm: t.comm.clone(),
+                })
+            })
+            .collect();
+        match (self.samples, self.counts) {
+            (Some(s), _) => {
+                let len = s.node.len();
+                let same = |col: Option<usize>| col.is_none_or(|l| l == len);
+                if !same(s.weight.as_ref().map(Vec::len))
+                    || !same(s.time_ms.as_ref().map(Vec::len))
+                    || !same(s.thread.as_ref().map(Vec::len))
+                {
+                    return Err("sample columns of one length".into());
+                }
+                out.samples.node = s
+                    .node
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| node_of("samples.node", i, v))
+                    .collect::<std::result::Result<_, _>>()?;
+                out.samples.weight = s.weight.map(|w| w.into_iter().map(whole).collect());
+                out.samples.time_ns = s.time_ms.map(|t| t.into_iter().map(ms_to_ns).collect());
+                out.samples.thread = match s.thread {
+                    Some(t) => Some(
+                        t.iter()
+                            .enumerate()
+                            .map(|(i, &v)| {
+                                usize::try_from(v)
+                                    .ok()
+                                    .and_then(|x| threads.get(x).copied())
+                                    .ok_or_else(|| {
+                                        format!("samples.thread[{i}] to name a thread, not {v}")
+                                    })
+                            })
+                            .collect::<std::result::Result<_, _>>()?,
+                    ),
+                    None => None,
+                };
+                sort_by_time(&mut out);
+            }
+            (None, Some(c)) => {
+                let mut counts = vec![0u64; out.node_count()];
+                for (i, w) in c.into_iter().enumerate() {
+                    let id = node_of("counts", i, i as u64)? as usize;
+                    counts[id] = counts[id].saturating_add(whole(w));
+                }
+                out.counts = Some(counts);
+            }
+            (None, None) => return Err("samples or counts".into()),
+        }
+        out.start_unix_ns = self.start_unix_ns.and_then(|v| u64::try_from(v).ok());
+        Ok(out)
+    }
+}
+
+/// Reads profile JSON version 1 (docs/profile-json.md, what
+/// [`profile_json`] writes) back into a profile: the inverse of the writer,
+/// so `profile_json(&parse_profile_json(&profile_json(p))?)` is the same
+/// bytes. `duration_ms` is not read (the model derives it from the sample
+/// times); per-sample CPUs and events are not in the format. `name` names
+/// the input in errors.
+pub fn parse_profile_json(data: &[u8], name: &str) -> Result<Profile> {
+    let doc: ProfileDoc = serde_json::from_slice(data).map_err(|e| {
+        Error::malformed(
+            name,
+            Location::Line(e.line() as u64),
+            format!("profile JSON (column {}: {e})", e.column()),
+        )
+    })?;
+    doc.build()
+        .map_err(|why| Error::malformed(name, Location::Byte(0), why))
+}
+
+/// Reads a profile JSON value from any serde source, for types that embed
+/// a profile (a stored run's `profile` field); the error says what was
+/// expected.
+pub fn deserialize_profile<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Profile, D::Error> {
+    ProfileDoc::deserialize(d)?
+        .build()
+        .map_err(|why| serde::de::Error::custom(format!("profile: expected {why}")))
+}
+
 fn push_f64(out: &mut Vec<u8>, v: Option<f64>) {
     match v {
         Some(v) if v.is_finite() => {
@@ -228,4 +459,98 @@ pub fn diff_json(d: &Diff) -> Vec<u8> {
     }
     out.extend_from_slice(b"]}");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{read_profile, ReadOptions};
+
+    fn data(name: &str) -> String {
+        format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// profile -> JSON -> profile -> JSON gives the same bytes, for every
+    /// shape the writer has: samples with times and threads, weights, and
+    /// the counts form.
+    #[test]
+    fn profile_json_reads_back_to_the_same_bytes() {
+        for file in ["system.perf.gz", "node.cpuprofile.gz", "go.pprof"] {
+            let p = read_profile(&data(file), &ReadOptions::default())
+                .unwrap()
+                .profile;
+            let json = profile_json(&p, JsonOptions::default());
+            let back = parse_profile_json(&json, file).unwrap();
+            assert_eq!(back.title, p.title);
+            assert_eq!(back.frames, p.frames, "{file}");
+            assert_eq!(back.parent, p.parent, "{file}");
+            assert_eq!(back.threads, p.threads, "{file}");
+            assert_eq!(back.samples.node, p.samples.node, "{file}");
+            assert_eq!(
+                String::from_utf8(profile_json(&back, JsonOptions::default())).unwrap(),
+                String::from_utf8(json).unwrap(),
+                "{file}"
+            );
+        }
+        let mut folded = crate::folded::parse(&mut "a;b 3\na;c 2\nd 1\n".as_bytes(), "f").unwrap();
+        folded.start_unix_ns = Some(1_763_700_000_000_000_000);
+        let json = profile_json(&folded, JsonOptions::default());
+        let back = parse_profile_json(&json, "f").unwrap();
+        assert_eq!(back.counts, folded.counts);
+        assert_eq!(back.start_unix_ns, folded.start_unix_ns);
+        assert_eq!(profile_json(&back, JsonOptions::default()), json);
+    }
+
+    #[test]
+    fn times_read_to_the_nanosecond_the_writer_meant() {
+        let doc = br#"{"version":1,"title":"t","unit":"samples","kinds":["kernel","native"],
+            "frames":{"name":["a"],"module":[""],"kind":[1]},"nodes":{"parent":[-1],"frame":[0]},
+            "threads":[{"pid":7,"tid":8,"comm":"x"}],
+            "samples":{"node":[0,0,0],"weight":[1.0,2,3],"time_ms":[10.123,-1,0.001],"thread":[0,0,0]},
+            "counts":null,"start_unix_ns":5,"duration_ms":3}"#;
+        let p = parse_profile_json(doc, "doc").unwrap();
+        // Sorted into time order, as the format promises; a time before
+        // zero is zero; floats written as `1.0` read as whole weights.
+        assert_eq!(p.samples.time_ns, Some(vec![0, 1000, 10_123_000]));
+        assert_eq!(p.samples.weight, Some(vec![2, 3, 1]));
+        assert_eq!(p.frames[0].kind, FrameKind::Native);
+        assert_eq!(p.threads[0].tid, 8);
+        assert_eq!(p.start_unix_ns, Some(5));
+    }
+
+    #[test]
+    fn damaged_profile_json_is_an_error_naming_what_was_expected() {
+        let base = r#"{"version":1,"title":"t","unit":"samples","kinds":["kernel"],
+            "frames":{"name":["a"],"module":[""],"kind":[0]},"nodes":{"parent":[-1],"frame":[0]},
+            "samples":{"node":[0],"weight":null,"time_ms":null,"thread":null},"counts":null}"#;
+        assert!(parse_profile_json(base.as_bytes(), "ok").is_ok());
+        for (from, to, expected) in [
+            (r#""version":1"#, r#""version":2"#, "version 1"),
+            (r#""kind":[0]"#, r#""kind":[3]"#, "index into kinds"),
+            (r#""parent":[-1]"#, r#""parent":[0]"#, "earlier node"),
+            (r#""node":[0]"#, r#""node":[1]"#, "name a node"),
+            (r#""thread":null"#, r#""thread":[0]"#, "name a thread"),
+            (r#""weight":null"#, r#""weight":[1,2]"#, "one length"),
+            (r#""unit":"samples""#, r#""unit":"furlongs""#, "unit"),
+            (
+                r#""samples":{"node":[0],"weight":null,"time_ms":null,"thread":null}"#,
+                "\"samples\":null",
+                "samples or counts",
+            ),
+            ("{", "[", "profile JSON"),
+        ] {
+            let bad = base.replacen(from, to, 1);
+            assert_ne!(bad, base);
+            let err = parse_profile_json(bad.as_bytes(), "bad.json")
+                .err()
+                .unwrap_or_else(|| panic!("{to} must fail"))
+                .to_string();
+            assert!(
+                err.starts_with("bad.json: ") && err.contains(expected),
+                "{err}"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_str(base).unwrap();
+        assert!(deserialize_profile(&v).is_ok());
+    }
 }

@@ -72,6 +72,33 @@ pub fn decode_times(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<()> {
     check_consumed(buf, pos)
 }
 
+/// Encodes profile sample times in nanoseconds in the same blob form as
+/// [`encode_times`]: whole microseconds, cut (not rounded) as profile JSON
+/// writes them, so a stored profile exports what the recorder made.
+pub fn encode_times_ns(times_ns: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(times_ns.len() * 3);
+    let mut prev = 0i64;
+    for &t in times_ns {
+        let us = i64::try_from(t / 1000).unwrap_or(i64::MAX);
+        put_varint(&mut out, zigzag(us.wrapping_sub(prev)));
+        prev = us;
+    }
+    out
+}
+
+/// Decodes `n` times as nanoseconds; a time before zero (written by an
+/// older build from a profiler that started early) is zero, where the
+/// model's clock starts.
+pub fn decode_times_ns(buf: &[u8], n: usize, out: &mut Vec<u64>) -> Result<()> {
+    let mut pos = 0;
+    let mut prev = 0i64;
+    for _ in 0..n {
+        prev = prev.wrapping_add(unzigzag(get_varint(buf, &mut pos)?));
+        out.push(u64::try_from(prev).unwrap_or(0).saturating_mul(1000));
+    }
+    check_consumed(buf, pos)
+}
+
 /// Encodes unsigned indexes (node ids, thread indexes) as varints.
 pub fn encode_indexes(values: &[u32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * 2);
@@ -141,6 +168,21 @@ mod tests {
         let mut out = Vec::new();
         decode_times(&enc, t.len(), &mut out).unwrap();
         assert_eq!(out, vec![0.0, 1000.0, 999.5, 5000.125, -3.0, 1e9]);
+    }
+
+    #[test]
+    fn nanosecond_times_share_the_blob_form_to_the_microsecond() {
+        let ns = vec![0, 10_123_999, 10_124_000, 5_000_000_000_000];
+        let enc = encode_times_ns(&ns);
+        let mut ms = Vec::new();
+        decode_times(&enc, ns.len(), &mut ms).unwrap();
+        assert_eq!(ms, vec![0.0, 10.123, 10.124, 5e6]);
+        let mut back = Vec::new();
+        decode_times_ns(&enc, ns.len(), &mut back).unwrap();
+        assert_eq!(back, vec![0, 10_123_000, 10_124_000, 5_000_000_000_000]);
+        let mut clamped = Vec::new();
+        decode_times_ns(&encode_times(&[-3.0, 1.0]), 2, &mut clamped).unwrap();
+        assert_eq!(clamped, vec![0, 1_000_000]);
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod csv;
 mod error;
 pub mod log_lines;
 pub mod model;
+mod profile;
 mod schema;
 
 pub use error::{Result, StoreError};
@@ -41,9 +42,6 @@ pub const SCHEMA_VERSION: i64 = schema::MIGRATIONS.len() as i64;
 
 /// Environment variable naming the store file when `--store` is absent.
 pub const STORE_ENV: &str = "KEISOKU_STORE";
-
-/// Profile samples per stored chunk; bounds the memory of one read.
-const SAMPLE_CHUNK: usize = 1 << 16;
 
 /// The store path from a `--store` flag, else `$KEISOKU_STORE`, else
 /// `./.keisoku/runs.db`.
@@ -405,84 +403,6 @@ impl Store {
         Ok(())
     }
 
-    /// Stores (or replaces) the run's profile: frames and nodes as rows,
-    /// samples as compact blobs in chunks.
-    pub fn put_profile(&self, run: &str, p: &Profile) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
-        for table in [
-            "profiles",
-            "profile_frames",
-            "profile_nodes",
-            "profile_samples",
-        ] {
-            tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [run])?;
-        }
-        let samples = p.samples.as_ref();
-        tx.execute(
-            "INSERT INTO profiles (run_id, title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                run,
-                p.title,
-                p.unit,
-                serde_json::to_string(&p.kinds)?,
-                serde_json::to_string(&p.threads)?,
-                p.start_unix_ns,
-                p.duration_ms,
-                p.counts.as_ref().map(|c| codec::encode_values(c)),
-                samples.map_or(0, |s| s.node.len() as i64),
-                samples.is_some_and(|s| s.time_ms.is_some()),
-                samples.is_some_and(|s| s.thread.is_some()),
-                samples.is_some_and(|s| s.weight.is_some()),
-            ],
-        )?;
-        {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_frames (run_id, id, name, module, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for (i, name) in p.frames.name.iter().enumerate() {
-                let module = p.frames.module.get(i).map_or("", String::as_str);
-                let kind = p.frames.kind.get(i).copied().unwrap_or(0);
-                ins.execute(params![run, i as i64, name, module, kind])?;
-            }
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_nodes (run_id, id, parent, frame) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for (i, (parent, frame)) in p.nodes.parent.iter().zip(&p.nodes.frame).enumerate() {
-                ins.execute(params![run, i as i64, parent, frame])?;
-            }
-        }
-        if let Some(s) = samples {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_samples (run_id, seq, n, node, time, thread, weight) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            for (seq, start) in (0..s.node.len()).step_by(SAMPLE_CHUNK).enumerate() {
-                let end = (start + SAMPLE_CHUNK).min(s.node.len());
-                let col = |v: &Option<Vec<f64>>| -> Option<Vec<f64>> {
-                    v.as_ref()
-                        .map(|v| v.get(start..end.min(v.len())).unwrap_or(&[]).to_vec())
-                };
-                let times = col(&s.time_ms).map(|t| codec::encode_times(&t));
-                let weights = col(&s.weight).map(|w| codec::encode_values(&w));
-                let threads = s
-                    .thread
-                    .as_ref()
-                    .map(|t| codec::encode_indexes(t.get(start..end.min(t.len())).unwrap_or(&[])));
-                ins.execute(params![
-                    run,
-                    seq as i64,
-                    (end - start) as i64,
-                    codec::encode_indexes(&s.node[start..end]),
-                    times,
-                    threads,
-                    weights
-                ])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     /// Appends findings (any JSON objects from crates/findings).
     pub fn add_findings(&self, run: &str, findings: &[serde_json::Value]) -> Result<()> {
         let tx = self.conn.unchecked_transaction()?;
@@ -817,134 +737,6 @@ impl Store {
             out.push(serde_json::from_str(&row?)?);
         }
         Ok(out)
-    }
-
-    /// The run's profile, if one was stored.
-    pub fn profile(&self, run: &str) -> Result<Option<Profile>> {
-        let head = self
-            .conn
-            .query_row(
-                "SELECT title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight
-                 FROM profiles WHERE run_id = ?1",
-                [run],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, Option<i64>>(4)?,
-                        r.get::<_, Option<f64>>(5)?,
-                        r.get::<_, Option<Vec<u8>>>(6)?,
-                        r.get::<_, i64>(7)?,
-                        r.get::<_, bool>(8)?,
-                        r.get::<_, bool>(9)?,
-                        r.get::<_, bool>(10)?,
-                    ))
-                },
-            )
-            .optional()?;
-        let Some((
-            title,
-            unit,
-            kinds,
-            threads,
-            start_unix_ns,
-            duration_ms,
-            counts,
-            n,
-            has_time,
-            has_thread,
-            has_weight,
-        )) = head
-        else {
-            return Ok(None);
-        };
-        let mut frames = Frames::default();
-        let mut stmt = self.conn.prepare(
-            "SELECT name, module, kind FROM profile_frames WHERE run_id = ?1 ORDER BY id",
-        )?;
-        for f in stmt.query_map([run], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, u32>(2)?,
-            ))
-        })? {
-            let (name, module, kind) = f?;
-            frames.name.push(name);
-            frames.module.push(module);
-            frames.kind.push(kind);
-        }
-        let mut nodes = Nodes::default();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT parent, frame FROM profile_nodes WHERE run_id = ?1 ORDER BY id")?;
-        for nrow in stmt.query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, u32>(1)?)))? {
-            let (parent, frame) = nrow?;
-            nodes.parent.push(parent);
-            nodes.frame.push(frame);
-        }
-        let counts = match counts {
-            Some(blob) => {
-                let mut c = Vec::new();
-                codec::decode_values(&blob, blob.len() / 8, &mut c)?;
-                Some(c)
-            }
-            None => None,
-        };
-        let samples = if counts.is_some() && n == 0 {
-            None
-        } else {
-            let cap = usize::try_from(n).unwrap_or(0);
-            let mut s = Samples {
-                node: Vec::with_capacity(cap),
-                weight: has_weight.then(|| Vec::with_capacity(cap)),
-                time_ms: has_time.then(|| Vec::with_capacity(cap)),
-                thread: has_thread.then(|| Vec::with_capacity(cap)),
-            };
-            let mut stmt = self.conn.prepare(
-                "SELECT n, node, time, thread, weight FROM profile_samples WHERE run_id = ?1 ORDER BY seq",
-            )?;
-            let rows = stmt.query_map([run], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Vec<u8>>(1)?,
-                    r.get::<_, Option<Vec<u8>>>(2)?,
-                    r.get::<_, Option<Vec<u8>>>(3)?,
-                    r.get::<_, Option<Vec<u8>>>(4)?,
-                ))
-            })?;
-            for row in rows {
-                let (cn, node, time, thread, weight) = row?;
-                let cn = usize::try_from(cn)
-                    .map_err(|_| StoreError::Corrupt("negative count".into()))?;
-                codec::decode_indexes(&node, cn, &mut s.node)?;
-                if let (Some(out), Some(b)) = (s.time_ms.as_mut(), time) {
-                    codec::decode_times(&b, cn, out)?;
-                }
-                if let (Some(out), Some(b)) = (s.thread.as_mut(), thread) {
-                    codec::decode_indexes(&b, cn, out)?;
-                }
-                if let (Some(out), Some(b)) = (s.weight.as_mut(), weight) {
-                    codec::decode_values(&b, cn, out)?;
-                }
-            }
-            Some(s)
-        };
-        Ok(Some(Profile {
-            version: 1,
-            title,
-            unit,
-            kinds: serde_json::from_str(&kinds)?,
-            frames,
-            nodes,
-            threads: serde_json::from_str(&threads)?,
-            samples,
-            counts,
-            start_unix_ns,
-            duration_ms,
-        }))
     }
 
     /// The whole run as the Run JSON model.

@@ -1,6 +1,8 @@
 //! The run model: serde types of the Run JSON (docs/run-json.md), shared by
 //! the store, `keisoku export` and the report crate.
 
+use keisoku_stacks::json::{self, JsonOptions};
+use keisoku_stacks::Profile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -9,7 +11,7 @@ pub const RUN_JSON_VERSION: u32 = 1;
 
 /// One stored run, everything on one clock (ms since the run's start).
 /// `Default` is an empty run of the current version (for tests and tools).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunJson {
     /// Format version ([`RUN_JSON_VERSION`]).
     pub version: u32,
@@ -23,10 +25,79 @@ pub struct RunJson {
     pub series: Vec<Series>,
     /// Per-route aggregates from the client and from the access log.
     pub routes: Routes,
-    /// The CPU profile (docs/profile-json.md), if one was recorded.
+    /// The CPU profile, if one was recorded: the stacks crate's model, its
+    /// sample times counted from the run's t = 0 and `start_unix_ns` the
+    /// run's start. In JSON it is profile JSON (docs/profile-json.md),
+    /// written and read by `keisoku_stacks::json`.
+    #[serde(default, with = "profile_field")]
     pub profile: Option<Profile>,
     /// Findings (crates/findings); empty until it reports.
     pub findings: Vec<serde_json::Value>,
+}
+
+/// Profiles compare by their profile JSON: the model keeps interning
+/// indexes that are not part of its value, and the JSON is what a run's
+/// profile is to its readers.
+impl PartialEq for RunJson {
+    fn eq(&self, other: &RunJson) -> bool {
+        // Destructured so that a new field cannot be left out of the comparison.
+        let RunJson {
+            version,
+            run,
+            results,
+            phases,
+            series,
+            routes,
+            profile,
+            findings,
+        } = self;
+        let profile_json = |p: &Option<Profile>| {
+            p.as_ref()
+                .map(|p| json::profile_json(p, JsonOptions::default()))
+        };
+        *version == other.version
+            && *run == other.run
+            && *results == other.results
+            && *phases == other.phases
+            && *series == other.series
+            && *routes == other.routes
+            && *findings == other.findings
+            && profile_json(profile) == profile_json(&other.profile)
+    }
+}
+
+/// The `profile` field as profile JSON, byte for byte what the stacks
+/// crate's writer makes (a raw value, not a re-serialised tree), and read
+/// back with its reader.
+mod profile_field {
+    use keisoku_stacks::json::{self, JsonOptions};
+    use keisoku_stacks::Profile;
+    use serde::ser::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::value::RawValue;
+
+    pub fn serialize<S: Serializer>(p: &Option<Profile>, s: S) -> Result<S::Ok, S::Error> {
+        let Some(p) = p else {
+            return s.serialize_none();
+        };
+        let text = String::from_utf8(json::profile_json(p, JsonOptions::default()))
+            .map_err(S::Error::custom)?;
+        let raw = RawValue::from_string(text).map_err(S::Error::custom)?;
+        s.serialize_some(&raw)
+    }
+
+    /// One profile, read by the stacks crate's profile JSON reader.
+    struct Read(Profile);
+
+    impl<'de> Deserialize<'de> for Read {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Read, D::Error> {
+            json::deserialize_profile(d).map(Read)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Profile>, D::Error> {
+        Ok(Option::<Read>::deserialize(d)?.map(|r| r.0))
+    }
 }
 
 impl Default for RunJson {
@@ -290,79 +361,6 @@ pub struct RouteRow {
     /// Mean body size.
     #[serde(default)]
     pub avg_body: f64,
-}
-
-/// A profile in the columnar form of docs/profile-json.md.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Profile {
-    /// Format version (1).
-    pub version: u32,
-    /// Shown in page headers.
-    pub title: String,
-    /// What a weight counts: "samples", "nanoseconds" or "bytes".
-    pub unit: String,
-    /// Names of frame kinds; `frames.kind` indexes into it.
-    pub kinds: Vec<String>,
-    /// Interned frames.
-    pub frames: Frames,
-    /// Stack prefix tree.
-    pub nodes: Nodes,
-    /// Threads that samples refer to.
-    #[serde(default)]
-    pub threads: Vec<ThreadInfo>,
-    /// Per-sample columns, for inputs with time.
-    pub samples: Option<Samples>,
-    /// Self weight per node, for inputs without time.
-    pub counts: Option<Vec<f64>>,
-    /// Wall-clock origin of `samples.time_ms`.
-    pub start_unix_ns: Option<i64>,
-    /// Span of the profile.
-    pub duration_ms: Option<f64>,
-}
-
-/// Interned frames, one entry per frame id.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Frames {
-    /// Function (or symbol) name.
-    pub name: Vec<String>,
-    /// Module, "" when unknown.
-    pub module: Vec<String>,
-    /// Index into `Profile::kinds`.
-    pub kind: Vec<u32>,
-}
-
-/// Stack prefix tree, one entry per node id.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Nodes {
-    /// Parent node, -1 for a root.
-    pub parent: Vec<i64>,
-    /// Frame of this node.
-    pub frame: Vec<u32>,
-}
-
-/// A thread samples refer to.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ThreadInfo {
-    /// Process id.
-    pub pid: i64,
-    /// Thread id.
-    pub tid: i64,
-    /// Command name.
-    #[serde(default)]
-    pub comm: String,
-}
-
-/// Per-sample columns.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Samples {
-    /// Leaf node of each sample's stack.
-    pub node: Vec<u32>,
-    /// Weight per sample; `None` when every sample weighs 1.
-    pub weight: Option<Vec<f64>>,
-    /// Time of each sample, ms since `start_unix_ns`.
-    pub time_ms: Option<Vec<f64>>,
-    /// Index into `Profile::threads`.
-    pub thread: Option<Vec<u32>>,
 }
 
 /// One line of `keisoku runs`.

@@ -1,6 +1,8 @@
 //! The run store end to end: round trips, concurrent readers, size budget.
 
 use hdrhistogram::Histogram;
+use keisoku_stacks::model::NO_PARENT;
+use keisoku_stacks::{json, FrameKind, Profile, Thread, Unit};
 use keisoku_store::*;
 use std::collections::BTreeMap;
 
@@ -23,54 +25,37 @@ fn new_run(name: &str, started: i64) -> NewRun {
 
 fn profile(samples: usize) -> Profile {
     // Five distinct stacks, two threads, 99 Hz.
-    let frames = Frames {
-        name: vec![
-            "main".into(),
-            "ngx_process".into(),
-            "read".into(),
-            "write".into(),
-        ],
-        module: vec![
-            "nginx".into(),
-            "nginx".into(),
-            "[kernel]".into(),
-            "[kernel]".into(),
-        ],
-        kind: vec![1, 1, 0, 0],
-    };
-    let nodes = Nodes {
-        parent: vec![-1, 0, 1, 1, 0],
-        frame: vec![0, 1, 2, 3, 3],
-    };
-    Profile {
-        version: 1,
-        title: "perf".into(),
-        unit: "samples".into(),
-        kinds: vec!["kernel".into(), "native".into()],
-        frames,
-        nodes,
-        threads: vec![
-            ThreadInfo {
-                pid: 10,
-                tid: 10,
-                comm: "nginx".into(),
-            },
-            ThreadInfo {
-                pid: 10,
-                tid: 11,
-                comm: "nginx".into(),
-            },
-        ],
-        samples: Some(Samples {
-            node: (0..samples).map(|i| (i * 7 % 5) as u32).collect(),
-            weight: None,
-            time_ms: Some((0..samples).map(|i| (i * 5051) as f64 / 1000.0).collect()),
-            thread: Some((0..samples).map(|i| (i % 2) as u32).collect()),
-        }),
-        counts: None,
-        start_unix_ns: Some(1_763_760_600_000_000_000),
-        duration_ms: Some(samples as f64 * 5.05),
+    let mut p = Profile::new("perf", Unit::Samples);
+    let frames: Vec<u32> = [
+        ("main", "nginx", FrameKind::Native),
+        ("ngx_process", "nginx", FrameKind::Native),
+        ("read", "[kernel]", FrameKind::Kernel),
+        ("write", "[kernel]", FrameKind::Kernel),
+    ]
+    .into_iter()
+    .map(|(name, module, kind)| p.frame_parts(name, module, kind))
+    .collect();
+    // Parents [-1, 0, 1, 1, 0], frames [0, 1, 2, 3, 3].
+    for (parent, frame) in [(NO_PARENT, 0), (0, 1), (1, 2), (1, 3), (0, 3)] {
+        p.child(parent, frames[frame]);
     }
+    for tid in [10, 11] {
+        p.thread(Thread {
+            pid: 10,
+            tid,
+            comm: "nginx".into(),
+        });
+    }
+    p.samples.node = (0..samples).map(|i| (i * 7 % 5) as u32).collect();
+    p.samples.time_ns = Some((0..samples).map(|i| i as u64 * 5_051_000).collect());
+    p.samples.thread = Some((0..samples).map(|i| (i % 2) as u32).collect());
+    p.start_unix_ns = Some(1_763_760_600_000_000_000);
+    p
+}
+
+/// A profile as its readers see it: its profile JSON.
+fn json_of(p: &Profile) -> String {
+    String::from_utf8(json::profile_json(p, json::JsonOptions::default())).unwrap()
 }
 
 #[test]
@@ -183,7 +168,7 @@ fn a_run_round_trips_through_the_store() {
     assert_eq!(json.routes.access_log, vec![row.clone()]);
     assert_eq!(json.routes.client, vec![row]);
     assert_eq!(json.results, results);
-    assert_eq!(json.profile.as_ref(), Some(&p));
+    assert_eq!(json.profile.as_ref().map(json_of), Some(json_of(&p)));
     assert_eq!(json.findings.len(), 1);
     assert_eq!(store.output(&run, "server.stdout").unwrap(), b"hello world");
     let hs = store.route_seconds(&run, RouteSource::AccessLog).unwrap();
@@ -364,25 +349,29 @@ fn a_long_run_with_a_large_profile_stays_under_50_mb() {
         store.put_route_seconds(&run, src, &secs).unwrap();
     }
     // A profile with 1,000,000 samples over 2,000 distinct stacks.
-    let mut p = profile(0);
-    p.frames.name = (0..500).map(|i| format!("function_{i}")).collect();
-    p.frames.module = vec!["app".into(); 500];
-    p.frames.kind = vec![1; 500];
-    p.nodes.parent = (0..2000i64)
-        .map(|i| if i < 10 { -1 } else { i / 3 })
+    let mut p = Profile::new("perf", Unit::Samples);
+    let frames: Vec<u32> = (0..500)
+        .map(|i| p.frame_parts(&format!("function_{i}"), "app", FrameKind::Native))
         .collect();
-    p.nodes.frame = (0..2000u32).map(|i| i % 500).collect();
-    let n = 1_000_000;
-    p.samples = Some(Samples {
-        node: (0..n).map(|i| ((i * 7919) % 2000) as u32).collect(),
-        weight: None,
-        time_ms: Some(
-            (0..n)
-                .map(|i| i as f64 * 0.6 + (i % 3) as f64 * 0.0137)
-                .collect(),
-        ),
-        thread: Some((0..n).map(|i| (i % 2) as u32).collect()),
-    });
+    for i in 0..2000u32 {
+        let parent = if i < 10 { NO_PARENT } else { i / 3 };
+        assert_eq!(p.child(parent, frames[(i % 500) as usize]), i);
+    }
+    for tid in [10, 11] {
+        p.thread(Thread {
+            pid: 10,
+            tid,
+            comm: "nginx".into(),
+        });
+    }
+    let n: usize = 1_000_000;
+    p.samples.node = (0..n).map(|i| ((i * 7919) % 2000) as u32).collect();
+    p.samples.time_ns = Some(
+        (0..n)
+            .map(|i| i as u64 * 600_000 + (i % 3) as u64 * 13_700)
+            .collect(),
+    );
+    p.samples.thread = Some((0..n).map(|i| (i % 2) as u32).collect());
     store.put_profile(&run, &p).unwrap();
     store.finish(&run, RunStatus::Complete, 600_000.0).unwrap();
     drop(store);
@@ -395,16 +384,16 @@ fn a_long_run_with_a_large_profile_stays_under_50_mb() {
     assert!(size < 50_000_000, "store is {size} bytes");
     let store = Store::open_existing(&path).unwrap();
     let loaded = store.profile(&run).unwrap().unwrap();
-    assert_eq!(loaded.samples.as_ref().unwrap().node.len(), n);
+    assert_eq!(loaded.samples.node.len(), n);
+    assert_eq!(loaded.samples.node, p.samples.node);
+    assert_eq!(loaded.samples.thread, p.samples.thread);
+    assert_eq!(loaded.samples.weight, p.samples.weight);
+    // Times are kept to the microsecond (cut, as profile JSON writes them).
     assert_eq!(
-        loaded.samples,
-        p.samples.map(|mut s| {
-            // Times are kept to the microsecond.
-            s.time_ms = s
-                .time_ms
-                .map(|t| t.iter().map(|x| (x * 1000.0).round() / 1000.0).collect());
-            s
-        })
+        loaded.samples.time_ns,
+        p.samples
+            .time_ns
+            .map(|t| t.iter().map(|x| x / 1000 * 1000).collect())
     );
     let series = store.series(&run).unwrap();
     assert_eq!(series.len(), 300);
@@ -597,4 +586,68 @@ fn a_damaged_log_chunk_is_an_error_not_garbage() {
         .unwrap()
         .read_to_end(&mut Vec::new())
         .is_err());
+}
+
+#[test]
+fn a_profile_reads_back_as_it_was_put_in_every_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("runs.db")).unwrap();
+    let run = store.create_run(&new_run("forms", 1_000)).unwrap();
+    // Per-sample weights, more samples than one stored chunk.
+    let mut weighted = profile(70_000);
+    weighted.unit = Unit::Nanoseconds;
+    weighted.samples.weight = Some((0..70_000).map(|i| 1 + i % 17).collect());
+    // No times, no threads.
+    let mut untimed = profile(3);
+    untimed.samples.time_ns = None;
+    untimed.samples.thread = None;
+    untimed.start_unix_ns = None;
+    // The counts form (folded stacks).
+    let folded =
+        keisoku_stacks::folded::parse(&mut "a;b 3\na;c 2\nd 1\n".as_bytes(), "folded").unwrap();
+    for p in [weighted, untimed, folded, profile(0)] {
+        store.put_profile(&run, &p).unwrap();
+        let back = store.profile(&run).unwrap().unwrap();
+        assert_eq!(json_of(&back), json_of(&p), "{}", p.title);
+        assert_eq!(back.counts, p.counts);
+        assert_eq!(back.samples.weight, p.samples.weight);
+    }
+}
+
+#[test]
+fn run_json_carries_the_profile_json_byte_for_byte() {
+    let p = profile(50);
+    let run = RunJson {
+        profile: Some(p.clone()),
+        ..RunJson::default()
+    };
+    let text = serde_json::to_string(&run).unwrap();
+    assert!(
+        text.contains(&format!("\"profile\":{},\"findings\"", json_of(&p))),
+        "{text}"
+    );
+    // Read back from text and from a parsed value (the report crate's path).
+    let back: RunJson = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.profile.as_ref().map(json_of), Some(json_of(&p)));
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let back: RunJson = serde_json::from_value(value).unwrap();
+    assert_eq!(back, run);
+    // No profile, and an older file without the field, read as none.
+    let none = serde_json::to_string(&RunJson::default()).unwrap();
+    assert!(none.contains("\"profile\":null"), "{none}");
+    let mut v: serde_json::Value = serde_json::from_str(&none).unwrap();
+    v.as_object_mut().unwrap().remove("profile");
+    assert!(serde_json::from_value::<RunJson>(v)
+        .unwrap()
+        .profile
+        .is_none());
+    // A damaged profile is an error naming what was expected.
+    let bad = text.replacen("\"version\":1,\"title\"", "\"version\":9,\"title\"", 1);
+    let err = serde_json::from_str::<RunJson>(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("profile: expected profile JSON version 1"),
+        "{err}"
+    );
 }

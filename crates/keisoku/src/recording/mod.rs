@@ -5,7 +5,6 @@
 pub mod follow;
 pub mod recorder;
 pub mod server;
-pub mod speedscope;
 pub mod summary;
 
 use crate::exit::bad_input;

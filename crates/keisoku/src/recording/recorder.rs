@@ -9,7 +9,6 @@ use keisoku_probe::{
     SamplerConfig,
 };
 use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, SeriesBuffer, Store};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::thread::JoinHandle;
@@ -375,47 +374,67 @@ impl Recording {
         Ok((json, std::mem::take(&mut self.notes)))
     }
 
-    fn stop_profiler(&mut self, p: Profiler) -> Result<keisoku_store::Profile, String> {
-        match p {
+    /// Stops the profiler and reads what it recorded as the stacks
+    /// crate's profile, sample times moved onto the run's clock (t = 0 is
+    /// the run's origin, `start_unix_ns` its start).
+    fn stop_profiler(&mut self, p: Profiler) -> Result<keisoku_stacks::Profile, String> {
+        let (mut profile, offset_ns) = match p {
             Profiler::Perf(r) => {
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
-                let t0 = first_perf_time_ns(&out.script_path).ok_or("perf recorded no samples")?;
                 let file = std::fs::File::open(&out.script_path)
                     .map_err(|e| format!("{}: {e}", out.script_path.display()))?;
-                let (profile, _) = keisoku_stacks::perf::parse(
+                // An empty script is no samples, not a malformed one.
+                if file.metadata().is_ok_and(|m| m.len() == 0) {
+                    return Err("perf recorded no samples".into());
+                }
+                let (mut profile, _) = keisoku_stacks::perf::parse(
                     &mut std::io::BufReader::new(file),
                     "perf",
                     &keisoku_stacks::perf::PerfOptions { event: None },
                 )
                 .map_err(|e| e.to_string())?;
-                let mut sp = to_store_profile(&profile)?;
-                // The parser counts from the first sample; move onto the run's clock.
-                let offset_ms = out.clock.to_run_ns(t0) as f64 / 1e6;
-                if let Some(t) = sp.samples.as_mut().and_then(|s| s.time_ms.as_mut()) {
-                    for x in t.iter_mut() {
-                        *x += offset_ms;
-                    }
-                }
-                sp.start_unix_ns = Some(self.started_unix_ms * 1_000_000);
-                sp.title = format!("perf ({}) {}", out.event, self.run);
-                Ok(sp)
+                // The parser counts from the first sample and keeps its
+                // time on perf's clock as the origin.
+                let t0 = profile.time_origin_ns.ok_or("perf recorded no samples")?;
+                let offset = out.clock.to_run_ns(t0);
+                // After the shift, time zero is the run's origin on perf's clock.
+                profile.time_origin_ns = t0.checked_add_signed(-offset);
+                profile.title = format!("perf ({}) {}", out.event, self.run);
+                (profile, offset)
             }
             Profiler::PySpy(r) => {
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
                 let text =
                     std::fs::read(&out.path).map_err(|e| format!("{}: {e}", out.path.display()))?;
-                let mut sp = super::speedscope::to_profile(
-                    &text,
-                    out.started_run_ns as f64 / 1e6,
-                    self.py_pid,
-                )?;
-                sp.start_unix_ns = Some(self.started_unix_ms * 1_000_000);
-                sp.title = format!("py-spy {}", self.run);
-                Ok(sp)
+                let mut profile = keisoku_stacks::speedscope::parse(&text, "py-spy output")
+                    .map_err(|e| e.to_string())?;
+                // speedscope has no pid; py-spy watched this one. Its
+                // threads stay numbered by profile, as py-spy names them.
+                for t in &mut profile.threads {
+                    t.pid = self.py_pid;
+                }
+                profile.title = format!("py-spy {}", self.run);
+                // Times count from when py-spy attached.
+                let offset = i64::try_from(out.started_run_ns).unwrap_or(i64::MAX);
+                (profile, offset)
+            }
+        };
+        if let Some(t) = profile.samples.time_ns.as_mut() {
+            for x in t.iter_mut() {
+                // A sample before the run's origin (none expected) is placed at it.
+                *x = x.checked_add_signed(offset_ns).unwrap_or(if offset_ns < 0 {
+                    0
+                } else {
+                    u64::MAX
+                });
             }
         }
+        profile.start_unix_ns = u64::try_from(self.started_unix_ms)
+            .ok()
+            .map(|ms| ms.saturating_mul(1_000_000));
+        Ok(profile)
     }
 }
 
@@ -441,49 +460,6 @@ fn settled_tree(pid: u32) -> Vec<u32> {
         }
         last = now;
     }
-}
-
-fn to_store_profile(p: &keisoku_stacks::Profile) -> Result<keisoku_store::Profile, String> {
-    let json = keisoku_stacks::json::profile_json(p, keisoku_stacks::json::JsonOptions::default());
-    serde_json::from_slice(&json).map_err(|e| format!("profile JSON: {e}"))
-}
-
-/// The earliest sample time (ns, perf's clock) in `perf script` output.
-fn first_perf_time_ns(path: &Path) -> Option<u64> {
-    let file = std::fs::File::open(path).ok()?;
-    let mut min: Option<u64> = None;
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let Ok(line) = line else { break };
-        let Some(ev) = keisoku_stacks::perf::event_line(&line) else {
-            continue;
-        };
-        let rest = line.get(ev.rest..).unwrap_or(&[]);
-        let time = rest
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|t| !t.is_empty())
-            .take(3)
-            .find_map(|tok| parse_secs_ns(tok.strip_suffix(b":")?));
-        if let Some(t) = time {
-            min = Some(min.map_or(t, |m| m.min(t)));
-        }
-    }
-    min
-}
-
-fn parse_secs_ns(tok: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(tok).ok()?;
-    let (secs, frac) = s.split_once('.')?;
-    if secs.is_empty()
-        || !secs.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    let mut ns: u64 = secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?;
-    for (i, b) in frac.bytes().take(9).enumerate() {
-        ns += u64::from(b - b'0') * 10u64.pow(8 - i as u32);
-    }
-    Some(ns)
 }
 
 /// The series writer thread: buffers sampler points and writes them every
@@ -527,17 +503,5 @@ fn write_series(
         if done {
             return errors;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn perf_times() {
-        assert_eq!(parse_secs_ns(b"1234.567890"), Some(1_234_567_890_000));
-        assert_eq!(parse_secs_ns(b"12a.5"), None);
-        assert_eq!(parse_secs_ns(b"[001]"), None);
     }
 }

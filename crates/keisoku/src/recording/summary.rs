@@ -2,7 +2,8 @@
 //! `keisoku show`: computed from the stored run alone, so both agree.
 
 use super::{human_duration, utc};
-use keisoku_store::{Profile, RunJson, Series, SeriesThread};
+use keisoku_stacks::Profile;
+use keisoku_store::{RunJson, Series, SeriesThread};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -269,64 +270,32 @@ pub fn log_lines(l: &keisoku_store::AccessLog) -> String {
     }
 }
 
-fn total_samples(p: &Profile) -> f64 {
-    match (&p.samples, &p.counts) {
-        (Some(s), _) => s
-            .weight
-            .as_ref()
-            .map_or(s.node.len() as f64, |w| w.iter().sum()),
-        (None, Some(c)) => c.iter().sum(),
-        _ => 0.0,
-    }
+fn total_samples(p: &Profile) -> u64 {
+    p.total_weight()
 }
 
 /// Functions with the largest self weight: (name, module, % of all samples).
 pub fn top_functions(p: &Profile, n: usize) -> Vec<(String, String, f64)> {
-    let mut per_node = vec![0.0f64; p.nodes.frame.len()];
-    match (&p.samples, &p.counts) {
-        (Some(s), _) => {
-            for (i, &node) in s.node.iter().enumerate() {
-                let w = s
-                    .weight
-                    .as_ref()
-                    .and_then(|w| w.get(i))
-                    .copied()
-                    .unwrap_or(1.0);
-                if let Some(slot) = per_node.get_mut(node as usize) {
-                    *slot += w;
-                }
-            }
-        }
-        (None, Some(c)) => {
-            for (slot, w) in per_node.iter_mut().zip(c) {
-                *slot = *w;
-            }
-        }
-        _ => {}
-    }
-    let total: f64 = per_node.iter().sum();
+    let per_node = p.self_weights();
+    let total: f64 = per_node.iter().map(|&w| w as f64).sum();
     if total <= 0.0 {
         return Vec::new();
     }
     let mut per_fn: BTreeMap<(&str, &str), f64> = BTreeMap::new();
-    for (node, w) in per_node.iter().enumerate() {
-        if *w == 0.0 {
+    for (node, &w) in per_node.iter().enumerate() {
+        if w == 0 {
             continue;
         }
-        let Some(&frame) = p.nodes.frame.get(node) else {
+        let Some(f) = p
+            .node_frame
+            .get(node)
+            .and_then(|&f| p.frames.get(f as usize))
+        else {
             continue;
         };
-        let name = p
-            .frames
-            .name
-            .get(frame as usize)
-            .map_or("?", String::as_str);
-        let module = p
-            .frames
-            .module
-            .get(frame as usize)
-            .map_or("", String::as_str);
-        *per_fn.entry((name, module)).or_default() += w;
+        *per_fn
+            .entry((f.name.as_str(), f.module.as_str()))
+            .or_default() += w as f64;
     }
     let mut v: Vec<(String, String, f64)> = per_fn
         .into_iter()
@@ -356,36 +325,22 @@ pub fn full(run: &RunJson) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keisoku_store::{Frames, Nodes, Samples};
+    use keisoku_stacks::model::NO_PARENT;
+    use keisoku_stacks::{FrameKind, Unit};
 
     #[test]
     fn top_functions_sum_self_weight_per_function() {
         // Stacks: main;a (x3), main;b (x1), main (x1); "a" appears at two nodes.
-        let p = Profile {
-            version: 1,
-            title: String::new(),
-            unit: "samples".into(),
-            kinds: vec!["native".into()],
-            frames: Frames {
-                name: vec!["main".into(), "a".into(), "b".into()],
-                module: vec!["app".into(), "app".into(), "[kernel.kallsyms]".into()],
-                kind: vec![0, 0, 0],
-            },
-            nodes: Nodes {
-                parent: vec![-1, 0, 0, 2],
-                frame: vec![0, 1, 2, 1],
-            },
-            threads: Vec::new(),
-            samples: Some(Samples {
-                node: vec![1, 1, 3, 2, 0],
-                weight: None,
-                time_ms: None,
-                thread: None,
-            }),
-            counts: None,
-            start_unix_ns: None,
-            duration_ms: None,
-        };
+        let mut p = Profile::new("", Unit::Samples);
+        let main = p.frame_parts("main", "app", FrameKind::Native);
+        let a = p.frame_parts("a", "app", FrameKind::Native);
+        let b = p.frame_parts("b", "[kernel.kallsyms]", FrameKind::Native);
+        // Parents [-1, 0, 0, 2], frames [0, 1, 2, 1].
+        let root = p.child(NO_PARENT, main);
+        p.child(root, a);
+        let nb = p.child(root, b);
+        p.child(nb, a);
+        p.samples.node = vec![1, 1, 3, 2, 0];
         let top = top_functions(&p, 2);
         assert_eq!(top.len(), 2);
         assert_eq!((top[0].0.as_str(), top[0].2), ("a", 60.0));
