@@ -144,3 +144,67 @@ fn neither_file_nor_run_is_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("has no profile"));
 }
+
+/// `--store` works for every command that takes a run in place of a file,
+/// as it does for `show`, `report` and `export` (it used to be an error).
+#[test]
+fn flame_scope_diff_and_logs_take_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("elsewhere.db");
+    let store = Store::open(&db).unwrap();
+    let before = store_run(&store, "before", 30);
+    store_run(&store, "after", 90);
+    let cwd = tempfile::tempdir().unwrap();
+    let folded = dir.path().join("x.folded");
+    let runs: [Vec<String>; 3] = [
+        vec![
+            "flame".into(),
+            before.clone(),
+            "-o".into(),
+            folded.display().to_string(),
+        ],
+        vec![
+            "scope".into(),
+            "before".into(),
+            "-o".into(),
+            dir.path().join("s.html").display().to_string(),
+        ],
+        vec![
+            "diff".into(),
+            "before".into(),
+            "after".into(),
+            "-o".into(),
+            dir.path().join("d.html").display().to_string(),
+        ],
+    ];
+    for args in runs {
+        let out = keisoku()
+            .current_dir(cwd.path())
+            .env_remove("KEISOKU_STORE")
+            .args(&args)
+            .arg("--store")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} --store: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(std::fs::read_to_string(&folded)
+        .unwrap()
+        .contains("app;main;work 30"));
+    // logs: the run has no access log; with --store it is found and says so
+    // (without, the name would be neither a file nor a run).
+    let out = keisoku()
+        .current_dir(cwd.path())
+        .env_remove("KEISOKU_STORE")
+        .args(["logs", "before", "--store"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("no such file"), "{err}");
+}

@@ -4,6 +4,7 @@
 use crate::exit::{bad_input, GATE_FAILED, OK};
 use crate::shared::output::write_to;
 use crate::shared::profile::{self, FormatArg};
+use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::diff::{diff, diff_folded, Diff, Gate};
 use keisoku_stacks::Format;
@@ -44,6 +45,8 @@ pub struct Args {
     /// short or too damaged to detect).
     #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
     format: Option<Format>,
+    #[command(flatten)]
+    store: StoreArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -63,8 +66,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let before = profile::load(&args.before, args.format, args.event.clone())?;
-    let after = profile::load(&args.after, args.format, args.event.clone())?;
+    let before = profile::load(&args.before, args.format, args.event.clone(), &args.store)?;
+    let after = profile::load(&args.after, args.format, args.event.clone(), &args.store)?;
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
         (None, _) => print_table(&d, args.top)?,

@@ -4,6 +4,7 @@
 use crate::exit::{bad_input, OK};
 use crate::shared::output::write_to;
 use crate::shared::profile::{load, selection, svg, FormatArg};
+use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::filter::select;
 use keisoku_stacks::json::{profile_json, JsonOptions};
@@ -56,6 +57,8 @@ pub struct Args {
     /// Rows in the terminal summary.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    #[command(flatten)]
+    store: StoreArg,
 }
 
 fn extension(path: &str) -> &str {
@@ -86,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let profile = load(&args.input, args.format, args.event.clone())?;
+    let profile = load(&args.input, args.format, args.event.clone(), &args.store)?;
     let mut profile = select(&profile, &sel).map_err(bad_input)?;
     if let Some(t) = &args.title {
         profile.title = t.clone();

@@ -19,7 +19,6 @@ pub mod runs;
 pub mod scope;
 pub mod serve;
 pub mod show;
-pub mod stored;
 
 #[derive(Subcommand, Debug)]
 pub enum Command {

@@ -4,6 +4,7 @@
 use crate::exit::{bad_input, OK};
 use crate::shared::output::write_to;
 use crate::shared::profile::{self, FormatArg};
+use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::json::{profile_json, JsonOptions};
 use keisoku_stacks::Format;
@@ -47,6 +48,8 @@ pub struct Args {
     /// short or too damaged to detect).
     #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
     format: Option<Format>,
+    #[command(flatten)]
+    store: StoreArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -64,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None,
         false,
     )?;
-    let profile = profile::load(&args.input, args.format, args.event.clone())?;
+    let profile = profile::load(&args.input, args.format, args.event.clone(), &args.store)?;
     if !profile.has_times() {
         return Err(bad_input(format!(
             "{}: the profile has no per-sample times; scope needs perf script, .cpuprofile or speedscope input",

@@ -4,6 +4,7 @@
 //! sample selection and the SVG writer.
 
 use crate::exit::bad_input;
+use crate::shared::store::{store_error, StoreArg};
 use clap::builder::{PossibleValue, TypedValueParser};
 use keisoku_stacks::filter::Selection;
 use keisoku_stacks::{Format, Profile, ReadOptions, FORMATS};
@@ -61,10 +62,15 @@ pub fn classify(e: keisoku_stacks::Error) -> anyhow::Error {
 }
 
 /// Reads a profile for a command, reporting recovered damage and dropped events.
-pub fn load(path: &str, format: Option<Format>, event: Option<String>) -> anyhow::Result<Profile> {
+pub fn load(
+    path: &str,
+    format: Option<Format>,
+    event: Option<String>,
+    store: &StoreArg,
+) -> anyhow::Result<Profile> {
     // Not a file but a stored run: explain recorded runs like files.
     if format.is_none() {
-        if let Some(profile) = crate::cmd::stored::profile(path)? {
+        if let Some(profile) = stored_profile(path, store)? {
             return Ok(profile);
         }
     }
@@ -136,4 +142,21 @@ pub fn svg(p: &Profile, folded: &str) -> anyhow::Result<Vec<u8>> {
     inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
         .map_err(|e| anyhow::anyhow!("drawing the SVG flame graph: {e}"))?;
     Ok(out)
+}
+
+/// The profile of the stored run `spec`, or `None` when `spec` names a file
+/// (or stdin), which the caller then reads. A name that is neither a file
+/// nor a run in the store, or a run without a profile, is bad input.
+fn stored_profile(spec: &str, store: &StoreArg) -> anyhow::Result<Option<Profile>> {
+    let Some((db, run)) = store.file_or_run(spec)? else {
+        return Ok(None);
+    };
+    let mut profile = db.profile(&run).map_err(store_error)?.ok_or_else(|| {
+        bad_input(format!(
+            "run {run} has no profile (was it recorded with --profile none, or did perf fail? see `keisoku show {run}`)"
+        ))
+    })?;
+    // The store keeps the recorder's title; commands name the run.
+    profile.title = format!("run {run}");
+    Ok(Some(profile))
 }
