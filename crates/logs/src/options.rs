@@ -414,6 +414,34 @@ mod tests {
     }
 
     #[test]
+    fn warnings_read_as_the_command_prints_them() {
+        let w = Warning::Malformed {
+            input: "a.log".into(),
+            malformed: 2,
+            lines: 10,
+            first: vec![Malformed {
+                line: 3,
+                reason: "no uri".into(),
+                text: "junk".into(),
+            }],
+        };
+        assert_eq!(
+            w.to_string(),
+            "a.log: skipped 2 malformed of 10 lines; first:\n  line 3: no uri: junk"
+        );
+        let w = Warning::Truncated {
+            run: "r1".into(),
+            kept_lines: 5,
+            lines: 9,
+            kept_bytes: 300,
+            at_ms: 1250.0,
+        };
+        assert!(w.to_string().starts_with(
+            "run r1 kept only its first 5 of 9 log lines (300 bytes, --log-lines-max reached 1.2s"
+        ));
+    }
+
+    #[test]
     fn a_zero_limit_is_refused() {
         let o = Options {
             limit: 0,

@@ -60,3 +60,81 @@ pub fn render(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ViewSpec;
+    use crate::{Aggregator, Config, FieldNames, Format, LineParser, QueryMode};
+    use std::sync::Arc;
+
+    fn analysis(slow: usize, timeline: Option<f64>) -> Analysis {
+        let mut cfg = Config::new(LineParser::new(
+            Format::Ltsv(FieldNames::ltsv()),
+            QueryMode::Drop,
+            1.0,
+        ));
+        cfg.slow = slow;
+        cfg.timeline = timeline;
+        let mut agg = Aggregator::new(Arc::new(cfg));
+        for (t, rt) in [("00", "0.100"), ("00", "0.250"), ("01", "1.500")] {
+            let line = format!(
+                "time:2024-01-01T00:00:{t}+00:00\tmethod:GET\turi:/a\tstatus:200\tsize:1\treqtime:{rt}"
+            );
+            agg.feed(line.as_bytes()).unwrap();
+        }
+        agg.finish()
+    }
+
+    #[test]
+    fn the_json_document_holds_the_route_rows_alp_prints_and_the_extras() {
+        let a = analysis(2, Some(1.0));
+        let opts = Options {
+            slow: Some(2),
+            timeline: Some(1.0),
+            view: ViewSpec {
+                format: "json".into(),
+                ..ViewSpec::default()
+            },
+            ..Options::default()
+        };
+        let text = render(&opts, a.routes.clone(), Some(&a)).unwrap();
+        assert!(text.ends_with("}\n") && text.lines().count() == 1, "{text}");
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let view = opts.view.parse().unwrap();
+        let rows: serde_json::Value = serde_json::from_str(&render::render(
+            &a.routes,
+            None,
+            OutputFormat::Json,
+            &view.opts,
+        ))
+        .unwrap();
+        assert_eq!(doc["routes"], rows);
+        assert_eq!(doc["slow"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["timeline"]["buckets"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["timeline"]["width"], 1.0);
+    }
+
+    #[test]
+    fn too_many_routes_are_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let dump = dir.path().join("d.json");
+        let a = analysis(0, None);
+        let opts = Options {
+            limit: 1,
+            dump: Some(dump.clone()),
+            ..Options::default()
+        };
+        let mut two = a.clone();
+        two.routes
+            .push(crate::RouteStats::new("PUT".into(), "/b".into()));
+        let e = render(&opts, two.routes.clone(), Some(&two)).unwrap_err();
+        assert!(
+            e.to_string().starts_with("more than 1 distinct routes"),
+            "{e}"
+        );
+        assert!(!dump.exists());
+        render(&opts, a.routes.clone(), Some(&a)).unwrap();
+        assert!(dump.exists());
+    }
+}

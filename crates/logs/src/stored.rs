@@ -290,3 +290,248 @@ fn from_ms(ms: f64) -> f64 {
         .find(|y| y * 1000.0 == ms)
         .unwrap_or(guess)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::FieldNames;
+    use crate::options::{Quiet, ViewSpec};
+    use crate::render::OutputFormat;
+    use crate::{Aggregator, Config, LineParser, QueryMode};
+
+    const LINES: [&str; 4] = [
+        "method:GET\turi:/users/1\tstatus:200\tsize:10\treqtime:0.100",
+        "method:GET\turi:/users/2\tstatus:200\tsize:20\treqtime:0.200",
+        "method:GET\turi:/users/1\tstatus:500\tsize:30\treqtime:0.300",
+        "method:POST\turi:/orders\tstatus:201\tsize:5\treqtime:0.007",
+    ];
+
+    /// What the file pipeline makes of [`LINES`].
+    fn from_log() -> Vec<RouteStats> {
+        let cfg = Config::new(LineParser::new(
+            Format::Ltsv(FieldNames::ltsv()),
+            QueryMode::Drop,
+            1.0,
+        ));
+        let mut agg = Aggregator::new(Arc::new(cfg));
+        for l in LINES {
+            agg.feed(l.as_bytes()).unwrap();
+        }
+        agg.finish().routes
+    }
+
+    /// A histogram of latencies in microseconds, as the recorder stores.
+    fn hist(us: &[u64]) -> hdrhistogram::Histogram<u64> {
+        let mut h = hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000, 3).unwrap();
+        for &v in us {
+            h.record(v).unwrap();
+        }
+        h
+    }
+
+    /// [`LINES`] as the recorder stores them: rows in ms, one histogram per
+    /// route and second.
+    fn stored() -> (Vec<RouteRow>, Vec<RouteSecond>) {
+        let sd = |v: &[f64]| {
+            let m = v.iter().sum::<f64>() / v.len() as f64;
+            (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64).sqrt()
+        };
+        let rows = vec![
+            RouteRow {
+                method: "GET".into(),
+                uri: "/users/1".into(),
+                count: 2,
+                s2xx: 1,
+                s5xx: 1,
+                min: 100.0,
+                max: 300.0,
+                sum: 400.0,
+                avg: 200.0,
+                p50: 100.0,
+                p90: 300.0,
+                p95: 300.0,
+                p99: 300.0,
+                stddev: sd(&[100.0, 300.0]),
+                min_body: 10.0,
+                max_body: 30.0,
+                sum_body: 40.0,
+                avg_body: 20.0,
+                ..RouteRow::default()
+            },
+            RouteRow {
+                method: "GET".into(),
+                uri: "/users/2".into(),
+                count: 1,
+                s2xx: 1,
+                min: 200.0,
+                max: 200.0,
+                sum: 200.0,
+                avg: 200.0,
+                p50: 200.0,
+                p90: 200.0,
+                p95: 200.0,
+                p99: 200.0,
+                min_body: 20.0,
+                max_body: 20.0,
+                sum_body: 20.0,
+                avg_body: 20.0,
+                ..RouteRow::default()
+            },
+            RouteRow {
+                method: "POST".into(),
+                uri: "/orders".into(),
+                count: 1,
+                s2xx: 1,
+                min: 7.0,
+                max: 7.0,
+                sum: 7.0,
+                avg: 7.0,
+                p50: 7.0,
+                p90: 7.0,
+                p95: 7.0,
+                p99: 7.0,
+                min_body: 5.0,
+                max_body: 5.0,
+                sum_body: 5.0,
+                avg_body: 5.0,
+                ..RouteRow::default()
+            },
+        ];
+        let second = |method: &str, route: &str, second, us: &[u64]| RouteSecond {
+            method: method.into(),
+            route: route.into(),
+            second,
+            histogram: hist(us),
+        };
+        let seconds = vec![
+            second("GET", "/users/1", 0, &[100_000]),
+            second("GET", "/users/1", 1, &[300_000]),
+            second("GET", "/users/2", 0, &[200_000]),
+            second("POST", "/orders", 1, &[7_000]),
+            // A route without a row (cut by a limit) is left out.
+            second("GET", "/elsewhere", 1, &[1_000]),
+        ];
+        (rows, seconds)
+    }
+
+    fn tsv(routes: &[RouteStats]) -> String {
+        let view = ViewSpec {
+            format: "tsv".into(),
+            output: "all".into(),
+            percentiles: "0,50,90,99,100".into(),
+            ..ViewSpec::default()
+        }
+        .parse()
+        .unwrap();
+        assert_eq!(view.format, OutputFormat::Tsv);
+        render::render(routes, None, view.format, &view.opts)
+    }
+
+    #[test]
+    fn stored_rows_and_seconds_give_the_table_the_log_gives() {
+        let (rows, seconds) = stored();
+        let routes = from_rows(&rows, &seconds);
+        assert_eq!(routes.len(), 3);
+        assert_eq!(tsv(&routes), tsv(&from_log()));
+        assert!(routes.iter().all(|r| r.ms_grid));
+        assert_eq!(routes[0].hist.len(), 2);
+    }
+
+    #[test]
+    fn regrouping_stored_routes_merges_them_as_the_log_would_group() {
+        let (rows, seconds) = stored();
+        let grouper = options::grouper(Some("^/users/[0-9]+$"), false).unwrap();
+        let merged = regroup(from_rows(&rows, &seconds), &grouper);
+        let mut grouped = from_log();
+        grouped = regroup(grouped, &grouper);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].count, 3);
+        assert_eq!(merged[0].uri, "^/users/[0-9]+$");
+        assert_eq!(tsv(&merged), tsv(&grouped));
+    }
+
+    #[test]
+    fn milliseconds_convert_to_the_seconds_the_log_wrote() {
+        for s in ["0.001", "0.007", "0.1", "0.3", "1.249", "6.999", "12.345"] {
+            let secs: f64 = s.parse().unwrap();
+            let ms = secs * 1000.0;
+            assert_eq!(from_ms(ms) * 1000.0, ms, "{s}");
+            assert!((from_ms(ms) - secs).abs() < 1e-12, "{s}");
+        }
+        assert_eq!(from_ms(0.0), 0.0);
+    }
+
+    fn store_with(
+        rows: &[RouteRow],
+        seconds: &[RouteSecond],
+    ) -> (tempfile::TempDir, Store, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("runs.db")).unwrap();
+        let run = store.create_run(&Default::default()).unwrap();
+        store
+            .put_routes(&run, RouteSource::AccessLog, rows)
+            .unwrap();
+        store
+            .put_route_seconds(&run, RouteSource::AccessLog, seconds)
+            .unwrap();
+        (dir, store, run)
+    }
+
+    #[test]
+    fn a_run_without_lines_prints_its_stored_table_and_refuses_line_options() {
+        let (rows, seconds) = stored();
+        let (_dir, store, run) = store_with(&rows, &seconds);
+        let opts = Options {
+            view: ViewSpec {
+                format: "tsv".into(),
+                percentiles: "0,50,90,99,100".into(),
+                ..ViewSpec::default()
+            },
+            ..Options::default()
+        };
+        // Sorted by count, as the default view asks.
+        let mut by_count = from_log();
+        render::sort_routes(&mut by_count, crate::render::SortKey::Count, false);
+        assert_eq!(
+            analyse(&store, &run, &opts, None, &Quiet).unwrap(),
+            tsv(&by_count)
+        );
+        let e = analyse(
+            &store,
+            &run,
+            &Options {
+                slow: Some(3),
+                strict: true,
+                ..Options::default()
+            },
+            None,
+            &Quiet,
+        )
+        .unwrap_err();
+        assert_eq!(e.cause(), crate::Cause::Input);
+        let text = e.to_string();
+        assert!(
+            text.starts_with("--slow, --strict: run ")
+                && text.contains("not the log lines these options need")
+                && text.contains("recorded before keisoku kept them"),
+            "{text}"
+        );
+        // `logs diff` takes the same table.
+        assert_eq!(
+            tsv(&routes(&store, &run, &Quiet).unwrap()),
+            tsv(&from_log())
+        );
+    }
+
+    #[test]
+    fn a_run_killed_before_its_table_says_so() {
+        let (_, seconds) = stored();
+        let (_dir, store, run) = store_with(&[], &seconds);
+        let e = table(&store, &run).unwrap_err();
+        assert_eq!(e.cause(), crate::Cause::Input);
+        assert!(e.to_string().contains("recording was killed"), "{e}");
+        let (_dir, store, run) = store_with(&[], &[]);
+        let e = table(&store, &run).unwrap_err();
+        assert!(e.to_string().contains("no access-log data"), "{e}");
+    }
+}
