@@ -170,8 +170,9 @@ pub struct Options {
     pub filters: Option<String>,
     /// Most distinct routes allowed (`--limit`).
     pub limit: usize,
-    /// Timeline bucket width in seconds (`--timeline`, parsed by the caller).
-    pub timeline: Option<f64>,
+    /// `--timeline DUR`: the bucket width as the user wrote it (`1s`,
+    /// `500ms`), checked with the other flags, in their order.
+    pub timeline: Option<String>,
     /// `--slow N`: list the N slowest requests.
     pub slow: Option<usize>,
     /// Unit of the response-time fields.
@@ -241,13 +242,21 @@ impl Options {
             Some(f) => Some(Filter::new(f).map_err(|e| Error::input(format!("-f: {e}")))?),
             None => None,
         };
+        let timeline = match &self.timeline {
+            Some(d) => Some(crate::timestamp::parse_duration(d).ok_or_else(|| {
+                Error::input(format!(
+                    "--timeline {d:?}: use a duration such as 1s, 500ms or 1m"
+                ))
+            })?),
+            None => None,
+        };
         if self.limit == 0 {
             return Err(Error::input("--limit must be at least 1"));
         }
         let mut cfg = Config::new(LineParser::new(format, query, self.time_unit.scale()));
         cfg.grouper = grouper;
         cfg.filter = filter;
-        cfg.timeline = self.timeline;
+        cfg.timeline = timeline;
         cfg.slow = self.slow.unwrap_or(0);
         cfg.route_limit = self.limit;
         let threads = self

@@ -91,7 +91,7 @@ mod tests {
         let a = analysis(2, Some(1.0));
         let opts = Options {
             slow: Some(2),
-            timeline: Some(1.0),
+            timeline: Some("1s".into()),
             view: ViewSpec {
                 format: "json".into(),
                 ..ViewSpec::default()

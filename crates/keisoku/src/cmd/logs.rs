@@ -363,14 +363,6 @@ fn view_spec(v: &ViewFlags) -> ViewSpec {
 
 /// The analysis options `c` asks for.
 fn options(c: &Common) -> anyhow::Result<Options> {
-    let timeline = match &c.timeline {
-        Some(d) => Some(keisoku_logs::timestamp::parse_duration(d).ok_or_else(|| {
-            bad_input(format!(
-                "--timeline {d:?}: use a duration such as 1s, 500ms or 1m"
-            ))
-        })?),
-        None => None,
-    };
     Ok(Options {
         files: c.file.iter().chain(&c.files).cloned().collect(),
         dump: c.dump.clone(),
@@ -382,7 +374,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         auto_group: c.auto_group,
         filters: c.filters.clone(),
         limit: c.limit,
-        timeline,
+        timeline: c.timeline.clone(),
         slow: c.slow,
         time_unit: TimeUnit::parse(&c.time_unit)
             .ok_or_else(|| bad_input(format!("--time-unit {:?}: use s, ms or us", c.time_unit)))?,
