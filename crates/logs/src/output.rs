@@ -39,8 +39,7 @@ pub fn render(
             obj["timeline"] = view::timeline_value(t);
         }
         if let Some(s) = slow {
-            // Plain data (strings and numbers) always converts; an empty
-            // value would only hide a bug, as it did before.
+            // Plain data (strings and numbers): the conversion cannot fail.
             obj["slow"] = serde_json::to_value(s).unwrap_or_default();
         }
         out.push_str(&obj.to_string());
