@@ -72,6 +72,16 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
     serde_json::to_string(&d).unwrap_or_default()
 }
 
+/// Reads the dump file at `path` (`--load`, `logs diff`); an unreadable or
+/// invalid file is the user's input to fix.
+pub fn load(path: &std::path::Path) -> crate::error::Result<Vec<RouteStats>> {
+    let bad =
+        |e: &dyn std::fmt::Display| crate::error::Error::Input(format!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
+    let (routes, _) = from_json(&text).map_err(|e| bad(&e))?;
+    Ok(routes)
+}
+
 /// Reads a dump back.
 pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError> {
     let d: Dump = serde_json::from_str(text)?;

@@ -118,6 +118,26 @@ impl Format {
         }
     }
 
+    /// The format a recording's `--log-format NAME` (and `--log-regexp`)
+    /// names, with the default field names; a stored run keeps these two
+    /// words so its lines can be parsed again as they were recorded.
+    pub fn named(name: &str, regexp: Option<&str>) -> Result<Format, String> {
+        Ok(match name {
+            "ltsv" => Format::Ltsv(FieldNames::ltsv()),
+            "json" => Format::Json(FieldNames::json()),
+            "regexp" => {
+                let pattern = regexp.unwrap_or(DEFAULT_PATTERN);
+                Format::regexp(pattern, FieldNames::json())
+                    .map_err(|e| format!("--log-regexp: {e}"))?
+            }
+            other => {
+                return Err(format!(
+                    "--log-format: unknown format {other:?} (ltsv, json or regexp)"
+                ))
+            }
+        })
+    }
+
     /// Compiles a regexp format; the error names the pattern problem.
     pub fn regexp(pattern: &str, names: FieldNames) -> Result<Format, regex::Error> {
         Ok(Format::Regexp {

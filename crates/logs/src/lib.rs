@@ -15,22 +15,38 @@
 //! - [`render`]: alp's table, markdown, tsv, csv, json and html outputs;
 //! - [`view`]: slowest requests and timeline views (sparklines, JSON, CSV);
 //! - [`dump`]: save and reload aggregated statistics.
+//!
+//! And the `keisoku logs` command as calls (the binary only maps flags to
+//! [`Options`] and prints what comes back):
+//! - [`analyse::files`]: files, standard input, `--pos`, `--load`;
+//! - [`stored`]: a stored run, from its kept lines or its route rows;
+//! - [`diff`]: two route tables and the `--fail-over` gate;
+//! - [`options`]: the options with their defaults, the progress and
+//!   warning hooks ([`Reporter`]); [`error`]: typed failures.
 
+pub mod analyse;
+pub mod diff;
 pub mod dump;
 pub mod engine;
+pub mod error;
 pub mod filter;
 pub mod format;
 pub mod group;
 pub mod input;
+pub mod options;
+pub mod output;
 pub mod render;
 pub mod stats;
+pub mod stored;
 pub mod summary;
 pub mod timeline;
 pub mod timestamp;
 pub mod uri;
 pub mod view;
 
+pub use error::{Cause, Error};
 pub use format::{FieldNames, Format, LineError, LineParser, Record};
+pub use options::{Options, Quiet, Reporter, TimeUnit, View, ViewSpec, Warning};
 pub use stats::{
     Aggregator, Analysis, Config, FeedError, LineCounts, Malformed, RouteStats, SlowRequest,
 };

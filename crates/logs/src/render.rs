@@ -477,6 +477,28 @@ fn html_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The JSON output's value: an array of rows, the first the column
+/// keywords (alp's layout), so a caller can put it in a larger document
+/// without rendering and parsing it back.
+pub fn json_rows(
+    routes: &[RouteStats],
+    from: Option<&[RouteStats]>,
+    opts: &RenderOptions,
+) -> serde_json::Value {
+    let mut all = vec![serde_json::Value::Array(
+        opts.columns
+            .iter()
+            .map(|c| serde_json::Value::String(c.keyword()))
+            .collect(),
+    )];
+    for r in rows(routes, from, opts, from.is_none()) {
+        all.push(serde_json::Value::Array(
+            r.iter().map(|c| json_value(c)).collect(),
+        ));
+    }
+    serde_json::Value::Array(all)
+}
+
 /// Renders `routes` (in the order given) as `format`. With `from`, the
 /// output is alp's diff view: every value of a route also present in
 /// `from` is followed by its change, e.g. `0.120 (+0.020)`.
@@ -521,18 +543,7 @@ pub fn render(
             out
         }
         OutputFormat::Json => {
-            let mut all = vec![serde_json::Value::Array(
-                opts.columns
-                    .iter()
-                    .map(|c| serde_json::Value::String(c.keyword()))
-                    .collect(),
-            )];
-            for r in rows(routes, from, opts, from.is_none()) {
-                all.push(serde_json::Value::Array(
-                    r.iter().map(|c| json_value(c)).collect(),
-                ));
-            }
-            let mut s = serde_json::Value::Array(all).to_string();
+            let mut s = json_rows(routes, from, opts).to_string();
             s.push('\n');
             s
         }

@@ -166,10 +166,15 @@ pub fn timeline_text(tl: &Timeline, top: usize, width: usize) -> String {
     out
 }
 
+/// The timeline as a JSON value (`{"width": s, "buckets": [...]}`), to
+/// embed in a larger document.
+pub fn timeline_value(tl: &Timeline) -> serde_json::Value {
+    serde_json::json!({ "width": tl.width, "buckets": tl.buckets() })
+}
+
 /// The timeline as JSON: `{"width": s, "buckets": [...]}`.
 pub fn timeline_json(tl: &Timeline) -> String {
-    let v = serde_json::json!({ "width": tl.width, "buckets": tl.buckets() });
-    let mut s = v.to_string();
+    let mut s = timeline_value(tl).to_string();
     s.push('\n');
     s
 }

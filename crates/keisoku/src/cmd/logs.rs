@@ -1,12 +1,11 @@
 //! `keisoku logs`: alp-compatible access-log analysis per route, faster,
 //! with timelines, the slowest requests and dump diffs.
 
-use crate::exit::{bad_input, BadInput, GATE_FAILED, OK};
+use crate::exit::{bad_input, GATE_FAILED, OK};
 use anyhow::Context as _;
 use clap::Parser as _;
-use keisoku_logs::render::{self, Column, OutputFormat, RenderOptions, SortKey};
-use keisoku_logs::{dump, engine, filter::Filter, format, group::Grouper, input, view};
-use keisoku_logs::{Analysis, Config, FieldNames, Format, LineParser, QueryMode, RouteStats};
+use keisoku_logs::{analyse, dump, format, stored, Cause, FieldNames, Format, RouteStats};
+use keisoku_logs::{Options, Reporter, TimeUnit, ViewSpec, Warning};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -292,8 +291,9 @@ struct DiffArgs {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.cmd {
-        Sub::Ltsv { common, labels: l } => {
-            let names = FieldNames {
+        Sub::Ltsv { common, labels: l } => files(
+            common,
+            Format::Ltsv(FieldNames {
                 uri: l.uri,
                 method: l.method,
                 time: l.time,
@@ -301,11 +301,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 request_time: l.reqtime,
                 body_bytes: l.size,
                 status: l.status,
-            };
-            analyse(common, Format::Ltsv(names))
-        }
-        Sub::Json { common, keys: k } => {
-            let names = FieldNames {
+            }),
+        ),
+        Sub::Json { common, keys: k } => files(
+            common,
+            Format::Json(FieldNames {
                 uri: k.uri,
                 method: k.method,
                 time: k.time,
@@ -313,9 +313,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 request_time: k.request_time,
                 body_bytes: k.body_bytes,
                 status: k.status,
-            };
-            analyse(common, Format::Json(names))
-        }
+            }),
+        ),
         Sub::Regexp { common, subexp: s } => {
             let names = FieldNames {
                 uri: s.uri,
@@ -328,7 +327,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::regexp(&s.pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
-            analyse(common, format)
+            files(common, format)
         }
         Sub::Diff(d) => diff(d),
         Sub::Stored(argv) => {
@@ -336,59 +335,53 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 std::iter::once("keisoku logs RUN".to_string()).chain(argv.iter().skip(1).cloned()),
             );
             let spec = argv.first().cloned().unwrap_or_default();
-            stored_run(&spec, args)
+            stored_run(&spec, args.common)
         }
     }
 }
 
-struct View {
-    format: OutputFormat,
-    sort: SortKey,
-    reverse: bool,
-    opts: RenderOptions,
+/// A library failure as an exit status: the user's input 2, else 1.
+fn fail(e: keisoku_logs::Error) -> anyhow::Error {
+    match e.cause() {
+        Cause::Input => bad_input(e),
+        Cause::Environment => anyhow::Error::new(e),
+    }
 }
 
-fn parse_view(v: &ViewFlags) -> anyhow::Result<View> {
-    let format = OutputFormat::parse(&v.format).ok_or_else(|| {
-        bad_input(format!(
-            "--format {:?}: use table, markdown, tsv, csv, json or html",
-            v.format
-        ))
-    })?;
-    let sort = SortKey::parse(&v.sort).ok_or_else(|| {
-        bad_input(format!(
-            "--sort {:?}: use count, uri, method, max, min, avg, sum, stddev, pNN (0-100), max-body, min-body, avg-body or sum-body",
-            v.sort
-        ))
-    })?;
-    let mut percentiles = Vec::new();
-    for p in v
-        .percentiles
-        .split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
-        match p.parse::<u32>() {
-            Ok(n) if n <= 100 => percentiles.push(n),
-            _ => {
-                return Err(bad_input(format!(
-                    "--percentiles: {p:?} is not an integer from 0 to 100"
-                )))
-            }
-        }
-    }
-    let columns = Column::parse_list(&v.output, &percentiles)
-        .map_err(|bad| bad_input(format!("-o: invalid keywords: {bad}")))?;
-    Ok(View {
-        format,
-        sort,
+fn view_spec(v: &ViewFlags) -> ViewSpec {
+    ViewSpec {
+        format: v.format.clone(),
+        sort: v.sort.clone(),
         reverse: v.reverse,
-        opts: RenderOptions {
-            columns,
-            no_headers: v.noheaders,
-            show_footers: v.show_footers,
-            decode_uri: v.decode_uri,
-        },
+        no_headers: v.noheaders,
+        show_footers: v.show_footers,
+        output: v.output.clone(),
+        percentiles: v.percentiles.clone(),
+        decode_uri: v.decode_uri,
+    }
+}
+
+/// The analysis options `c` asks for.
+fn options(c: &Common) -> anyhow::Result<Options> {
+    Ok(Options {
+        files: c.file.iter().chain(&c.files).cloned().collect(),
+        dump: c.dump.clone(),
+        load: c.load.clone(),
+        view: view_spec(&c.view),
+        query_string: c.query_string,
+        qs_ignore_values: c.qs_ignore_values,
+        matching_groups: c.matching_groups.clone(),
+        auto_group: c.auto_group,
+        filters: c.filters.clone(),
+        limit: c.limit,
+        timeline: c.timeline.clone(),
+        slow: c.slow,
+        time_unit: TimeUnit::parse(&c.time_unit)
+            .ok_or_else(|| bad_input(format!("--time-unit {:?}: use s, ms or us", c.time_unit)))?,
+        strict: c.strict,
+        threads: c.threads,
+        pos: c.pos.clone(),
+        nosave_pos: c.nosave_pos,
     })
 }
 
@@ -401,11 +394,34 @@ fn write_out(s: &str) -> anyhow::Result<()> {
     }
 }
 
-fn display(p: &Path) -> String {
-    if p == Path::new("-") {
-        "<stdin>".into()
-    } else {
-        p.display().to_string()
+/// Prints an analysis's text, or fails with its error.
+fn print(text: keisoku_logs::error::Result<String>) -> anyhow::Result<u8> {
+    write_out(&text.map_err(fail)?)?;
+    Ok(OK)
+}
+
+/// Warnings on stderr, and a progress line while a big input is read.
+struct Console {
+    progress: bool,
+}
+
+impl Reporter for Console {
+    fn reading(
+        &self,
+        input: &str,
+        size: Option<u64>,
+        read: Arc<AtomicU64>,
+    ) -> Box<dyn std::any::Any> {
+        Box::new(Progress::start(
+            input.to_string(),
+            size,
+            read,
+            self.progress,
+        ))
+    }
+
+    fn warning(&self, w: &Warning) {
+        eprintln!("keisoku: warning: {w}");
     }
 }
 
@@ -465,376 +481,52 @@ impl Drop for Progress {
     }
 }
 
-fn read_pos(pos: &Path) -> anyhow::Result<u64> {
-    match std::fs::read_to_string(pos) {
-        Ok(s) if s.trim().is_empty() => Ok(0),
-        Ok(s) => s.trim().parse().map_err(|_| {
-            bad_input(format!(
-                "{}: not a byte offset: {:?}",
-                pos.display(),
-                s.trim()
-            ))
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
-        Err(e) => Err(e).with_context(|| format!("reading {}", pos.display())),
-    }
-}
-
-fn analyse_one(
-    cfg: &Arc<Config>,
-    path: &Path,
-    c: &Common,
-    threads: usize,
-) -> anyhow::Result<Analysis> {
-    let name = display(path);
-    let read = Arc::new(AtomicU64::new(0));
-    let opened = input::open(Some(path), Arc::clone(&read)).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound
-            || e.kind() == std::io::ErrorKind::PermissionDenied
+/// `keisoku logs FORMAT [FILE...]`, or `keisoku logs FORMAT RUN` when the
+/// only FILE does not exist but names a stored run.
+fn files(c: Common, format: Format) -> anyhow::Result<u8> {
+    let opts = options(&c)?;
+    let console = Console {
+        progress: !c.no_progress,
+    };
+    if let ([only], None) = (opts.files.as_slice(), &opts.load) {
+        if let Some(spec) = only
+            .to_str()
+            .filter(|_| !only.exists() && only != Path::new("-"))
         {
-            bad_input(format!("{name}: {e}"))
-        } else {
-            anyhow::Error::new(e).context(format!("opening {name}"))
-        }
-    })?;
-    analyse_reader(cfg, &name, opened.reader, opened.size, read, c, threads)
-}
-
-/// Runs the parallel analysis over one input (a file or a run's kept
-/// lines) with a progress line, then checks it as [`checked`] does.
-fn analyse_reader(
-    cfg: &Arc<Config>,
-    name: &str,
-    reader: impl std::io::Read + Send + 'static,
-    size: Option<u64>,
-    read: Arc<AtomicU64>,
-    c: &Common,
-    threads: usize,
-) -> anyhow::Result<Analysis> {
-    let progress = Progress::start(name.to_string(), size, read, !c.no_progress);
-    let analysis = engine::analyze(Arc::clone(cfg), reader, threads).map_err(|e| match e {
-        engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
-        engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
-    })?;
-    drop(progress);
-    checked(name, cfg, c, analysis)
-}
-
-/// Refuses an input that is not a log of the chosen format, and reports
-/// (or with --strict refuses) its malformed lines.
-fn checked(
-    name: &str,
-    cfg: &Config,
-    c: &Common,
-    mut analysis: Analysis,
-) -> anyhow::Result<Analysis> {
-    check_format(name, cfg, &analysis)?;
-    if analysis.counts.malformed > 0 {
-        let first = analysis.malformed.first();
-        if c.strict {
-            let detail = first
-                .map(|m| format!(": line {}: {}: {}", m.line, m.reason, m.text))
-                .unwrap_or_default();
-            return Err(bad_input(format!(
-                "{name}: {} malformed line{} (--strict){detail}",
-                analysis.counts.malformed,
-                if analysis.counts.malformed == 1 {
-                    ""
-                } else {
-                    "s"
-                }
-            )));
-        }
-        eprintln!(
-            "keisoku: warning: {name}: skipped {} malformed of {} lines; first:",
-            analysis.counts.malformed, analysis.counts.lines
-        );
-        for m in &analysis.malformed {
-            eprintln!("  line {}: {}: {}", m.line, m.reason, m.text);
-        }
-    }
-    if analysis.counts.bad_time > 0 && cfg.timeline.is_some() {
-        eprintln!(
-            "keisoku: warning: {name}: {} requests have no readable timestamp and are left out of the timeline",
-            analysis.counts.bad_time
-        );
-    }
-    analysis.head.clear();
-    Ok(analysis)
-}
-
-/// Exit 2 with a useful hint when nothing in the input is a line of the
-/// chosen format.
-fn check_format(name: &str, cfg: &Config, a: &Analysis) -> anyhow::Result<()> {
-    if a.counts.parsed > 0 || a.counts.malformed == 0 {
-        return Ok(());
-    }
-    let chosen = cfg.parser.format().name();
-    let heads: Vec<&[u8]> = a.head.iter().map(Vec::as_slice).collect();
-    let hint = match format::detect(&heads) {
-        Some(f) if f == chosen => {
-            let why = a
-                .malformed
-                .first()
-                .map(|m| format!(" (line {}: {})", m.line, m.reason))
-                .unwrap_or_default();
-            format!("it is {f} but lacks the fields asked for{why}; check the --*-label/--*-key/--*-subexp flags")
-        }
-        Some(f) if f.contains(' ') => format!("it looks like a {f}"),
-        Some(f) => format!("it looks like a {f} log: try `keisoku logs {f}`"),
-        None => "it does not look like an access log".into(),
-    };
-    Err(bad_input(format!(
-        "{name}: no line is a valid {chosen} access-log line; {hint}"
-    )))
-}
-
-/// The view, the analysis configuration and the thread count of `c`.
-fn setup(c: &Common, format: Format) -> anyhow::Result<(View, Arc<Config>, usize)> {
-    let view = parse_view(&c.view)?;
-    let time_scale = match c.time_unit.as_str() {
-        "ms" => 1e-3,
-        "us" => 1e-6,
-        _ => 1.0,
-    };
-    let query = match (c.query_string, c.qs_ignore_values) {
-        (false, _) => QueryMode::Drop,
-        (true, false) => QueryMode::Keep,
-        (true, true) => QueryMode::IgnoreValues,
-    };
-    let grouper = grouper(c.matching_groups.as_deref(), c.auto_group)?;
-    let filter = match &c.filters {
-        Some(f) => Some(Filter::new(f).map_err(|e| bad_input(format!("-f: {e}")))?),
-        None => None,
-    };
-    let timeline = match &c.timeline {
-        Some(d) => Some(keisoku_logs::timestamp::parse_duration(d).ok_or_else(|| {
-            bad_input(format!(
-                "--timeline {d:?}: use a duration such as 1s, 500ms or 1m"
-            ))
-        })?),
-        None => None,
-    };
-    if c.limit == 0 {
-        return Err(bad_input("--limit must be at least 1"));
-    }
-    let mut cfg = Config::new(LineParser::new(format, query, time_scale));
-    cfg.grouper = grouper;
-    cfg.filter = filter;
-    cfg.timeline = timeline;
-    cfg.slow = c.slow.unwrap_or(0);
-    cfg.route_limit = c.limit;
-    let cfg = Arc::new(cfg);
-    let threads = c
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
-        .max(1);
-    Ok((view, cfg, threads))
-}
-
-/// The files (or standard input) `c` names.
-fn input_files(c: &Common) -> Vec<PathBuf> {
-    c.file
-        .iter()
-        .cloned()
-        .chain(c.files.iter().cloned())
-        .collect()
-}
-
-fn analyse(c: Common, format: Format) -> anyhow::Result<u8> {
-    if c.load.is_none() {
-        // A RUN where a FILE would be, when no such file exists.
-        if let [only] = input_files(&c).as_slice() {
-            if let Some(spec) = only
-                .to_str()
-                .filter(|_| !only.exists() && only != Path::new("-"))
-            {
-                if let Some((store, run)) = find_run(spec, c.store.as_deref())? {
-                    return analyse_run(&store, &run, c, Some(format));
-                }
+            if let Some((store, run)) = find_run(spec, c.store.as_deref())? {
+                return print(stored::analyse(&store, &run, &opts, Some(format), &console));
             }
         }
     }
-    let (_, cfg, threads) = setup(&c, format)?;
-    let (routes, analysis) = if let Some(load) = &c.load {
-        let text = std::fs::read_to_string(load)
-            .map_err(|e| bad_input(format!("{}: {e}", load.display())))?;
-        let (routes, _) =
-            dump::from_json(&text).map_err(|e| bad_input(format!("{}: {e}", load.display())))?;
-        (routes, None)
-    } else {
-        let mut files = input_files(&c);
-        if files.is_empty() {
-            if std::io::stdin().is_terminal() {
-                return Err(bad_input(
-                    "no input: give a log FILE (or --file), or pipe one into standard input",
-                ));
-            }
-            files.push(PathBuf::from("-"));
-        }
-        if c.pos.is_some() && (files.len() != 1 || files[0] == Path::new("-")) {
-            return Err(bad_input(
-                "--pos needs exactly one log file (not standard input)",
-            ));
-        }
-        let mut total: Option<Analysis> = None;
-        for f in &files {
-            let a = if let Some(pos) = &c.pos {
-                analyse_from_pos(&cfg, f, pos, &c, threads)?
-            } else {
-                analyse_one(&cfg, f, &c, threads)?
-            };
-            match &mut total {
-                Some(t) => t.merge(a),
-                None => total = Some(a),
-            }
-        }
-        let a = total.unwrap_or_else(|| unreachable!("at least one input"));
-        (a.routes.clone(), Some(a))
-    };
-    output(&c, routes, analysis)
+    print(analyse::files(format, &opts, &console))
 }
 
-/// Prints the route table (or the timeline, the slowest requests) of an
-/// analysis, and writes its dump, as every `keisoku logs` input does.
-fn output(
-    c: &Common,
-    mut routes: Vec<RouteStats>,
-    analysis: Option<Analysis>,
-) -> anyhow::Result<u8> {
-    let view = parse_view(&c.view)?;
-    if let Some(a) = &analysis {
-        if a.routes.len() > c.limit {
-            return Err(bad_input(format!("more than {} distinct routes; group them with -m or --auto-group, or raise --limit", c.limit)));
-        }
-    }
-    if let (Some(path), Some(a)) = (&c.dump, &analysis) {
-        std::fs::write(path, dump::to_json(&a.routes, &a.counts))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-
-    render::sort_routes(&mut routes, view.sort, view.reverse);
-    let mut out = String::new();
-    let tl = analysis.as_ref().and_then(|a| a.timeline.as_ref());
-    let slow = analysis
-        .as_ref()
-        .map(|a| a.slow.as_slice())
-        .filter(|s| !s.is_empty() || c.slow.is_some());
-    if view.format == OutputFormat::Json && (tl.is_some() || slow.is_some()) {
-        // One JSON document: alp's route rows plus the extras.
-        let rows: serde_json::Value = serde_json::from_str(&render::render(
-            &routes,
-            None,
-            OutputFormat::Json,
-            &view.opts,
-        ))
-        .unwrap_or_default();
-        let mut obj = serde_json::json!({ "routes": rows });
-        if let Some(t) = tl {
-            obj["timeline"] = serde_json::from_str(&view::timeline_json(t)).unwrap_or_default();
-        }
-        if let Some(s) = slow {
-            obj["slow"] = serde_json::to_value(s).unwrap_or_default();
-        }
-        out.push_str(&obj.to_string());
-        out.push('\n');
-    } else if let Some(t) = tl {
-        match view.format {
-            OutputFormat::Csv => out.push_str(&view::timeline_csv(t, ',')),
-            OutputFormat::Tsv => out.push_str(&view::timeline_csv(t, '\t')),
-            _ => out.push_str(&view::timeline_text(t, 10, 80)),
-        }
-    } else {
-        out.push_str(&render::render(&routes, None, view.format, &view.opts));
-    }
-    if let (Some(s), false) = (slow, view.format == OutputFormat::Json) {
-        out.push('\n');
-        out.push_str(&view::slow_view(s, view.format));
-    }
-    write_out(&out)?;
-    Ok(OK)
-}
-
-fn analyse_from_pos(
-    cfg: &Arc<Config>,
-    file: &Path,
-    pos: &Path,
-    c: &Common,
-    threads: usize,
-) -> anyhow::Result<Analysis> {
-    use std::io::{Read, Seek, SeekFrom};
-    let start = read_pos(pos)?;
-    let name = display(file);
-    let mut f = std::fs::File::open(file).map_err(|e| bad_input(format!("{name}: {e}")))?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    // A log rotated since the position was saved starts over.
-    let start = if start > len { 0 } else { start };
-    f.seek(SeekFrom::Start(start))
-        .with_context(|| format!("seeking {name}"))?;
-    let reader = f.take(len - start);
-    let a = engine::analyze(Arc::clone(cfg), reader, threads).map_err(|e| match e {
-        engine::Error::Feed(f) => bad_input(format!("{name}: {f}")),
-        engine::Error::Io(io) => anyhow::Error::new(io).context(format!("reading {name}")),
-    })?;
-    if start == 0 {
-        check_format(&name, cfg, &a)?;
-    }
-    if c.strict && a.counts.malformed > 0 {
-        return Err(bad_input(format!(
-            "{name}: {} malformed lines after offset {start} (--strict)",
-            a.counts.malformed
-        )));
-    }
-    if !c.nosave_pos {
-        std::fs::write(pos, len.to_string())
-            .with_context(|| format!("writing {}", pos.display()))?;
-    }
-    Ok(a)
-}
-
-fn load_dump(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>> {
+/// A dump file, or a stored run's routes.
+fn routes(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>> {
     if let Some(spec) = p.to_str().filter(|_| !p.exists()) {
         if let Some((store, run)) = find_run(spec, store_flag)? {
-            return run_routes(&store, &run);
+            return stored::routes(&store, &run, &Console { progress: false }).map_err(fail);
         }
     }
-    let text =
-        std::fs::read_to_string(p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?;
-    let (routes, _) = dump::from_json(&text)
-        .map_err(|e| anyhow::Error::new(BadInput(format!("{}: {e}", p.display()))))?;
-    Ok(routes)
+    dump::load(p).map_err(fail)
 }
 
 fn diff(d: DiffArgs) -> anyhow::Result<u8> {
-    let view = parse_view(&d.view)?;
-    let from = load_dump(&d.from, d.store.as_deref())?;
-    let mut to = load_dump(&d.to, d.store.as_deref())?;
-    render::sort_routes(&mut to, view.sort, view.reverse);
-    write_out(&render::render(&to, Some(&from), view.format, &view.opts))?;
-    if let Some(limit) = d.fail_over {
-        let mut worse = Vec::new();
-        for r in &to {
-            if let Some(f) = from.iter().find(|f| f.method == r.method && f.uri == r.uri) {
-                let (a, b) = (f.percentile(99.0), r.percentile(99.0));
-                if a > 0.0 && b > a * (1.0 + limit) {
-                    worse.push(format!(
-                        "{} {}: p99 {:.3} -> {:.3} s",
-                        r.method, r.uri, a, b
-                    ));
-                }
-            }
+    let view = view_spec(&d.view).parse().map_err(fail)?;
+    let from = routes(&d.from, d.store.as_deref())?;
+    let to = routes(&d.to, d.store.as_deref())?;
+    let result = keisoku_logs::diff::diff(&from, to, &view, d.fail_over);
+    write_out(&result.text)?;
+    if let (Some(limit), true) = (d.fail_over, result.failed()) {
+        eprintln!(
+            "keisoku: regression: p99 grew more than {:.0}% on {} route(s):",
+            limit * 100.0,
+            result.regressions.len()
+        );
+        for w in &result.regressions {
+            eprintln!("  {w}");
         }
-        if !worse.is_empty() {
-            eprintln!(
-                "keisoku: regression: p99 grew more than {:.0}% on {} route(s):",
-                limit * 100.0,
-                worse.len()
-            );
-            for w in &worse {
-                eprintln!("  {w}");
-            }
-            return Ok(GATE_FAILED);
-        }
+        return Ok(GATE_FAILED);
     }
     Ok(OK)
 }
@@ -897,8 +589,7 @@ fn find_run(
     Ok(store.resolve(spec).ok().map(|run| (store, run)))
 }
 
-fn stored_run(spec: &str, a: StoredArgs) -> anyhow::Result<u8> {
-    let c = a.common;
+fn stored_run(spec: &str, c: Common) -> anyhow::Result<u8> {
     let path = keisoku_store::store_path(c.store.as_deref());
     let Some((store, run)) = find_run(spec, c.store.as_deref())? else {
         return Err(bad_input(format!(
@@ -906,299 +597,14 @@ fn stored_run(spec: &str, a: StoredArgs) -> anyhow::Result<u8> {
             path.display()
         )));
     };
-    if let Some(f) = input_files(&c).first() {
+    if let Some(f) = c.file.iter().chain(&c.files).next() {
         return Err(bad_input(format!(
             "{}: `keisoku logs RUN` reads the run's own lines; give a FILE to `keisoku logs ltsv|json|regexp` instead",
             f.display()
         )));
     }
-    analyse_run(&store, &run, c, None)
-}
-
-/// `keisoku logs [FORMAT] RUN ...`: the run's kept lines through the same
-/// pipeline as a file (parsed as `format`, else as the run was recorded),
-/// or its stored per-route statistics when it has no lines.
-fn analyse_run(
-    store: &keisoku_store::Store,
-    run: &str,
-    c: Common,
-    format: Option<Format>,
-) -> anyhow::Result<u8> {
-    for (flag, used) in [("--pos", c.pos.is_some()), ("--load", c.load.is_some())] {
-        if used {
-            return Err(bad_input(format!(
-                "{flag} does not apply to a stored run ({run})"
-            )));
-        }
-    }
-    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
-    let log = store.access_log(run).map_err(damaged)?;
-    let line_options: Vec<&str> = [
-        ("-f", c.filters.is_some()),
-        ("-q", c.query_string || c.qs_ignore_values),
-        ("--timeline", c.timeline.is_some()),
-        ("--slow", c.slow.is_some()),
-        ("--time-unit", c.time_unit != "s"),
-        ("--strict", c.strict),
-    ]
-    .into_iter()
-    .filter(|o| o.1)
-    .map(|o| o.0)
-    .collect();
-    let kept = log.as_ref().filter(|l| l.kept_lines > 0);
-    let use_lines = match kept {
-        None => false,
-        Some(l) if l.truncated && line_options.is_empty() => {
-            // The statistics cover every line; use the kept lines only if
-            // the recording never got to store them (killed keisoku).
-            store
-                .routes(run, keisoku_store::RouteSource::AccessLog)
-                .map_err(damaged)?
-                .is_empty()
-        }
-        Some(_) => true,
+    let console = Console {
+        progress: !c.no_progress,
     };
-    if !use_lines {
-        if !line_options.is_empty() {
-            return Err(refusal(run, &line_options, log.as_ref()));
-        }
-        let view = parse_view(&c.view)?;
-        return print_stored(
-            store,
-            run,
-            &view,
-            c.matching_groups.as_deref(),
-            c.auto_group,
-            c.dump.as_deref(),
-        );
-    }
-    let Some(log) = kept else {
-        unreachable!("lines are used only when kept")
-    };
-    let analysis = analyse_lines(store, run, &c, format, log)?;
-    output(&c, analysis.routes.clone(), Some(analysis))
-}
-
-/// The run's kept lines through the file pipeline, configured by `c`.
-fn analyse_lines(
-    store: &keisoku_store::Store,
-    run: &str,
-    c: &Common,
-    format: Option<Format>,
-    log: &keisoku_store::AccessLog,
-) -> anyhow::Result<Analysis> {
-    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
-    let recorded = crate::recording::follow::log_format(&log.format, log.pattern.as_deref())
-        .map_err(|e| anyhow::anyhow!("run {run}: {e}"))?;
-    let format = match format {
-        None => recorded,
-        // `keisoku logs regexp RUN` without --pattern: the run's own pattern.
-        Some(Format::Regexp { pattern, .. })
-            if pattern.as_str() == format::DEFAULT_PATTERN
-                && matches!(recorded, Format::Regexp { .. }) =>
-        {
-            recorded
-        }
-        Some(f) => f,
-    };
-    let (_, cfg, threads) = setup(c, format)?;
-    if log.truncated {
-        eprintln!(
-            "keisoku: warning: run {run} kept only its first {} of {} log lines ({} bytes, --log-lines-max reached {:.1}s into the run); this output covers those lines only",
-            log.kept_lines,
-            log.lines,
-            log.kept_bytes,
-            log.truncated_ms.unwrap_or(0.0) / 1000.0
-        );
-    }
-    let name = format!("run {run}");
-    let read = Arc::new(AtomicU64::new(0));
-    let reader = input::Counting::new(store.log_lines(run).map_err(damaged)?, Arc::clone(&read));
-    analyse_reader(&cfg, &name, reader, Some(log.kept_bytes), read, c, threads)
-}
-
-/// Why a run cannot answer options that need its log lines.
-fn refusal(run: &str, options: &[&str], log: Option<&keisoku_store::AccessLog>) -> anyhow::Error {
-    let why = match log {
-        Some(l) if !l.keep_lines => {
-            "it was recorded with --no-log-lines or --log-lines-max 0".to_string()
-        }
-        Some(l) if l.truncated => format!(
-            "its first line was already larger than --log-lines-max ({} bytes)",
-            l.max_bytes
-        ),
-        Some(_) => "its access log had no lines".to_string(),
-        None => "it was recorded before keisoku kept them".to_string(),
-    };
-    bad_input(format!(
-        "{}: run {run} keeps per-route statistics and per-second histograms, not the log lines {} need{} ({why}); run `keisoku logs ltsv|json|regexp FILE` on the access log itself, and record the next run without --no-log-lines (lines are kept up to --log-lines-max, 1GiB by default)",
-        options.join(", "),
-        if options.len() == 1 { "this option" } else { "these options" },
-        if options.len() == 1 { "s" } else { "" },
-    ))
-}
-
-/// A run's routes for `keisoku logs diff`: its stored statistics, or, when
-/// its recording was killed before storing them, its kept lines.
-fn run_routes(store: &keisoku_store::Store, run: &str) -> anyhow::Result<Vec<RouteStats>> {
-    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
-    let has_table = !store
-        .routes(run, keisoku_store::RouteSource::AccessLog)
-        .map_err(damaged)?
-        .is_empty();
-    match store.access_log(run).map_err(damaged)? {
-        Some(log) if !has_table && log.kept_lines > 0 => {
-            // The defaults of `keisoku logs RUN`, as a parse of no flags.
-            let c = StoredArgs::try_parse_from(["keisoku logs RUN", "--no-progress"])
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .common;
-            Ok(analyse_lines(store, run, &c, None, &log)?.routes)
-        }
-        _ => stored_routes(store, run),
-    }
-}
-
-/// The route grouper of `-m REGEX,REGEX` and `--auto-group`.
-fn grouper(groups: Option<&str>, auto_group: bool) -> anyhow::Result<Grouper> {
-    let groups: Vec<String> = groups
-        .map(|s| {
-            s.split(',')
-                .map(|g| g.trim().to_string())
-                .filter(|g| !g.is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    Grouper::new(&groups, auto_group).map_err(|e| bad_input(format!("-m: {e}")))
-}
-
-fn print_stored(
-    store: &keisoku_store::Store,
-    run: &str,
-    view: &View,
-    groups: Option<&str>,
-    auto_group: bool,
-    dump_to: Option<&Path>,
-) -> anyhow::Result<u8> {
-    let grouper = grouper(groups, auto_group)?;
-    let mut routes = stored_routes(store, run)?;
-    if grouper.is_active() {
-        routes = regroup(routes, &grouper);
-    }
-    if let Some(path) = dump_to {
-        let n: u64 = routes.iter().map(|r| r.count).sum();
-        let counts = keisoku_logs::stats::LineCounts {
-            lines: n,
-            parsed: n,
-            ..Default::default()
-        };
-        std::fs::write(path, dump::to_json(&routes, &counts))
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    render::sort_routes(&mut routes, view.sort, view.reverse);
-    write_out(&render::render(&routes, None, view.format, &view.opts))?;
-    Ok(OK)
-}
-
-/// Merges routes that `grouper` names alike (stored routes are in first-seen
-/// order, so the merged rows keep alp's order-dependent minimum rule).
-fn regroup(routes: Vec<RouteStats>, grouper: &Grouper) -> Vec<RouteStats> {
-    let mut out: Vec<RouteStats> = Vec::new();
-    let mut index: std::collections::HashMap<(String, String), usize> = Default::default();
-    for mut r in routes {
-        r.uri = grouper.route(&r.uri).into_owned();
-        match index.get(&(r.method.clone(), r.uri.clone())) {
-            Some(&i) => out[i].merge(&r),
-            None => {
-                index.insert((r.method.clone(), r.uri.clone()), out.len());
-                out.push(r);
-            }
-        }
-    }
-    out
-}
-
-/// A stored run's access-log routes as `keisoku logs` computes them: the
-/// exact columns from the stored rows (ms there, seconds here), the
-/// latency histogram from the per-second histograms merged.
-fn stored_routes(store: &keisoku_store::Store, run: &str) -> anyhow::Result<Vec<RouteStats>> {
-    use keisoku_store::RouteSource;
-    let damaged = |e: keisoku_store::StoreError| anyhow::anyhow!("run {run}: {e}");
-    let rows = store.routes(run, RouteSource::AccessLog).map_err(damaged)?;
-    let seconds = store
-        .route_seconds(run, RouteSource::AccessLog)
-        .map_err(damaged)?;
-    if rows.is_empty() {
-        return Err(bad_input(if seconds.is_empty() {
-            format!("run {run} has no access-log data (record it with --access-log FILE)")
-        } else {
-            format!("run {run} has per-second access-log histograms but no route table: its recording was killed before it finished (`keisoku export {run}` has the histograms)")
-        }));
-    }
-    let mut routes: Vec<RouteStats> = Vec::with_capacity(rows.len());
-    let mut index: std::collections::HashMap<(&str, &str), usize> = Default::default();
-    for row in &rows {
-        let whole_ms = |v: f64| (v - v.round()).abs() < 1e-6;
-        let mut r = RouteStats::new(row.method.clone(), row.uri.clone());
-        r.count = row.count;
-        r.status = [row.s1xx, row.s2xx, row.s3xx, row.s4xx, row.s5xx];
-        r.time = keisoku_logs::summary::Summary {
-            n: row.count,
-            min: from_ms(row.min),
-            saw_zero: false,
-            max: from_ms(row.max),
-            sum: from_ms(row.sum),
-        };
-        r.body = keisoku_logs::summary::Summary {
-            n: row.count,
-            min: row.min_body,
-            saw_zero: false,
-            max: row.max_body,
-            sum: row.sum_body,
-        };
-        let sd = from_ms(row.stddev);
-        r.moments = keisoku_logs::summary::Moments {
-            n: row.count,
-            mean: if row.count > 0 {
-                r.time.sum / row.count as f64
-            } else {
-                0.0
-            },
-            m2: sd * sd * row.count as f64,
-        };
-        r.low = r.time.min;
-        // The stored percentiles were snapped to whole milliseconds when
-        // every response time was one (nginx); none is otherwise, bar chance.
-        r.ms_grid = [row.min, row.max, row.p50, row.p90, row.p95, row.p99]
-            .into_iter()
-            .all(whole_ms);
-        index.insert((row.method.as_str(), row.uri.as_str()), routes.len());
-        routes.push(r);
-    }
-    for sec in &seconds {
-        let Some(&i) = index.get(&(sec.method.as_str(), sec.route.as_str())) else {
-            continue;
-        };
-        for v in sec.histogram.iter_recorded() {
-            let n = u32::try_from(v.count_at_value()).unwrap_or(u32::MAX);
-            let _ = routes[i].hist.record_n(v.value_iterated_to(), n);
-        }
-    }
-    Ok(routes)
-}
-
-/// Seconds from a stored millisecond value: the double whose product by
-/// 1000 is the stored value, when one is within a few units in the last
-/// place of `ms / 1000` (almost always), so sums and averages print the
-/// digits the log file gives even at a rounding tie.
-fn from_ms(ms: f64) -> f64 {
-    let guess = ms / 1000.0;
-    if !(guess.is_finite() && guess > 0.0) || guess * 1000.0 == ms {
-        return guess;
-    }
-    let bits = guess.to_bits();
-    (1..=4u64)
-        .flat_map(|k| [bits + k, bits.saturating_sub(k)])
-        .map(f64::from_bits)
-        .find(|y| y * 1000.0 == ms)
-        .unwrap_or(guess)
+    print(stored::analyse(&store, &run, &options(&c)?, None, &console))
 }
