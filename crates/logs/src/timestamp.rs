@@ -120,49 +120,19 @@ pub fn parse(text: &[u8]) -> Option<f64> {
     iso8601(t).or_else(|| clf(t))
 }
 
-/// Parses a duration such as `1s`, `500ms`, `5m`, `2h` or a bare number of
-/// seconds.
+/// Parses a positive duration in keisoku's one grammar (`1s`, `500ms`,
+/// `5m`, `2h`, `1d`, a bare number of seconds; see
+/// [`keisoku_common::duration`]) as seconds.
 pub fn parse_duration(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (n, unit) = t.split_at(split);
-    let v: f64 = n.parse().ok()?;
-    let mul = match unit.trim() {
-        "" | "s" | "sec" => 1.0,
-        "ms" => 1e-3,
-        "us" | "µs" => 1e-6,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        "d" => 86_400.0,
-        _ => return None,
-    };
-    let s = v * mul;
-    (s.is_finite() && s > 0.0).then_some(s)
+    keisoku_common::parse_duration(text)
+        .ok()
+        .map(|d| d.as_secs_f64())
+        .filter(|s| *s > 0.0)
 }
 
 /// Formats Unix seconds as `YYYY-MM-DDTHH:MM:SSZ` (UTC).
 pub fn format_utc(secs: f64) -> String {
-    let s = secs.floor() as i64;
-    let days = s.div_euclid(86_400);
-    let rem = s.rem_euclid(86_400);
-    // Inverse of days_from_civil.
-    let z = days + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    keisoku_common::utc_iso(secs)
 }
 
 #[cfg(test)]

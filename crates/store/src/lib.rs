@@ -811,28 +811,8 @@ fn run_id(started_unix_ms: i64, attempt: u32) -> String {
     format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}-{:04x}", x & 0xffff)
 }
 
-/// UTC calendar fields of a Unix time (Howard Hinnant's days_from_civil inverse).
-pub fn civil_from_unix(secs: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (rem / 3600) as u32,
-        ((rem % 3600) / 60) as u32,
-        (rem % 60) as u32,
-    )
-}
+/// UTC calendar fields of a Unix time: keisoku's one calendar.
+pub use keisoku_common::civil_from_unix;
 
 /// Series ids and next chunk numbers a writer has seen (see
 /// [`Store::append_series_with`]).

@@ -2,13 +2,13 @@
 //! with timelines, the slowest requests and dump diffs.
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use anyhow::Context as _;
+use crate::shared::output;
+use crate::shared::store::StoreArg;
 use clap::Parser as _;
 use keisoku_logs::{analyse, dump, format, stored, Cause, FieldNames, Format, RouteStats};
 use keisoku_logs::{Options, Reporter, TimeUnit, ViewSpec, Warning};
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 const ABOUT: &str = "Analyse access logs per route (alp-compatible).";
@@ -155,10 +155,8 @@ struct Common {
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
     page: Option<usize>,
-    /// The run store, when FILE names a stored run (default:
-    /// $KEISOKU_STORE, else ./.keisoku/runs.db).
-    #[arg(long, value_name = "PATH")]
-    store: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArg,
 }
 
 #[derive(clap::Args, Debug)]
@@ -280,13 +278,23 @@ struct DiffArgs {
     to: PathBuf,
     #[command(flatten)]
     view: ViewFlags,
-    /// Exit 3 if any route's p99 grew by more than this fraction (0.2 = 20%).
-    #[arg(long = "fail-over", value_name = "FRACTION")]
+    /// Exit 3 if any route's p99 grew by more than this: a fraction (0.2) or a percentage (20%).
+    #[arg(long = "fail-over", value_name = "FRACTION|N%", value_parser = growth)]
     fail_over: Option<f64>,
-    /// The run store, for BEFORE/AFTER given as stored runs (default:
-    /// $KEISOKU_STORE, else ./.keisoku/runs.db).
-    #[arg(long, value_name = "PATH")]
-    store: Option<PathBuf>,
+    #[command(flatten)]
+    store: StoreArg,
+}
+
+/// `--fail-over`: a fraction as before, or a percentage in the gate grammar.
+fn growth(text: &str) -> Result<f64, String> {
+    use keisoku_common::Quantity;
+    match Quantity::parse(text) {
+        Some(Quantity::Number(f)) if f >= 0.0 => Ok(f),
+        Some(Quantity::Percent(p)) if p >= 0.0 => Ok(p / 100.0),
+        _ => Err(format!(
+            "{text:?}: expected a fraction such as 0.2 or a percentage such as 20%"
+        )),
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -385,18 +393,9 @@ fn options(c: &Common) -> anyhow::Result<Options> {
     })
 }
 
-fn write_out(s: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        // A closed pipe (`| head`) is the reader's choice, not a failure.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing output"),
-    }
-}
-
 /// Prints an analysis's text, or fails with its error.
 fn print(text: keisoku_logs::error::Result<String>) -> anyhow::Result<u8> {
-    write_out(&text.map_err(fail)?)?;
+    output::print(&text.map_err(fail)?)?;
     Ok(OK)
 }
 
@@ -412,7 +411,7 @@ impl Reporter for Console {
         size: Option<u64>,
         read: Arc<AtomicU64>,
     ) -> Box<dyn std::any::Any> {
-        Box::new(Progress::start(
+        Box::new(output::ByteMeter::start(
             input.to_string(),
             size,
             read,
@@ -422,62 +421,6 @@ impl Reporter for Console {
 
     fn warning(&self, w: &Warning) {
         eprintln!("keisoku: warning: {w}");
-    }
-}
-
-/// Shows "read 1.2 GB of 4.0 GB (30%)" on stderr while a long input is read.
-struct Progress {
-    done: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Progress {
-    fn start(name: String, size: Option<u64>, read: Arc<AtomicU64>, enabled: bool) -> Progress {
-        let done = Arc::new(AtomicBool::new(false));
-        let big = !matches!(size, Some(s) if s < 64 << 20);
-        if !enabled || !big || !std::io::stderr().is_terminal() {
-            return Progress { done, handle: None };
-        }
-        let flag = Arc::clone(&done);
-        let handle = std::thread::spawn(move || {
-            let start = std::time::Instant::now();
-            let mut shown = false;
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(250));
-                if start.elapsed().as_millis() < 500 || flag.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let n = read.load(Ordering::Relaxed) as f64;
-                let rate = n / start.elapsed().as_secs_f64() / 1e6;
-                let msg = match size {
-                    Some(s) if s > 0 => format!(
-                        "{name}: {:.0} / {:.0} MB ({:.0}%), {rate:.0} MB/s",
-                        n / 1e6,
-                        s as f64 / 1e6,
-                        n * 100.0 / s as f64
-                    ),
-                    _ => format!("{name}: {:.0} MB, {rate:.0} MB/s", n / 1e6),
-                };
-                eprint!("\r\x1b[2K{msg}");
-                shown = true;
-            }
-            if shown {
-                eprint!("\r\x1b[2K");
-            }
-        });
-        Progress {
-            done,
-            handle: Some(handle),
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
     }
 }
 
@@ -493,7 +436,7 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
             .to_str()
             .filter(|_| !only.exists() && only != Path::new("-"))
         {
-            if let Some((store, run)) = find_run(spec, c.store.as_deref())? {
+            if let Some((store, run)) = c.store.find(spec)? {
                 return print(stored::analyse(&store, &run, &opts, Some(format), &console));
             }
         }
@@ -502,9 +445,9 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
 }
 
 /// A dump file, or a stored run's routes.
-fn routes(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>> {
+fn routes(p: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec<RouteStats>> {
     if let Some(spec) = p.to_str().filter(|_| !p.exists()) {
-        if let Some((store, run)) = find_run(spec, store_flag)? {
+        if let Some((store, run)) = store_arg.find(spec)? {
             return stored::routes(&store, &run, &Console { progress: false }).map_err(fail);
         }
     }
@@ -513,10 +456,10 @@ fn routes(p: &Path, store_flag: Option<&Path>) -> anyhow::Result<Vec<RouteStats>
 
 fn diff(d: DiffArgs) -> anyhow::Result<u8> {
     let view = view_spec(&d.view).parse().map_err(fail)?;
-    let from = routes(&d.from, d.store.as_deref())?;
-    let to = routes(&d.to, d.store.as_deref())?;
+    let from = routes(&d.from, &d.store)?;
+    let to = routes(&d.to, &d.store)?;
     let result = keisoku_logs::diff::diff(&from, to, &view, d.fail_over);
-    write_out(&result.text)?;
+    output::print(&result.text)?;
     if let (Some(limit), true) = (d.fail_over, result.failed()) {
         eprintln!(
             "keisoku: regression: p99 grew more than {:.0}% on {} route(s):",
@@ -574,27 +517,11 @@ struct StoredArgs {
     common: Common,
 }
 
-/// The store and run id `spec` names, or `None` when there is no store or
-/// no such run (the caller then treats `spec` as a file name).
-fn find_run(
-    spec: &str,
-    store_flag: Option<&Path>,
-) -> anyhow::Result<Option<(keisoku_store::Store, String)>> {
-    let path = keisoku_store::store_path(store_flag);
-    if !path.exists() {
-        return Ok(None);
-    }
-    let store = keisoku_store::Store::open_existing(&path)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok(store.resolve(spec).ok().map(|run| (store, run)))
-}
-
 fn stored_run(spec: &str, c: Common) -> anyhow::Result<u8> {
-    let path = keisoku_store::store_path(c.store.as_deref());
-    let Some((store, run)) = find_run(spec, c.store.as_deref())? else {
+    let Some((store, run)) = c.store.find(spec)? else {
         return Err(bad_input(format!(
             "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
-            path.display()
+            c.store.path().display()
         )));
     };
     if let Some(f) = c.file.iter().chain(&c.files).next() {

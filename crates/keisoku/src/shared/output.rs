@@ -6,6 +6,8 @@
 use anyhow::Context;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Whether an error is a write to a reader that went away (EPIPE).
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -29,17 +31,6 @@ pub fn write_to(path: &Path, body: &[u8]) -> anyhow::Result<()> {
             .context("cannot write to standard output")
     } else {
         std::fs::write(path, body).with_context(|| format!("cannot write {}", path.display()))
-    }
-}
-
-/// A buffered writer to the file `path`, or to standard output for `-`.
-pub fn create(path: &Path) -> anyhow::Result<Box<dyn Write>> {
-    if is_stdout(path) {
-        Ok(Box::new(std::io::BufWriter::new(std::io::stdout().lock())))
-    } else {
-        let f = std::fs::File::create(path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(Box::new(std::io::BufWriter::new(f)))
     }
 }
 
@@ -100,5 +91,69 @@ impl Progress {
         self.shown.then(|| -> keisoku_load::ProgressFn {
             Box::new(move |p| self.draw(&keisoku_load::render::progress_line(p)))
         })
+    }
+}
+
+/// The progress line of a long read: "read 1.2 GB of 4.0 GB (30%)" on stderr while a long input is read.
+pub struct ByteMeter {
+    done: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ByteMeter {
+    /// Starts the meter of `read` bytes of `size` unless `enabled` is false,
+    /// the input is small or stderr is not a terminal.
+    pub fn start(
+        name: String,
+        size: Option<u64>,
+        read: Arc<AtomicU64>,
+        enabled: bool,
+    ) -> ByteMeter {
+        let done = Arc::new(AtomicBool::new(false));
+        let big = !matches!(size, Some(s) if s < 64 << 20);
+        let line = Progress::new(!enabled || !big);
+        if !line.shown() {
+            return ByteMeter { done, handle: None };
+        }
+        let flag = Arc::clone(&done);
+        let handle = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let mut shown = false;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                if start.elapsed().as_millis() < 500 || flag.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let n = read.load(Ordering::Relaxed) as f64;
+                let rate = n / start.elapsed().as_secs_f64() / 1e6;
+                let msg = match size {
+                    Some(s) if s > 0 => format!(
+                        "{name}: {:.0} / {:.0} MB ({:.0}%), {rate:.0} MB/s",
+                        n / 1e6,
+                        s as f64 / 1e6,
+                        n * 100.0 / s as f64
+                    ),
+                    _ => format!("{name}: {:.0} MB, {rate:.0} MB/s", n / 1e6),
+                };
+                line.draw(&msg);
+                shown = true;
+            }
+            if shown {
+                line.clear();
+            }
+        });
+        ByteMeter {
+            done,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for ByteMeter {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
     }
 }

@@ -35,6 +35,23 @@ impl StoreArg {
         Ok((store, id))
     }
 
+    /// The store and run `spec` names, or `None` when there is no store
+    /// there or no such run (the caller then takes `spec` for a file name).
+    /// A prefix of several runs is an error that lists them.
+    pub fn find(&self, spec: &str) -> anyhow::Result<Option<(Store, String)>> {
+        let path = self.path();
+        if !path.exists() {
+            return Ok(None);
+        }
+        let store = open_existing(&path)?;
+        match store.resolve(spec) {
+            Ok(id) => Ok(Some((store, id))),
+            Err(e @ StoreError::Ambiguous { .. }) => Err(store_error(e)),
+            Err(e) if e.is_user_error() => Ok(None),
+            Err(e) => Err(anyhow::Error::new(e)),
+        }
+    }
+
     /// For commands that take a file or a run: `Ok(None)` when `spec` is a
     /// file (or `-`); else the store and the run id. A name that is neither
     /// is bad input with one text: "SPEC: no such file, nor a run in STORE".
@@ -42,23 +59,12 @@ impl StoreArg {
         if spec == "-" || Path::new(spec).exists() {
             return Ok(None);
         }
-        let path = self.path();
-        let neither = |why: Option<String>| {
-            bad_input(format!(
-                "{spec}: no such file, nor a run in {}{} (list stored runs with `keisoku runs`)",
-                path.display(),
-                why.map_or(String::new(), |w| format!(" ({w})"))
-            ))
-        };
-        if !path.exists() {
-            return Err(neither(Some("no store there".into())));
-        }
-        let store = open_existing(&path)?;
-        match store.resolve(spec) {
-            Ok(id) => Ok(Some((store, id))),
-            Err(e @ StoreError::Ambiguous { .. }) => Err(store_error(e)),
-            Err(e) if e.is_user_error() => Err(neither(None)),
-            Err(e) => Err(anyhow::Error::new(e)),
+        match self.find(spec)? {
+            Some(found) => Ok(Some(found)),
+            None => Err(bad_input(format!(
+                "{spec}: no such file, nor a run in {} (list stored runs with `keisoku runs`)",
+                self.path().display()
+            ))),
         }
     }
 }
