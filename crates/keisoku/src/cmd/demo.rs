@@ -17,7 +17,8 @@ use keisoku_load::plan::{parse_duration, parse_sweep, PhaseSpec};
 use keisoku_load::{render, Plan, Report, RunControl, Slo, Target};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::recording::recorder::{Options, ProfileKind, Recording};
+use crate::recording::record_error;
+use keisoku_record::{Options, ProfileKind, Recording};
 use keisoku_store::{NewRun, RunStatus};
 
 /// The default SLO: the field notes' bidders live by "50 ms or die" (§2)
@@ -182,15 +183,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             all_cpus: false,
             access_log: None,
             profile_auto: true,
-        })?;
-        rec.start_recorders()?;
+        })
+        .map_err(record_error)?;
+        rec.start_recorders().map_err(record_error)?;
         let mut result = keisoku_load::run(&plan, &ctl);
         clear_progress(json_to_stdout);
         let stats = target.stats().ok();
         // Judged before it is stored, so the run's report shows the verdict.
         let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, &slo));
         if let Ok(r) = &result {
-            if let Err(e) = crate::cmd::run::store_report(&rec, r) {
+            if let Err(e) = keisoku_record::load::store_report(&rec, r) {
                 rec.note(format!("storing the load results: {e}"));
             }
         }
@@ -200,15 +202,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             RunStatus::Interrupted
         };
         // Recorders stop before the target, so perf can still read its symbols.
-        let (json, notes) = rec.finish(status)?;
+        let keisoku_record::Finished {
+            run: json,
+            findings,
+            notes,
+        } = rec.finish(status).map_err(record_error)?;
         target.stop();
-        let findings = keisoku_findings::analyze(&json);
-        if let Err(e) =
-            keisoku_store::Store::open(&keisoku_store::store_path(args.store.as_deref()))
-                .and_then(|s| s.set_findings(&json.run.id, &keisoku_findings::to_json(&findings)))
-        {
-            eprintln!("keisoku: note: storing the findings: {e}");
-        }
         crate::recording::print_notes(&notes);
         run_ids.push((side.name.clone(), json.run.id.clone()));
         let report = result.context("the load run failed")?;

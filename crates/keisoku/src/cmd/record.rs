@@ -2,7 +2,8 @@
 //! command runs (ab, k6, JMeter, a test suite...).
 
 use crate::exit::{bad_input, FAILURE, OK};
-use crate::recording::{self, recorder::Recording, summary, RecorderArgs};
+use crate::recording::{self, record_error, RecorderArgs};
+use keisoku_record::{summary, Recording};
 use keisoku_store::{NewRun, RunStatus};
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         let _ = on_signal.send(Event::Interrupt);
     });
-    let mut rec = Recording::start(opts)?;
+    let mut rec = Recording::start(opts).map_err(record_error)?;
     eprintln!(
         "keisoku: recording run {} while `{}` runs",
         rec.run,
@@ -102,8 +103,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Ok(c) => c,
         Err(e) => {
             rec.note(format!("could not start {program}: {e}"));
-            let (_, notes) = rec.finish(RunStatus::Interrupted)?;
-            recording::print_notes(&notes);
+            let done = rec.finish(RunStatus::Interrupted).map_err(record_error)?;
+            recording::print_notes(&done.notes);
             return Err(bad_input(format!("cannot run {program:?}: {e}")));
         }
     };
@@ -126,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Err(mpsc::RecvTimeoutError::Disconnected) => break None,
         }
         if let Some(p) = pid {
-            if !watched_gone && !recording::recorder::alive(p) {
+            if !watched_gone && !keisoku_record::alive(p) {
                 watched_gone = true;
                 rec.note(format!(
                     "the watched process {p} exited during the recording"
@@ -139,10 +140,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         RunStatus::Complete
     };
-    let (json, notes) = rec.finish(status_word)?;
-    print!("{}", summary::header(&json));
-    print!("{}", summary::server(&json));
-    recording::print_notes(&notes);
+    let done = rec.finish(status_word).map_err(record_error)?;
+    let json = &done.run;
+    print!("{}", summary::header(json));
+    print!("{}", summary::server(json));
+    print!("{}", keisoku_findings::render_text(&done.findings));
+    recording::print_notes(&done.notes);
     if interrupted {
         eprintln!(
             "keisoku: interrupted: run {} kept, marked interrupted",

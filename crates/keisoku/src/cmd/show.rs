@@ -1,7 +1,8 @@
 //! `keisoku show`: a stored run's summary, as `keisoku run` printed it.
 
 use crate::exit::OK;
-use crate::recording::{self, summary, StoreArg};
+use crate::recording::{self, StoreArg};
+use keisoku_record::summary;
 use std::io::Write;
 
 /// Flags of `keisoku show`.

@@ -1,0 +1,61 @@
+//! keisoku-record: one recording session as a library, shared by
+//! `keisoku run`, `keisoku record` and `keisoku demo`.
+//!
+//! A [`Recording`] creates the run in the store, starts the host and
+//! process sampler, the profiler (perf or py-spy), the access-log follower
+//! and, for `run --server-cmd`, the server child ([`server::Server`]); each
+//! writes to the store as its data arrives, so a killed keisoku loses
+//! little. [`Recording::finish`] is the one place a run ends: it stores the
+//! profile, the access-log routes, the notes and the findings
+//! (`keisoku_findings::analyze` on the stored run) and hands back what the
+//! binary prints. [`load::store_report`] turns a load report into the run's
+//! results, phases, client series and client routes; [`summary`] renders
+//! the text every command prints for a run. The library never prints.
+
+#![deny(missing_docs)]
+
+pub mod follow;
+pub mod load;
+pub mod recorder;
+pub mod server;
+mod speedscope;
+pub mod summary;
+
+pub use recorder::{alive, machine, Finished, Options, ProfileKind, Recording};
+
+use keisoku_store::StoreError;
+
+/// Why a recording could not be created, started or finished. Problems a
+/// recording survives (no perf, an unreadable log) become notes instead.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The store file could not be opened or created for writing (a path
+    /// the user gave that cannot hold a store is usually their input).
+    #[error(transparent)]
+    OpenStore(StoreError),
+    /// Reading or writing the run in the store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A recorder thread could not be started.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in ms.
+// A private copy of the binary's helper until the shared crate holds one.
+pub(crate) fn utc(ms: i64) -> String {
+    let (y, mo, d, h, mi, s) = keisoku_store::civil_from_unix(ms.div_euclid(1000));
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+}
+
+/// A duration in ms as `12.3s` / `4m05s`.
+// A private copy of the binary's helper until the shared crate holds one.
+pub(crate) fn human_duration(ms: f64) -> String {
+    let s = ms / 1000.0;
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        let m = (s / 60.0).floor();
+        format!("{}m{:02.0}s", m as u64, s - m * 60.0)
+    }
+}
