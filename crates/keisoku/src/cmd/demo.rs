@@ -3,32 +3,25 @@
 //! load engine, print the sweep table, the knee and the SLO verdict, stop it.
 //! The target runs as its own process so a profiler can watch it alone.
 
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::io::{IsTerminal, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs};
-use keisoku_load::plan::{parse_duration, parse_sweep, PhaseSpec};
-use keisoku_load::{render, Plan, Report, RunControl, Slo, Target};
+use keisoku_demo::harness::{
+    self, describe, knob_check, per_request, render_knob_check, KnobCheck, Side, DEFAULT_SLO,
+    DEFAULT_SWEEP,
+};
+use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
+use keisoku_load::plan::parse_duration;
+use keisoku_load::{render, Report, RunControl, Slo};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::recording::record_error;
+use crate::recording::{record_error, store_error};
 use keisoku_record::{Options, ProfileKind, Recording};
 use keisoku_store::{NewRun, RunStatus};
-
-/// The default SLO: the field notes' bidders live by "50 ms or die" (§2)
-/// with a 3 ms mean (§1); the tuned target meets this on 2 cores up to its
-/// knee, the naive one does not.
-const DEFAULT_SLO: &str = "p99<=50ms,p80<=10ms,errors<=0.1%";
-/// Connections per phase of the default sweep (doubling, as `ab -c` runs were stepped by hand).
-const DEFAULT_SWEEP: &str = "1,2,4,8,16,32,64";
-/// Distinct bid requests rotated by the load (one in eight gets no bid).
-const SAMPLE_BODIES: usize = 8;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -112,7 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.target_only {
         return target_only(&args);
     }
-    let sides = sides(&args)?;
+    let sides = harness::sides(args.knob.as_deref(), args.naive || args.serve, args.tuned)
+        .map_err(bad_input)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -127,7 +121,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (vec![1, 4, 16], Duration::from_secs(1), Duration::ZERO)
     } else {
         (
-            parse_connections(&args.sweep)?,
+            harness::parse_connections(&args.sweep)
+                .map_err(|e| bad_input(format!("--sweep {e}")))?,
             parse_duration(&args.step_duration)
                 .map_err(|e| bad_input(format!("--step-duration: {e}")))?,
             parse_duration(&args.warmup).map_err(|e| bad_input(format!("--warmup: {e}")))?,
@@ -149,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let target = TargetProcess::spawn(&side.knobs, None)?;
+        let target = spawn_target(&side.knobs, None)?;
         writeln!(
             out,
             "== {} target: {} (pid {}; knobs: {})",
@@ -159,7 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             describe(&side.knobs)
         )?;
         out.flush()?;
-        let plan = plan_for(&target, &sweep, step, warmup)?;
+        let plan = harness::plan_for(&target.url, &sweep, step, warmup)?;
         let ctl = RunControl {
             stop: stop.clone(),
             progress: progress_printer(json_to_stdout),
@@ -240,7 +235,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "interrupted: the results above cover what was measured until Ctrl-C"
         )?;
     }
-    let comparison = compare(&results);
+    let naive = results.iter().find(|r| r.name.starts_with("naive"));
+    let tuned = results.iter().find(|r| r.name == "tuned");
+    let comparison = naive
+        .zip(tuned)
+        .and_then(|(n, t)| harness::compare(&n.report, &t.report));
     if let Some(c) = &comparison {
         writeln!(out, "\n== naive vs tuned")?;
         writeln!(
@@ -292,11 +291,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
-struct Side {
-    name: String,
-    knobs: Knobs,
-}
-
 struct SideResult {
     name: String,
     knobs: Knobs,
@@ -306,149 +300,6 @@ struct SideResult {
     run_id: String,
     findings: Vec<serde_json::Value>,
     knob_check: Vec<KnobCheck>,
-}
-
-/// Whether the findings named one naive knob's problem: the demo knows the
-/// truth, so it can show how well the rules found it.
-#[derive(serde::Serialize)]
-struct KnobCheck {
-    knob: &'static str,
-    /// Finding ids that name this knob's problem.
-    expected: &'static [&'static str],
-    /// The first of them among the findings, and its rank (1 = first).
-    found: Option<String>,
-    rank: Option<usize>,
-}
-
-fn knob_check(knobs: &Knobs, findings: &[keisoku_findings::Finding]) -> Vec<KnobCheck> {
-    knobs
-        .naive_names()
-        .into_iter()
-        .map(|knob| {
-            let expected = Knobs::finding_ids(knob);
-            let hit = findings
-                .iter()
-                .enumerate()
-                .find(|(_, f)| expected.contains(&f.id.as_str()));
-            KnobCheck {
-                knob,
-                expected,
-                found: hit.map(|(_, f)| f.id.clone()),
-                rank: hit.map(|(i, _)| i + 1),
-            }
-        })
-        .collect()
-}
-
-fn render_knob_check(checks: &[KnobCheck]) -> String {
-    if checks.is_empty() {
-        return String::new();
-    }
-    let mut text = String::from("Naive knobs and the findings that name them\n");
-    for c in checks {
-        let line = match (&c.found, c.rank) {
-            (Some(id), Some(rank)) => format!("found: {id} (#{rank})"),
-            _ => format!(
-                "not named in this run (expected {})",
-                c.expected.join(" or ")
-            ),
-        };
-        text.push_str(&format!("  {:<20} {line}\n", c.knob));
-    }
-    if checks.iter().any(|c| c.found.is_none()) {
-        text.push_str("  (a large problem can hide smaller ones; `keisoku demo --knob NAME` shows one alone; docs/demo.md)\n");
-    }
-    text
-}
-
-#[derive(serde::Serialize)]
-struct Comparison {
-    naive_peak_rps: f64,
-    tuned_peak_rps: f64,
-    throughput_gain: f64,
-    at_connections: usize,
-    naive_p99_ms: f64,
-    tuned_p99_ms: f64,
-}
-
-fn sides(args: &Args) -> anyhow::Result<Vec<Side>> {
-    let naive = match &args.knob {
-        Some(name) => Side {
-            name: format!("naive ({name})"),
-            knobs: Knobs::only(name).map_err(bad_input)?,
-        },
-        None => Side {
-            name: "naive".into(),
-            knobs: Knobs::all_naive(),
-        },
-    };
-    let tuned = Side {
-        name: "tuned".into(),
-        knobs: Knobs::all_tuned(),
-    };
-    Ok(if args.tuned {
-        vec![tuned]
-    } else if args.naive || args.serve {
-        vec![naive]
-    } else {
-        vec![naive, tuned]
-    })
-}
-
-/// `1,2,4` or `A..B:STEP`.
-fn parse_connections(text: &str) -> anyhow::Result<Vec<usize>> {
-    let bad = |why: String| bad_input(format!("--sweep {text:?}: {why}"));
-    let values: Vec<f64> = if text.contains("..") {
-        parse_sweep(text).map_err(|e| bad(e.to_string()))?
-    } else {
-        text.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<f64>()
-                    .map_err(|_| bad(format!("`{}` is not a connection count", s.trim())))
-            })
-            .collect::<Result<_, _>>()?
-    };
-    let mut out = Vec::new();
-    for v in values {
-        if v.fract() != 0.0 || !(1.0..=10_000.0).contains(&v) {
-            return Err(bad(format!(
-                "{v} is not a whole number of connections in 1..10000"
-            )));
-        }
-        out.push(v as usize);
-    }
-    if out.is_empty() {
-        return Err(bad("no phase".into()));
-    }
-    Ok(out)
-}
-
-fn plan_for(
-    target: &TargetProcess,
-    sweep: &[usize],
-    step: Duration,
-    warmup: Duration,
-) -> anyhow::Result<Plan> {
-    let url = format!("{}/bid", target.url);
-    let targets = sample_requests(SAMPLE_BODIES)
-        .into_iter()
-        .map(|body| Target::new("POST", &url, body.into_bytes(), 1))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut plan = Plan::new(targets);
-    plan.headers = vec![("Content-Type".into(), "application/json".into())];
-    plan.warmup = warmup;
-    plan.timeout = Duration::from_secs(5);
-    plan.phases = sweep
-        .iter()
-        .map(|&c| PhaseSpec {
-            connections: c,
-            rate: None,
-            duration: step,
-            requests: None,
-        })
-        .collect();
-    Ok(plan)
 }
 
 fn print_side(
@@ -506,59 +357,6 @@ fn print_side(
     Ok(())
 }
 
-/// The counters that tell the knobs apart, per request served.
-fn per_request(stats: &serde_json::Value) -> String {
-    let n = stats["requests"].as_f64().unwrap_or(0.0).max(1.0);
-    let get = |k: &str| stats[k].as_f64().unwrap_or(0.0);
-    format!(
-        "{:.2} config loads, {:.2} regex compiles, {:.2} cache JSON parses, {:.2} backend connects, {:.2} external posts ({:.1} ms waited), {} log rollovers ({} in the request path, longest {:.0} ms), {} workers ({} pinned)",
-        get("config_loads") / n,
-        get("regex_compiles") / n,
-        get("cache_json_parses") / n,
-        get("backend_connects") / n,
-        get("external_posts") / n,
-        get("external_wait_ns") / n / 1e6,
-        get("log_rollovers"),
-        get("log_rollovers_blocking"),
-        get("log_rollover_max_ns") / 1e6,
-        get("workers"),
-        get("workers_pinned"),
-    )
-}
-
-fn compare(results: &[SideResult]) -> Option<Comparison> {
-    let naive = results.iter().find(|r| r.name.starts_with("naive"))?;
-    let tuned = results.iter().find(|r| r.name == "tuned")?;
-    let peak = |r: &Report| r.phases.iter().map(|p| p.stats.rps).fold(0.0, f64::max);
-    // Compare p99 at the highest load both sides measured.
-    let (a, b) = naive.report.phases.iter().rev().find_map(|p| {
-        tuned
-            .report
-            .phases
-            .iter()
-            .find(|q| q.connections == p.connections)
-            .map(|q| (p, q))
-    })?;
-    let (np, tp) = (peak(&naive.report), peak(&tuned.report));
-    Some(Comparison {
-        naive_peak_rps: np,
-        tuned_peak_rps: tp,
-        throughput_gain: if np > 0.0 { tp / np } else { 0.0 },
-        at_connections: a.connections,
-        naive_p99_ms: a.stats.latency_ms.p99,
-        tuned_p99_ms: b.stats.latency_ms.p99,
-    })
-}
-
-fn describe(knobs: &Knobs) -> String {
-    let naive = knobs.naive_names();
-    match naive.len() {
-        0 => "all tuned".into(),
-        8 => "all naive".into(),
-        _ => format!("naive: {}; the rest tuned", naive.join(", ")),
-    }
-}
-
 fn progress_printer(quiet: bool) -> Option<keisoku_load::ProgressFn> {
     if quiet || !std::io::stderr().is_terminal() {
         return None;
@@ -577,7 +375,7 @@ fn clear_progress(quiet: bool) {
 
 fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     let side = sides.first().ok_or_else(|| anyhow!("no side to serve"))?;
-    let target = TargetProcess::spawn(&side.knobs, args.workers)?;
+    let target = spawn_target(&side.knobs, args.workers)?;
     println!("demo target: {} (pid {})", target.url, target.pid());
     println!("knobs: {}", side.knobs);
     println!("try:   curl -s {}/health", target.url);
@@ -594,7 +392,7 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     std::io::stdout().flush()?;
     let mut target = target;
     while !stop.load(Ordering::SeqCst) {
-        if let Some(status) = target.child.try_wait()? {
+        if let Some(status) = target.exited()? {
             return Err(anyhow!("the demo target exited on its own ({status})"));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -611,137 +409,11 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     Ok(OK)
 }
 
-/// The demo target as a child process: the same binary with `--target-only`.
-struct TargetProcess {
-    child: Child,
-    addr: SocketAddr,
-    url: String,
-}
-
-impl TargetProcess {
-    fn spawn(knobs: &Knobs, workers: Option<usize>) -> anyhow::Result<TargetProcess> {
-        let exe =
-            std::env::current_exe().context("cannot find the keisoku binary to run the target")?;
-        let mut cmd = Command::new(exe);
-        cmd.args([
-            "demo",
-            "--target-only",
-            "--listen",
-            "127.0.0.1:0",
-            "--knobs",
-        ])
-        .arg(knobs.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-        if let Some(w) = workers {
-            cmd.arg("--workers").arg(w.to_string());
-        }
-        // Its own process group: Ctrl-C reaches keisoku alone, which then
-        // reads the target's counters before stopping it.
-        cmd.process_group(0);
-        // SAFETY: the closure runs in the forked child before exec and only
-        // calls prctl(2), which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                // Should keisoku itself be killed, the target must not outlive it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().context("cannot start the demo target")?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("the demo target has no stdout"))?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let mut reader = BufReader::new(stdout);
-            let _ = tx.send(reader.read_line(&mut line).map(|_| line));
-            // Keep draining so the target never blocks on a full pipe.
-            let mut sink = Vec::new();
-            let _ = reader.read_to_end(&mut sink);
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(15)) {
-            Ok(Ok(line)) => line,
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(anyhow!(
-                    "the demo target did not report its address ({})",
-                    match other {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => "timed out".into(),
-                    }
-                ));
-            }
-        };
-        let url = line.trim().to_string();
-        let addr: SocketAddr = match url.strip_prefix("http://").and_then(|a| a.parse().ok()) {
-            Some(a) => a,
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(anyhow!(
-                    "the demo target printed {url:?} instead of its URL"
-                ));
-            }
-        };
-        Ok(TargetProcess { child, addr, url })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The target's `GET /stats`.
-    fn stats(&self) -> anyhow::Result<serde_json::Value> {
-        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        s.write_all(b"GET /stats HTTP/1.1\r\nHost: demo\r\nConnection: close\r\n\r\n")?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)?;
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .ok_or_else(|| anyhow!("malformed /stats answer"))?;
-        Ok(serde_json::from_str(body)?)
-    }
-
-    /// SIGTERM, then SIGKILL if it has not exited within 5 s.
-    fn stop(mut self) {
-        self.terminate();
-    }
-
-    fn terminate(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill(2) on our own child's pid; it is not reaped yet, so the pid is still ours.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for TargetProcess {
-    fn drop(&mut self) {
-        self.terminate();
-    }
+/// Starts the demo target: this same binary, run with `--target-only`.
+fn spawn_target(knobs: &Knobs, workers: Option<usize>) -> anyhow::Result<TargetProcess> {
+    let exe =
+        std::env::current_exe().context("cannot find the keisoku binary to run the target")?;
+    Ok(TargetProcess::spawn(&exe, knobs, workers)?)
 }
 
 /// `--target-only`: serve until SIGINT/SIGTERM.
@@ -788,14 +460,14 @@ fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> a
     std::fs::create_dir_all(&args.out_dir)
         .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
     let store = args.store.as_deref();
-    let a = crate::cmd::report::load_run_json(first, store)?;
+    let a = stored_run_json(first, store)?;
     let html = keisoku_report::run_page::run_page(&a, &Default::default())
         .map_err(|e| anyhow!("report: {e}"))?;
     let report = args.out_dir.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
     writeln!(out, "wrote {}", report.display())?;
     if let Some((_, second)) = runs.get(1) {
-        let b = crate::cmd::report::load_run_json(second, store)?;
+        let b = stored_run_json(second, store)?;
         let cmp = keisoku_report::compare_page::compare(&a, &b, None)
             .map_err(|e| anyhow!("compare: {e}"))?;
         let html = keisoku_report::compare_page::compare_page(&cmp, false)
@@ -805,4 +477,14 @@ fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> a
         writeln!(out, "wrote {}", page.display())?;
     }
     Ok(())
+}
+
+/// A run this demo stored, as the Run JSON the report pages read.
+fn stored_run_json(id: &str, store: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let store_file = keisoku_store::store_path(store);
+    let db = keisoku_store::Store::open_existing(&store_file).map_err(store_error)?;
+    let run = db
+        .load(id)
+        .with_context(|| format!("cannot read run {id} from {}", store_file.display()))?;
+    serde_json::to_string(&run).with_context(|| format!("cannot encode run {id}"))
 }
