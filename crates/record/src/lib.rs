@@ -14,6 +14,7 @@
 
 #![deny(missing_docs)]
 
+pub mod command;
 pub mod follow;
 pub mod load;
 pub mod recorder;
