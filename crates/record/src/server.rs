@@ -1,13 +1,17 @@
 //! The server `keisoku run --server-cmd` starts: launched with `sh -c` in
 //! its own process group, its output kept in the store, waited for until
-//! the target accepts connections, stopped with TERM then KILL.
+//! the target accepts connections, stopped with TERM then KILL; and the
+//! watch that ends the load early when the server dies.
 
-use keisoku_store::Store;
+use crate::{Finished, Recording};
+use keisoku_store::{RunStatus, Store};
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -138,4 +142,152 @@ fn pump(
             }
         }
     })
+}
+
+/// How long a server has between TERM and KILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Why `run --server-cmd`'s server could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// `sh -c CMD` could not be started.
+    #[error("cannot start the server with sh -c: {0}")]
+    Spawn(std::io::Error),
+    /// The recording could not start its sampler.
+    #[error(transparent)]
+    Record(#[from] crate::Error),
+    /// The server exited or did not accept connections in time. The run is
+    /// kept (with the server's output), marked interrupted.
+    #[error("{why}; run {run} kept, marked interrupted{}", stderr_tail(.stderr))]
+    NotReady {
+        /// What went wrong.
+        why: String,
+        /// The kept run.
+        run: String,
+        /// The notes of the finished recording, to show.
+        notes: Vec<String>,
+        /// What the server wrote to stderr.
+        stderr: String,
+    },
+}
+
+/// `; its stderr ends:` and the last 5 lines, indented; nothing when empty.
+fn stderr_tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.trim().lines().collect();
+    let tail = lines[lines.len().saturating_sub(5)..].join("\n  ");
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ends:\n  {tail}")
+    }
+}
+
+impl Recording {
+    /// Starts the server with `sh -c cmd`, samples the host and the server
+    /// from its start (its start-up belongs to the run's timeline) and waits
+    /// until `addr` accepts connections. When it does not, the recording
+    /// ends here, kept and marked interrupted ([`ServerError::NotReady`]).
+    pub fn start_server(
+        mut self,
+        cmd: &str,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> Result<(Recording, Server), ServerError> {
+        let mut server = Server::start(cmd, self.store_path().to_path_buf(), self.run.clone())
+            .map_err(ServerError::Spawn)?;
+        self.set_pid(server.pid());
+        self.start_sampler()?;
+        match server.wait_ready(addr, timeout) {
+            Ok(()) => {
+                self.set_pid(server.pid());
+                Ok((self, server))
+            }
+            Err(why) => {
+                self.note(format!("server: {why}"));
+                let how = server.stop(STOP_GRACE);
+                self.note(format!("server {how}"));
+                let store_path = self.store_path().to_path_buf();
+                let done = self.finish(RunStatus::Interrupted)?;
+                let stderr = Store::open(&store_path)
+                    .and_then(|s| s.output(&done.run.run.id, "server.stderr"))
+                    .unwrap_or_default();
+                Err(ServerError::NotReady {
+                    why,
+                    run: done.run.run.id,
+                    notes: done.notes,
+                    stderr: String::from_utf8_lossy(&stderr).into_owned(),
+                })
+            }
+        }
+    }
+}
+
+impl Finished {
+    /// Stops the server once the recording has ended (recorders stop first:
+    /// perf maps are written while JITs still run) and adds how it ended to
+    /// the run's stored notes and to `notes`.
+    pub fn stop_server(&mut self, server: Server, store_path: &Path) {
+        let how = format!("server {}", server.stop(STOP_GRACE));
+        if let Ok(store) = Store::open(store_path) {
+            let _ = store.append_output(&self.run.run.id, "notes", format!("{how}\n").as_bytes());
+        }
+        self.notes.push(how);
+    }
+}
+
+/// Watches the server process while the load runs: when it dies, the load
+/// is told to stop (the run is then kept, marked interrupted).
+pub struct ProcessWatch {
+    done: Arc<AtomicBool>,
+    died: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ProcessWatch {
+    /// Checks `pid` every 100 ms (nothing to watch when `None`) and sets
+    /// `stop` when it is gone.
+    pub fn start(pid: Option<u32>, stop: Arc<AtomicBool>) -> ProcessWatch {
+        let done = Arc::new(AtomicBool::new(false));
+        let died = Arc::new(AtomicBool::new(false));
+        let thread = pid.map(|p| {
+            let done = Arc::clone(&done);
+            let died = Arc::clone(&died);
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    if !crate::alive(p) {
+                        died.store(true, Ordering::SeqCst);
+                        stop.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        });
+        ProcessWatch { done, died, thread }
+    }
+
+    /// Stops watching; whether the process died meanwhile.
+    pub fn end(mut self) -> bool {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.died.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stderr_tail;
+
+    #[test]
+    fn the_stderr_tail_is_its_last_five_lines_indented() {
+        assert_eq!(stderr_tail(""), "");
+        assert_eq!(stderr_tail("\n  \n"), "");
+        assert_eq!(stderr_tail("a\n"), "; its stderr ends:\n  a");
+        assert_eq!(
+            stderr_tail("1\n2\n3\n4\n5\n6\n"),
+            "; its stderr ends:\n  2\n  3\n  4\n  5\n  6"
+        );
+    }
 }

@@ -5,11 +5,11 @@ use super::bench::{self, dur, Job, LoadArgs};
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
 use crate::recording::{self, record_error, RecorderArgs};
 use keisoku_load::{render, Model, RunControl};
-use keisoku_record::{server::Server, summary, Recording};
+use keisoku_record::server::{ProcessWatch, ServerError};
+use keisoku_record::{summary, Recording};
 use keisoku_store::{NewRun, RunStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Flags of `keisoku run`.
 #[derive(clap::Args, Debug)]
@@ -86,66 +86,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     eprintln!("keisoku: run {} -> {}", rec.run, rec.store_path().display());
     let mut server = None;
     if let Some(cmd) = &args.server_cmd {
-        let mut s = Server::start(cmd, rec.store_path().to_path_buf(), rec.run.clone())
-            .map_err(|e| anyhow::anyhow!("cannot start the server with sh -c: {e}"))?;
-        // Sample the host and the server from its start: its start-up
-        // belongs to the run's timeline.
-        rec.set_pid(s.pid());
-        rec.start_sampler().map_err(record_error)?;
         let addr = plan.targets[0].addr;
-        if let Err(why) = s.wait_ready(addr, server_timeout) {
-            rec.note(format!("server: {why}"));
-            let how = s.stop(Duration::from_secs(5));
-            rec.note(format!("server {how}"));
-            let done = rec.finish(RunStatus::Interrupted).map_err(record_error)?;
-            let json = done.run;
-            recording::print_notes(&done.notes);
-            let err = String::from_utf8_lossy(&rec_output(&args, &json.run.id, "server.stderr"))
-                .trim()
-                .to_string();
-            let tail: String = err
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n  ");
-            anyhow::bail!(
-                "{why}; run {} kept, marked interrupted{}",
-                json.run.id,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its stderr ends:\n  {tail}")
+        match rec.start_server(cmd, addr, server_timeout) {
+            Ok((r, s)) => {
+                rec = r;
+                server = Some(s);
+            }
+            Err(ServerError::Record(e)) => return Err(record_error(e)),
+            Err(e) => {
+                if let ServerError::NotReady { notes, .. } = &e {
+                    recording::print_notes(notes);
                 }
-            );
+                return Err(e.into());
+            }
         }
-        rec.set_pid(s.pid());
-        server = Some(s);
     }
     rec.start_recorders().map_err(record_error)?;
 
     // Watch the server: a dying server ends the load early, run kept as interrupted.
-    let server_died = Arc::new(AtomicBool::new(false));
-    let watched = server.as_ref().map(|s| s.pid()).or(pid);
-    let watch_done = Arc::new(AtomicBool::new(false));
-    let watcher = watched.map(|p| {
-        let stop = Arc::clone(&ctl.stop);
-        let died = Arc::clone(&server_died);
-        let done = Arc::clone(&watch_done);
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                if !keisoku_record::alive(p) {
-                    died.store(true, Ordering::SeqCst);
-                    stop.store(true, Ordering::SeqCst);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    });
+    let watch = ProcessWatch::start(
+        server.as_ref().map(|s| s.pid()).or(pid),
+        Arc::clone(&ctl.stop),
+    );
 
     let result = match (&search, &slo) {
         (Some(search), Some(slo)) => keisoku_load::find_max(&plan, slo, *search, &ctl),
@@ -154,10 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if ctl.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
-    watch_done.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher {
-        let _ = w.join();
-    }
+    let died = watch.end();
     let mut report = match result {
         Ok(r) => Some(r),
         Err(e) => {
@@ -175,7 +134,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             rec.note(format!("storing the load results: {e}"));
         }
     }
-    let died = server_died.load(Ordering::SeqCst);
     let was_interrupted = interrupted.load(Ordering::SeqCst);
     if died {
         rec.note("the server exited during the run; the load stopped early");
@@ -187,18 +145,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // Recorders stop before the server: perf maps are written while JITs still run.
     let store_path = rec.store_path().to_path_buf();
+    let mut done = rec.finish(status).map_err(record_error)?;
+    if let Some(s) = server {
+        done.stop_server(s, &store_path);
+    }
     let keisoku_record::Finished {
         run: json,
         findings,
-        mut notes,
-    } = rec.finish(status).map_err(record_error)?;
-    if let Some(s) = server {
-        let how = format!("server {}", s.stop(Duration::from_secs(5)));
-        if let Ok(store) = keisoku_store::Store::open(&store_path) {
-            let _ = store.append_output(&json.run.id, "notes", format!("{how}\n").as_bytes());
-        }
-        notes.push(how);
-    }
+        notes,
+    } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
         let text = serde_json::to_string_pretty(r)?;
         if dest == "-" {
@@ -268,10 +223,4 @@ fn progress_printer() -> Option<keisoku_load::ProgressFn> {
     Some(Box::new(|p| {
         eprint!("\r\x1b[2K{}", render::progress_line(p));
     }))
-}
-
-fn rec_output(args: &Args, run: &str, stream: &str) -> Vec<u8> {
-    keisoku_store::Store::open(&args.rec.store.path())
-        .and_then(|s| s.output(run, stream))
-        .unwrap_or_default()
 }
