@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use keisoku_demo::harness::{
-    self, describe, knob_check, per_request, render_knob_check, KnobCheck, Side, DEFAULT_SLO,
-    DEFAULT_SWEEP,
+    self, describe, knob_check, per_request, render_knob_check, KnobCheck, Measured, RunPlace,
+    Side, DEFAULT_SLO, DEFAULT_SWEEP,
 };
 use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
 use keisoku_load::plan::parse_duration;
@@ -20,8 +20,6 @@ use keisoku_load::{render, Report, RunControl, Slo};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
 use crate::recording::{record_error, store_error};
-use keisoku_record::{Options, ProfileKind, Recording};
-use keisoku_store::{NewRun, RunStatus};
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -159,50 +157,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             stop: stop.clone(),
             progress: progress_printer(json_to_stdout),
         };
-        // The sweep is recorded as `keisoku run` records one: host, target
-        // process, perf profile, all into the store, then judged by the rules.
-        let mut rec = Recording::create(Options {
-            store_path: keisoku_store::store_path(args.store.as_deref()),
-            new_run: NewRun {
-                name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
-                tags: [("knobs".to_string(), describe(&side.knobs))].into(),
-                target: Some(format!("{}/bid", target.url)),
+        let measured = harness::measure(
+            side,
+            target,
+            &plan,
+            &slo,
+            &ctl,
+            RunPlace {
+                store_path: keisoku_store::store_path(args.store.as_deref()),
                 command: crate::recording::command_line(),
-                model: Some("closed".into()),
-                ..NewRun::default()
             },
-            interval: Duration::from_millis(200),
-            pid: Some(target.pid()),
-            profile: ProfileKind::Perf,
-            profile_hz: 99,
-            all_cpus: false,
-            access_log: None,
-            profile_auto: true,
-        })
+            || clear_progress(json_to_stdout),
+        )
         .map_err(record_error)?;
-        rec.start_recorders().map_err(record_error)?;
-        let mut result = keisoku_load::run(&plan, &ctl);
-        clear_progress(json_to_stdout);
-        let stats = target.stats().ok();
-        // Judged before it is stored, so the run's report shows the verdict.
-        let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, &slo));
-        if let Ok(r) = &result {
-            if let Err(e) = keisoku_record::load::store_report(&rec, r) {
-                rec.note(format!("storing the load results: {e}"));
-            }
-        }
-        let status = if result.is_ok() && !stop.load(Ordering::SeqCst) {
-            RunStatus::Complete
-        } else {
-            RunStatus::Interrupted
-        };
-        // Recorders stop before the target, so perf can still read its symbols.
-        let keisoku_record::Finished {
-            run: json,
-            findings,
-            notes,
-        } = rec.finish(status).map_err(record_error)?;
-        target.stop();
+        let Measured {
+            result,
+            pass,
+            stats,
+            finished:
+                keisoku_record::Finished {
+                    run: json,
+                    findings,
+                    notes,
+                },
+        } = measured;
         crate::recording::print_notes(&notes);
         run_ids.push((side.name.clone(), json.run.id.clone()));
         let report = result.context("the load run failed")?;
