@@ -6,9 +6,10 @@
 
 use crate::{sample_requests, DemoError, Knobs, TargetProcess};
 use keisoku_load::plan::{parse_sweep, PhaseSpec};
-use keisoku_load::{LoadError, Plan, Report, RunControl, Slo, Target};
+use keisoku_load::{render, LoadError, Plan, Report, RunControl, Slo, Target};
 use keisoku_record::{Finished, Options, ProfileKind, Recording};
 use keisoku_store::{NewRun, RunStatus};
+use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -306,6 +307,82 @@ pub fn compare(naive: &Report, tuned: &Report) -> Option<Comparison> {
         naive_p99_ms: a.stats.latency_ms.p99,
         tuned_p99_ms: b.stats.latency_ms.p99,
     })
+}
+
+/// One side's results as the demo prints them: the sweep table, the knee,
+/// the SLO verdict, the target's work per request and the load's warnings.
+pub fn render_side(
+    side: &Side,
+    report: &Report,
+    pass: bool,
+    stats: Option<&serde_json::Value>,
+) -> String {
+    let mut out = String::new();
+    if report.partial {
+        let _ = writeln!(
+            out,
+            "PARTIAL: interrupted; the table covers only the phases measured"
+        );
+    }
+    let _ = writeln!(out, "{}", render::sweep_table(report).trim_end());
+    if report.knee.is_none() && report.phases.len() <= 2 {
+        let _ = writeln!(out, "knee: too few phases to find one");
+    }
+    if let Some(v) = &report.slo {
+        let failed: Vec<&str> = v
+            .clauses
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.clause.as_str())
+            .collect();
+        let best = report
+            .best_passing_phase
+            .and_then(|b| report.phases.get(b))
+            .map(|p| format!("met up to {}", p.label))
+            .unwrap_or_else(|| "met by no phase".into());
+        let _ = writeln!(
+            out,
+            "SLO {}: {} ({best}; over the whole run {})",
+            if pass { "PASS" } else { "FAIL" },
+            v.clauses
+                .iter()
+                .map(|c| c.clause.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            if failed.is_empty() {
+                "every clause held".to_string()
+            } else {
+                format!("failed {}", failed.join(","))
+            }
+        );
+    }
+    if let Some(s) = stats {
+        let _ = writeln!(out, "target work per request: {}", per_request(s));
+    }
+    for w in &report.warnings {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    let _ = writeln!(out, "({} done)\n", side.name);
+    out
+}
+
+/// As the demo prints it: `== naive vs tuned`, peak throughput, p99.
+impl std::fmt::Display for Comparison {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "== naive vs tuned")?;
+        writeln!(
+            f,
+            "peak throughput: {:.1} -> {:.1} req/s ({:.1}x)",
+            self.naive_peak_rps, self.tuned_peak_rps, self.throughput_gain
+        )?;
+        writeln!(
+            f,
+            "p99 at {} connections: {} -> {}",
+            self.at_connections,
+            render::ms(self.naive_p99_ms),
+            render::ms(self.tuned_p99_ms)
+        )
+    }
 }
 
 /// `all naive`, `all tuned` or `naive: a, b; the rest tuned`.

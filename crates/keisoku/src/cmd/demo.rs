@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use keisoku_demo::harness::{
-    self, describe, knob_check, per_request, render_knob_check, KnobCheck, Measured, RunPlace,
-    Side, DEFAULT_SLO, DEFAULT_SWEEP,
+    self, describe, knob_check, per_request, render_knob_check, render_side, KnobCheck, Measured,
+    RunPlace, Side, DEFAULT_SLO, DEFAULT_SWEEP,
 };
 use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
 use keisoku_load::plan::parse_duration;
@@ -190,7 +190,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "not one request to the demo target succeeded: {why}"
             ));
         }
-        print_side(&mut out, side, &report, pass, stats.as_ref())?;
+        write!(out, "{}", render_side(side, &report, pass, stats.as_ref()))?;
         writeln!(out, "run {} stored", json.run.id)?;
         write!(out, "{}", keisoku_findings::render_text(&findings))?;
         let knob_check = knob_check(&side.knobs, &findings);
@@ -219,19 +219,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .zip(tuned)
         .and_then(|(n, t)| harness::compare(&n.report, &t.report));
     if let Some(c) = &comparison {
-        writeln!(out, "\n== naive vs tuned")?;
-        writeln!(
-            out,
-            "peak throughput: {:.1} -> {:.1} req/s ({:.1}x)",
-            c.naive_peak_rps, c.tuned_peak_rps, c.throughput_gain
-        )?;
-        writeln!(
-            out,
-            "p99 at {} connections: {} -> {}",
-            c.at_connections,
-            render::ms(c.naive_p99_ms),
-            render::ms(c.tuned_p99_ms)
-        )?;
+        write!(out, "\n{c}")?;
     }
     if let Err(e) = write_pages(&args, &run_ids, &mut out) {
         writeln!(out, "keisoku: note: the HTML pages were not written: {e:#}")?;
@@ -278,61 +266,6 @@ struct SideResult {
     run_id: String,
     findings: Vec<serde_json::Value>,
     knob_check: Vec<KnobCheck>,
-}
-
-fn print_side(
-    out: &mut dyn Write,
-    side: &Side,
-    report: &Report,
-    pass: bool,
-    stats: Option<&serde_json::Value>,
-) -> anyhow::Result<()> {
-    if report.partial {
-        writeln!(
-            out,
-            "PARTIAL: interrupted; the table covers only the phases measured"
-        )?;
-    }
-    writeln!(out, "{}", render::sweep_table(report).trim_end())?;
-    if report.knee.is_none() && report.phases.len() <= 2 {
-        writeln!(out, "knee: too few phases to find one")?;
-    }
-    if let Some(v) = &report.slo {
-        let failed: Vec<&str> = v
-            .clauses
-            .iter()
-            .filter(|c| !c.pass)
-            .map(|c| c.clause.as_str())
-            .collect();
-        let best = report
-            .best_passing_phase
-            .and_then(|b| report.phases.get(b))
-            .map(|p| format!("met up to {}", p.label))
-            .unwrap_or_else(|| "met by no phase".into());
-        writeln!(
-            out,
-            "SLO {}: {} ({best}; over the whole run {})",
-            if pass { "PASS" } else { "FAIL" },
-            v.clauses
-                .iter()
-                .map(|c| c.clause.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-            if failed.is_empty() {
-                "every clause held".to_string()
-            } else {
-                format!("failed {}", failed.join(","))
-            }
-        )?;
-    }
-    if let Some(s) = stats {
-        writeln!(out, "target work per request: {}", per_request(s))?;
-    }
-    for w in &report.warnings {
-        writeln!(out, "WARNING: {w}")?;
-    }
-    writeln!(out, "({} done)\n", side.name)?;
-    Ok(())
 }
 
 fn progress_printer(quiet: bool) -> Option<keisoku_load::ProgressFn> {
