@@ -64,6 +64,27 @@ pub fn header(run: &RunJson) -> String {
     out
 }
 
+/// What `keisoku show` prints for a stored run: the [`full`] summary, the
+/// findings and the run's notes. Runs stored before findings existed are
+/// judged now (not stored: showing only reads).
+pub fn stored(mut run: RunJson, notes: &[u8]) -> String {
+    let findings = if run.findings.is_empty() {
+        keisoku_findings::analyze(&run)
+    } else {
+        keisoku_findings::from_json(&run.findings)
+    };
+    run.findings.clear();
+    let mut out = full(&run);
+    out.push_str(&keisoku_findings::render_text(&findings));
+    if !notes.is_empty() {
+        out.push_str("Notes\n");
+        for l in String::from_utf8_lossy(notes).lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
+    out
+}
+
 /// A short client section from the stored results JSON (docs/bench-json.md).
 pub fn client(run: &RunJson) -> String {
     let r = &run.results;
