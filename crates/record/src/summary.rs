@@ -85,6 +85,15 @@ pub fn stored(mut run: RunJson, notes: &[u8]) -> String {
     out
 }
 
+/// What `keisoku run` and `keisoku record` print once a recording has
+/// finished: the run's header, the server side and the findings.
+pub fn recorded(run: &RunJson, findings: &[keisoku_findings::Finding]) -> String {
+    let mut out = header(run);
+    out.push_str(&server(run));
+    out.push_str(&keisoku_findings::render_text(findings));
+    out
+}
+
 /// A short client section from the stored results JSON (docs/bench-json.md).
 pub fn client(run: &RunJson) -> String {
     let r = &run.results;

@@ -78,9 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let done = rec.finish(status_word).map_err(record_error)?;
     let json = &done.run;
-    print!("{}", summary::header(json));
-    print!("{}", summary::server(json));
-    print!("{}", keisoku_findings::render_text(&done.findings));
+    print!("{}", summary::recorded(json, &done.findings));
     recording::print_notes(&done.notes);
     if interrupted {
         eprintln!(

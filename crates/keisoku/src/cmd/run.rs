@@ -172,9 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(r) = &report {
         text.push_str(&render::summary(r));
     }
-    text.push_str(&summary::header(&json));
-    text.push_str(&summary::server(&json));
-    text.push_str(&keisoku_findings::render_text(&findings));
+    text.push_str(&summary::recorded(&json, &findings));
     if to_stdout {
         print!("{text}");
     } else {
