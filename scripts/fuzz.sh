@@ -101,10 +101,12 @@ seed() { # target
         ;;
     cpuprofile) text "$stacks/node.cpuprofile.gz" >"$dir/seed-node" ;;
     pprof) cp "$stacks/go.pprof" "$dir/seed-go" ;;
+    speedscope) cp "$stacks/py-spy.speedscope.json" "$dir/seed-py-spy" ;;
     detect)
         cp "$stacks/go.pprof" "$dir/seed-go.pprof"
         cp "$stacks/c.perf.gz" "$dir/seed-c.perf.gz"
         text "$stacks/node.cpuprofile.gz" >"$dir/seed-node.cpuprofile"
+        cp "$stacks/py-spy.speedscope.json" "$dir/seed-py-spy.speedscope.json"
         perf_pieces "$stacks/c-header.perf.gz" "$dir" seed-perf ""
         line_pieces "$stacks/c.folded.expected" "$dir" seed-folded 30
         ;;

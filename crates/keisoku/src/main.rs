@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod recording;
+mod shared;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cmd::dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
+        // The reader of our output went away (`| head`): it had enough.
+        Err(err) if shared::output::is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
             eprintln!("keisoku: error: {err:#}");
             ExitCode::from(exit::code_for(&err))

@@ -384,3 +384,124 @@ fn scope_writes_a_heat_map_page_and_a_terminal_map() {
     assert_eq!(s.lines().count(), 5, "{s}");
     assert!(s.starts_with("1 s x 4 rows/s"), "{s}");
 }
+
+/// Non-empty stacks in a speedscope file, each as `root;...;leaf`.
+fn speedscope_stacks(path: &str) -> Vec<String> {
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let frames = doc["shared"]["frames"].as_array().unwrap();
+    let mut out = Vec::new();
+    for p in doc["profiles"].as_array().unwrap() {
+        for s in p["samples"].as_array().unwrap() {
+            let names: Vec<&str> = s
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    frames[i.as_u64().unwrap() as usize]["name"]
+                        .as_str()
+                        .unwrap()
+                })
+                .collect();
+            if !names.is_empty() {
+                out.push(names.join(";"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn speedscope_files_are_read_not_taken_for_folded_stacks() {
+    // py-spy's output under a name that says nothing: detected by content.
+    let dir = tempfile::tempdir().unwrap();
+    let x = dir.path().join("x.json");
+    std::fs::copy(data("py-spy.speedscope.json"), &x).unwrap();
+    let x = x.to_str().unwrap();
+    let mut want: Vec<(String, u64)> = Vec::new();
+    for s in speedscope_stacks(x) {
+        match want.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => want.push((s, 1)),
+        }
+    }
+    want.sort();
+    let want: String = want.iter().map(|(s, n)| format!("{s} {n}\n")).collect();
+    for args in [
+        vec!["collapse", x],
+        vec!["collapse", "--format", "speedscope", x],
+    ] {
+        let o = keisoku(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let text = stdout(&o);
+        let mut got: Vec<&str> = text.lines().collect();
+        got.sort();
+        let got: String = got.iter().map(|l| format!("{l}\n")).collect();
+        assert_eq!(got, want, "{args:?}");
+    }
+    // The flame summary names Python functions, not a JSON blob.
+    let o = keisoku(&["flame", x]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("leaf"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("$schema"), "{}", stdout(&o));
+    let html = dir.path().join("f.html");
+    let o = keisoku(&["flame", x, "-o", html.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("leaf"));
+    // speedscope carries per-sample times, so scope maps it.
+    let heat = dir.path().join("s.html");
+    let o = keisoku(&["scope", x, "-o", heat.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = keisoku(&["scope", x]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A JSON document that is no known profile is refused, naming the
+    // formats tried and how to force one.
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "{\"hello\": [1, 2],\n \"a;b\": 3}\n").unwrap();
+    let other = other.to_str().unwrap();
+    for cmd in ["flame", "collapse", "scope"] {
+        let o = keisoku(&[cmd, other]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains("other.json: not a recognised profile"), "{e}");
+        for name in ["perf", "folded", "cpuprofile", "pprof", "speedscope"] {
+            assert!(e.contains(name), "{cmd}: {name} missing from {e}");
+        }
+        assert!(e.contains("--format forces one"), "{e}");
+    }
+    let o = keisoku(&["diff", other, x]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not a recognised profile"));
+}
+
+#[test]
+fn every_command_lists_the_same_formats() {
+    for cmd in ["flame", "collapse", "diff", "scope"] {
+        let o = keisoku(&[cmd, "--help"]);
+        assert_eq!(o.status.code(), Some(0), "{cmd}");
+        let help = stdout(&o);
+        for (name, description) in [
+            ("perf", "perf script text"),
+            ("folded", "folded stacks"),
+            ("cpuprofile", "Chrome/V8 .cpuprofile JSON"),
+            ("pprof", "pprof protobuf"),
+            ("speedscope", "speedscope JSON"),
+        ] {
+            let item = format!("- {name}:");
+            assert!(
+                help.lines()
+                    .any(|l| l.trim_start().starts_with(&item) && l.ends_with(description)),
+                "{cmd} --help lacks {name}: {description}:\n{help}"
+            );
+        }
+        // An unknown name is refused with the list (exit 2); aliases work.
+        let o = keisoku(&[cmd, "--format", "svg", "x"]);
+        assert_eq!(o.status.code(), Some(2), "{cmd}");
+        let e = stderr(&o);
+        assert!(
+            e.contains("--format \"svg\": expected pprof, speedscope, cpuprofile, perf, folded"),
+            "{cmd}: {e}"
+        );
+    }
+    let o = keisoku(&["collapse", "--format", "v8", &data("node.cpuprofile.gz")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -15,6 +15,8 @@
 //! # Ok::<(), keisoku_load::LoadError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod engine;
 pub mod error;
 pub mod hlog;

@@ -136,29 +136,11 @@ fn parse_port(s: &str) -> Option<u16> {
     s.parse::<u16>().ok().filter(|p| *p != 0)
 }
 
-/// Parses a duration such as `10s`, `500ms`, `2m`, `1h`, `1.5s`, `250us`.
-/// A bare number is seconds.
+/// Parses a duration in keisoku's one grammar (`10s`, `500ms`, `2m`, `1h`,
+/// `1d`, `1.5s`, `250us`; a bare number is seconds): see
+/// [`keisoku_common::duration`].
 pub fn parse_duration(s: &str) -> Result<Duration, LoadError> {
-    let bad = || LoadError::BadInput(format!("bad duration {s:?} (use e.g. 10s, 500ms, 2m)"));
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit.trim() {
-        "" | "s" | "sec" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => return Err(bad()),
-    };
-    if !secs.is_finite() || !(0.0..=1e7).contains(&secs) {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(secs))
+    keisoku_common::parse_duration(s).map_err(|e| LoadError::BadInput(e.to_string()))
 }
 
 /// Parses a sweep `A..B:STEP` (inclusive of B when the steps land on it).

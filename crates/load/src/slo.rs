@@ -134,24 +134,27 @@ impl Slo {
 }
 
 fn parse_clause(text: &str) -> Result<Clause, LoadError> {
+    use keisoku_common::{gate, Quantity};
     let bad = |why: &str| {
         LoadError::BadInput(format!(
             "bad SLO clause {text:?}: {why} (use e.g. p99<=1s, p80<=500ms, rps>=4000, errors<=0.1%)"
         ))
     };
-    let (pos, op, len) = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)]
-        .iter()
-        .filter_map(|(s, op)| text.find(s).map(|p| (p, *op, s.len())))
-        .min_by_key(|(p, _, len)| (*p, usize::MAX - len))
-        .ok_or_else(|| bad("missing <=, <, >= or >"))?;
-    let name = text[..pos].trim().to_ascii_lowercase();
-    let value = text[pos + len..].trim();
+    let c = gate::clause(text).map_err(|e| bad(&e.reason))?;
+    let op = match c.op {
+        gate::Op::Le => Op::Le,
+        gate::Op::Lt => Op::Lt,
+        gate::Op::Ge => Op::Ge,
+        gate::Op::Gt => Op::Gt,
+    };
+    let name = c.subject.to_ascii_lowercase();
+    let value = Quantity::parse(c.value);
     let metric = match name.as_str() {
         "mean" | "avg" => Metric::Mean,
         "max" => Metric::Max,
         "rps" => Metric::Rps,
         "errors" | "error" => {
-            if value.ends_with('%') {
+            if matches!(value, Some(Quantity::Percent(_))) {
                 Metric::ErrorRate
             } else {
                 Metric::ErrorCount
@@ -166,29 +169,23 @@ fn parse_clause(text: &str) -> Result<Clause, LoadError> {
         }
         _ => return Err(bad("unknown metric")),
     };
-    let limit = match metric {
-        Metric::Percentile(_) | Metric::Mean | Metric::Max => {
-            if value.chars().all(|c| c.is_ascii_digit() || c == '.') {
-                value.parse::<f64>().map_err(|_| bad("bad number"))?
-            } else {
-                crate::plan::parse_duration(value)
-                    .map_err(|_| bad("bad duration"))?
-                    .as_secs_f64()
-                    * 1e3
-            }
+    // Latency limits: a duration, or a bare number of ms.
+    let limit = match (&metric, value) {
+        (Metric::Percentile(_) | Metric::Mean | Metric::Max, Some(Quantity::Number(ms))) => ms,
+        (Metric::Percentile(_) | Metric::Mean | Metric::Max, Some(q @ Quantity::Time { .. })) => {
+            q.as_ms().unwrap_or(f64::NAN)
         }
-        Metric::ErrorRate => value
-            .trim_end_matches('%')
-            .trim()
-            .parse::<f64>()
-            .map_err(|_| bad("bad percentage"))?,
-        Metric::Rps | Metric::ErrorCount => value.parse::<f64>().map_err(|_| bad("bad number"))?,
+        (Metric::Percentile(_) | Metric::Mean | Metric::Max, _) => return Err(bad("bad duration")),
+        (Metric::ErrorRate, Some(Quantity::Percent(p))) => p,
+        (Metric::ErrorRate, _) => return Err(bad("bad percentage")),
+        (Metric::Rps | Metric::ErrorCount, Some(Quantity::Number(n))) => n,
+        (Metric::Rps | Metric::ErrorCount, _) => return Err(bad("bad number")),
     };
     if !limit.is_finite() || limit < 0.0 {
         return Err(bad("limit must be a non-negative number"));
     }
     Ok(Clause {
-        text: text.to_string(),
+        text: c.text.to_string(),
         metric,
         op,
         limit,

@@ -11,6 +11,8 @@
 //!
 //! Nothing here prints or exits; metrics this kernel lacks become notes.
 
+#![deny(missing_docs)]
+
 mod child;
 mod error;
 mod host;

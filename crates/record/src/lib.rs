@@ -42,21 +42,5 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
-/// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in ms.
-// A private copy of the binary's helper until the shared crate holds one.
-pub(crate) fn utc(ms: i64) -> String {
-    let (y, mo, d, h, mi, s) = keisoku_store::civil_from_unix(ms.div_euclid(1000));
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
-}
-
-/// A duration in ms as `12.3s` / `4m05s`.
-// A private copy of the binary's helper until the shared crate holds one.
-pub(crate) fn human_duration(ms: f64) -> String {
-    let s = ms / 1000.0;
-    if s < 60.0 {
-        format!("{s:.1}s")
-    } else {
-        let m = (s / 60.0).floor();
-        format!("{}m{:02.0}s", m as u64, s - m * 60.0)
-    }
-}
+// The summaries name times and durations as every command does.
+pub(crate) use keisoku_common::{human_duration, utc};

@@ -33,14 +33,23 @@ pub fn page_with_tail(title: &str, entry: &str, data_json: &str, tail: &str) -> 
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <meta name=\"color-scheme\" content=\"light dark\">\
+<meta name=\"keisoku-idle-frames\" content=\"{idle}\">\
 <title>{title}</title><style>{css}</style></head>\n<body><div id=\"app\"></div>\n\
 <script type=\"application/json\" id=\"keisoku-data\">{data}</script>\n\
 <script>{js}</script>\n{tail}</body></html>\n",
+        idle = idle_frames_attr(),
         title = html_escape(title),
         css = css.replace("</style", "<\\/style"),
         data = escape_inline_script(data_json),
         js = escape_inline_script(js),
     ))
+}
+
+/// keisoku's idle-frame list, space-separated (no name has a space), for
+/// the pages' flame graphs and heat maps (web/src/flame/profile.ts reads it
+/// from the page's `keisoku-idle-frames` meta element).
+fn idle_frames_attr() -> String {
+    html_escape(&keisoku_common::IDLE_FRAMES.join(" "))
 }
 
 /// Escapes text for HTML element content and attribute values.
@@ -62,6 +71,16 @@ pub fn html_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_page_carries_the_one_idle_frame_list() {
+        let page = page("t", "hello", "{}").expect("the hello page");
+        let want = format!(
+            "<meta name=\"keisoku-idle-frames\" content=\"{}\">",
+            keisoku_common::IDLE_FRAMES.join(" ")
+        );
+        assert!(page.contains(&want));
+    }
 
     #[test]
     fn bundle_contains_pages() {

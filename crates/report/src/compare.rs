@@ -351,6 +351,7 @@ pub struct GateParseError {
 /// `METRIC (>|<) [+|-]NUMBER[%|ms|s]`. `%` is a relative change; `ms`/`s`
 /// (latency metrics) or a bare number is an absolute change.
 pub fn parse_gate(text: &str) -> Result<Vec<GateClause>, GateParseError> {
+    use keisoku_common::{gate, Quantity};
     let mut clauses = Vec::new();
     for raw in text.split(',') {
         let clause = raw.trim();
@@ -361,12 +362,14 @@ pub fn parse_gate(text: &str) -> Result<Vec<GateClause>, GateParseError> {
             clause: clause.to_string(),
             reason: reason.to_string(),
         };
-        let (pos, direction) = match (clause.find('>'), clause.find('<')) {
-            (Some(i), None) => (i, Direction::Above),
-            (None, Some(i)) => (i, Direction::Below),
-            _ => return Err(err("expected exactly one of '>' or '<'")),
+        let c = gate::clause(clause).map_err(|e| err(&e.reason))?;
+        // `>=` reads as `>`: a change that reaches the limit is let through either way.
+        let direction = if c.op.is_upper_bound() {
+            Direction::Below
+        } else {
+            Direction::Above
         };
-        let metric = clause[..pos].trim().to_ascii_lowercase();
+        let metric = c.subject.to_ascii_lowercase();
         let metric = match metric.as_str() {
             "throughput" => "rps".to_string(),
             "p999" => "p99.9".to_string(),
@@ -380,26 +383,17 @@ pub fn parse_gate(text: &str) -> Result<Vec<GateClause>, GateParseError> {
                 known.join(", ")
             )));
         };
-        let rest = clause[pos + 1..].trim_start_matches('=').trim();
-        let (number, relative, scale) = if let Some(n) = rest.strip_suffix('%') {
-            (n, true, 1.0)
-        } else if let Some(n) = rest.strip_suffix("ms") {
-            if unit != "ms" {
-                return Err(err("a time limit (ms, s) only applies to latency metrics"));
+        let (limit, relative) = match Quantity::parse(c.value) {
+            Some(Quantity::Percent(p)) => (p, true),
+            Some(q @ Quantity::Time { .. }) => {
+                if unit != "ms" {
+                    return Err(err("a time limit (ms, s) only applies to latency metrics"));
+                }
+                (q.as_ms().unwrap_or(f64::NAN), false)
             }
-            (n, false, 1.0)
-        } else if let Some(n) = rest.strip_suffix('s') {
-            if unit != "ms" {
-                return Err(err("a time limit (ms, s) only applies to latency metrics"));
-            }
-            (n, false, 1000.0)
-        } else {
-            (rest, false, 1.0)
+            Some(Quantity::Number(n)) => (n, false),
+            None => return Err(err("expected a number such as +10% or -5%")),
         };
-        let limit: f64 = number
-            .trim()
-            .parse()
-            .map_err(|_| err("expected a number such as +10% or -5%"))?;
         if !limit.is_finite() {
             return Err(err("the limit must be a finite number"));
         }
@@ -407,7 +401,7 @@ pub fn parse_gate(text: &str) -> Result<Vec<GateClause>, GateParseError> {
             text: clause.to_string(),
             metric,
             direction,
-            limit: limit * scale,
+            limit,
             relative,
         });
     }

@@ -11,18 +11,6 @@ use crate::assets::escape_inline_script;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// Frame names the flame graph treats as idle: the UI's list
-/// (`IDLE_FRAMES` in web/src/flame/profile.ts), which the preview must match;
-/// the heat map's longer list is `keisoku_stacks::scope::IDLE_FRAMES`.
-const IDLE_FRAMES: [&str; 6] = [
-    "cpu_idle",
-    "intel_idle",
-    "default_idle",
-    "poll_idle",
-    "do_idle",
-    "swapper",
-];
-
 /// First character of the varint alphabet: 64 consecutive ASCII codes
 /// `0`..`o`. None is `/` or `!`, so no column can contain `</script` or
 /// `<!--`, and none needs escaping in a `<script>` element.
@@ -350,7 +338,7 @@ fn preview_tree(p: &ProfileIn, view: PreviewFor) -> Value {
             .frames
             .name
             .iter()
-            .map(|n| IDLE_FRAMES.contains(&n.as_str()))
+            .map(|n| keisoku_common::is_idle_frame(n))
             .collect();
         let mut out = vec![false; nn];
         for n in 0..nn {

@@ -2,6 +2,8 @@
 //! serve command's pages. The browser code is TypeScript in `web/`, bundled
 //! at build time and inlined so every page works offline from `file://`.
 
+#![deny(missing_docs)]
+
 pub mod assets;
 pub mod compare;
 pub mod compare_page;

@@ -2,6 +2,7 @@
 //! plus the sampled node ids and the time between samples (`timeDeltas`).
 
 use crate::error::{Error, Result};
+use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{FrameKind, Location, Profile, Unit, NO_PARENT};
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -57,6 +58,19 @@ fn kind_of(name: &str, url: &str) -> FrameKind {
         FrameKind::Jit
     }
 }
+
+/// This format's entry in [`crate::format::FORMATS`].
+pub const FORMAT: FormatInfo = FormatInfo {
+    format: Format::CpuProfile,
+    name: "cpuprofile",
+    aliases: &["v8", "chrome"],
+    description: "Chrome/V8 .cpuprofile JSON",
+    looks_like,
+    read: |input, _| {
+        let (name, data) = input.read_all()?;
+        parse(&data, &name).map(Parsed::from)
+    },
+};
 
 /// Parses a .cpuprofile document.
 pub fn parse(data: &[u8], name: &str) -> Result<Profile> {

@@ -177,21 +177,27 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Parses `REGEX>+5%` (also `REGEX>5%`, `REGEX>+5`).
+    /// Parses `REGEX>+5%` (also `REGEX>5%`, `REGEX>+5`, `REGEX>=5%`): a
+    /// clause of keisoku's one gate grammar ([`keisoku_common::gate`]),
+    /// split at its last operator since a regex may hold `<` or `>`.
     pub fn parse(spec: &str) -> Result<Gate, String> {
-        let (re, limit) = spec
-            .rsplit_once('>')
-            .ok_or_else(|| format!("--fail-if {spec:?}: expected REGEX>+N% (e.g. 'malloc>+5%')"))?;
-        let num = limit.trim().trim_start_matches('+').trim_end_matches('%');
-        let max_growth_pct: f64 = num
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| {
-                format!("--fail-if {spec:?}: expected a growth like +5% after '>', got {limit:?}")
-            })?;
-        let pattern =
-            regex::Regex::new(re).map_err(|e| format!("--fail-if {spec:?}: bad regex: {e}"))?;
+        use keisoku_common::{gate, Quantity};
+        let usage = || format!("--fail-if {spec:?}: expected REGEX>+N% (e.g. 'malloc>+5%')");
+        let c = gate::clause_last_op(spec).map_err(|_| usage())?;
+        if c.op.is_upper_bound() {
+            return Err(usage());
+        }
+        let max_growth_pct = match Quantity::parse(c.value) {
+            Some(Quantity::Percent(v) | Quantity::Number(v)) if v >= 0.0 => v,
+            _ => {
+                return Err(format!(
+                    "--fail-if {spec:?}: expected a growth like +5% after '>', got {:?}",
+                    c.value
+                ))
+            }
+        };
+        let pattern = regex::Regex::new(c.subject)
+            .map_err(|e| format!("--fail-if {spec:?}: bad regex: {e}"))?;
         Ok(Gate {
             pattern,
             max_growth_pct,

@@ -24,7 +24,11 @@ pub enum Error {
         expected: String,
     },
     /// No supported format recognised the input.
-    #[error("{path}: not a recognised profile (expected perf script text, folded stacks, a .cpuprofile or a pprof protobuf; --format forces one)")]
+    #[error(
+        "{path}: not a recognised profile (tried {}; --format forces one: {})",
+        crate::format::Format::descriptions(),
+        crate::format::Format::names()
+    )]
     UnknownFormat {
         /// File name (or "<stdin>").
         path: String,

@@ -69,6 +69,7 @@ pub fn select(p: &Profile, sel: &Selection) -> Result<Profile, SelectError> {
         .collect();
     let mut out = Profile::new(p.title.clone(), p.unit);
     out.start_unix_ns = p.start_unix_ns;
+    out.time_origin_ns = p.time_origin_ns;
     out.events = p.events.clone();
     out.damage = p.damage.clone();
     let mut frame_map: FxHashMap<u32, u32> = FxHashMap::default();

@@ -1,6 +1,7 @@
 //! Folded stacks (`root;caller;leaf count`), as stackcollapse-* print them.
 
 use crate::error::{Error, Result};
+use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{FrameId, FrameKind, Location, Profile, Unit};
 use rustc_hash::FxHashMap;
 use std::io::BufRead;
@@ -28,6 +29,19 @@ pub fn split_line(line: &str) -> Option<(&str, u64)> {
     let stack = stack.trim_end();
     (!stack.is_empty()).then_some((stack, count))
 }
+
+/// This format's entry in [`crate::format::FORMATS`].
+pub const FORMAT: FormatInfo = FormatInfo {
+    format: Format::Folded,
+    name: "folded",
+    aliases: &["collapsed"],
+    description: "folded stacks",
+    looks_like,
+    read: |input, _| {
+        let name = input.name.clone();
+        parse(&mut input.into_reader(), &name).map(Parsed::from)
+    },
+};
 
 /// Parses folded stacks into a profile in counts form.
 pub fn parse(reader: &mut dyn BufRead, name: &str) -> Result<Profile> {
@@ -98,7 +112,15 @@ pub fn parse(reader: &mut dyn BufRead, name: &str) -> Result<Profile> {
 
 /// Whether text looks like folded stacks: most non-empty early lines end in a
 /// count (a minority of damaged lines is reported as damage, not rejected).
+/// JSON (a first `{` or `[`) never is: a JSON profile of a format not
+/// recognised would otherwise read as one sample whose frame is the text.
 pub fn looks_like(head: &[u8]) -> bool {
+    if matches!(
+        head.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{' | b'[')
+    ) {
+        return false;
+    }
     let text = String::from_utf8_lossy(head);
     let mut lines = 0;
     let mut ok = 0;

@@ -206,6 +206,11 @@ pub struct Profile {
     pub counts: Option<Vec<u64>>,
     /// Wall-clock time of time zero, when known.
     pub start_unix_ns: Option<u64>,
+    /// The input's own clock reading at time zero of `samples.time_ns`, in
+    /// ns (perf script: the first sample's timestamp on perf's clock), when
+    /// the input has one; lets a recorder move sample times onto its own
+    /// clock.
+    pub time_origin_ns: Option<u64>,
     /// Damage recovered from while parsing.
     pub damage: Damage,
     frame_index: FxHashMap<Frame, FrameId>,
@@ -230,6 +235,7 @@ impl Profile {
             samples: Samples::default(),
             counts: None,
             start_unix_ns: None,
+            time_origin_ns: None,
             damage: Damage::default(),
             frame_index: FxHashMap::default(),
             child_index: FxHashMap::default(),

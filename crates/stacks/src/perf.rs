@@ -7,11 +7,58 @@
 //! promises byte-identical output.
 
 use crate::error::{Error, Result};
+use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{Damage, FrameId, FrameKind, Location, Profile, Thread, Unit, NO_PARENT};
 use regex::bytes::Regex;
 use rustc_hash::FxHashMap;
 use std::io::BufRead;
 use std::sync::OnceLock;
+
+/// This format's entry in [`crate::format::FORMATS`].
+pub const FORMAT: FormatInfo = FormatInfo {
+    format: Format::Perf,
+    name: "perf",
+    aliases: &["perf-script"],
+    description: "perf script text",
+    looks_like,
+    read: |input, opts| {
+        let name = input.name.clone();
+        let (profile, report) = parse(
+            &mut input.into_reader(),
+            &name,
+            &PerfOptions {
+                event: opts.event.clone(),
+            },
+        )?;
+        Ok(Parsed {
+            profile,
+            dropped_events: report.dropped,
+        })
+    },
+};
+
+/// Whether text starts like `perf script` output: after comments and blank
+/// lines, a sample header line followed by a stack line or a blank line.
+pub fn looks_like(head: &[u8]) -> bool {
+    let mut lines = head.split(|&b| b == b'\n').filter(|l| !l.starts_with(b"#"));
+    loop {
+        match lines.next() {
+            None => return false,
+            Some(l) if l.iter().all(|&b| is_space(b)) => continue,
+            Some(l) => {
+                if event_line(l).is_none() {
+                    return false;
+                }
+                return match lines.next() {
+                    None => true,
+                    Some(next) => {
+                        next.is_empty() || stack_line(next).is_some() || event_line(next).is_some()
+                    }
+                };
+            }
+        }
+    }
+}
 
 /// Perl's `\s` on byte strings.
 #[inline]
@@ -637,13 +684,16 @@ pub fn parse(
         }
     }
     // Times become offsets from the first sample; perf prints them in order,
-    // but keep the contract (ascending) even for concatenated inputs.
+    // but keep the contract (ascending) even for concatenated inputs. The
+    // first sample's own timestamp is kept as the time origin, so a caller
+    // that knows perf's clock can place samples on its own.
     if all_timed && !times.is_empty() {
         let t0 = times.iter().copied().min().unwrap_or(0);
         for t in times.iter_mut() {
             *t -= t0;
         }
         profile.samples.time_ns = Some(times);
+        profile.time_origin_ns = Some(t0);
     }
     profile.samples.thread = Some(threads);
     if any_cpu {

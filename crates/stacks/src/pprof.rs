@@ -2,6 +2,7 @@
 //! read with a small protobuf decoder: only the fields a flame graph needs.
 
 use crate::error::{Error, Result};
+use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{FrameId, FrameKind, Location, Profile, Unit, NO_PARENT};
 use rustc_hash::FxHashMap;
 
@@ -231,6 +232,19 @@ pub fn looks_like(head: &[u8]) -> bool {
     }
     fields >= 3 || (p.done() && fields >= 1)
 }
+
+/// This format's entry in [`crate::format::FORMATS`].
+pub const FORMAT: FormatInfo = FormatInfo {
+    format: Format::Pprof,
+    name: "pprof",
+    aliases: &[],
+    description: "pprof protobuf",
+    looks_like,
+    read: |input, _| {
+        let (name, data) = input.read_all()?;
+        parse(&data, &name).map(Parsed::from)
+    },
+};
 
 /// Parses a (decompressed) pprof profile into counts form.
 pub fn parse(data: &[u8], name: &str) -> Result<Profile> {

@@ -3,17 +3,8 @@
 
 use crate::model::Profile;
 
-/// Frame names that mark a CPU as idle.
-pub const IDLE_FRAMES: [&str; 8] = [
-    "cpu_idle",
-    "intel_idle",
-    "default_idle",
-    "poll_idle",
-    "do_idle",
-    "swapper",
-    "cpuidle_enter_state",
-    "(idle)",
-];
+/// Frame names that mark a CPU as idle: keisoku's one list.
+pub use keisoku_common::IDLE_FRAMES;
 
 /// A heat map.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -429,3 +429,99 @@ fn heat_map_counts_every_non_idle_sample_once() {
     )
     .is_none());
 }
+
+#[test]
+fn perf_keeps_the_first_sample_time_as_time_origin() {
+    let l = read_profile(&data("c.perf.gz"), &ReadOptions::default()).unwrap();
+    // The first sample header's timestamp ("1234.567890:"), in ns.
+    let t = text("c.perf.gz");
+    let header = t
+        .lines()
+        .find(|l| !l.starts_with('#') && keisoku_stacks::perf::event_line(l.as_bytes()).is_some())
+        .unwrap();
+    let stamp = header
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix(':').filter(|s| s.contains('.')))
+        .unwrap();
+    let (secs, frac) = stamp.split_once('.').unwrap();
+    let ns = secs.parse::<u64>().unwrap() * 1_000_000_000
+        + format!("{frac:0<9}").parse::<u64>().unwrap();
+    assert_eq!(l.profile.time_origin_ns, Some(ns));
+    assert_eq!(l.profile.samples.time_ns.as_ref().unwrap()[0], 0);
+    // Inputs without a clock of their own have no origin.
+    let l = read_profile(&data("node.cpuprofile.gz"), &ReadOptions::default()).unwrap();
+    assert_eq!(l.profile.time_origin_ns, None);
+}
+
+#[test]
+fn py_spy_speedscope_output_is_read_per_thread() {
+    let bytes = std::fs::read(data("py-spy.speedscope.json")).unwrap();
+    let p = keisoku_stacks::speedscope::parse(&bytes, "py-spy.speedscope.json").unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let profiles = doc["profiles"].as_array().unwrap();
+    // One thread per speedscope profile, named as py-spy names it.
+    assert_eq!(p.threads.len(), profiles.len());
+    for (i, (t, sp)) in p.threads.iter().zip(profiles).enumerate() {
+        assert_eq!((t.pid, t.tid as usize), (0, i));
+        assert_eq!(t.comm, sp["name"].as_str().unwrap());
+    }
+    assert!(p.threads.iter().any(|t| t.comm.contains("worker")));
+    // Every non-empty stack is a sample; empty ones (idle) are not.
+    let non_empty: usize = profiles
+        .iter()
+        .map(|sp| {
+            sp["samples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| !s.as_array().unwrap().is_empty())
+                .count()
+        })
+        .sum();
+    assert_eq!(p.samples.len(), non_empty);
+    // py-spy samples at a fixed interval: sample counts, times in order,
+    // within the longest profile's endValue.
+    assert_eq!(p.unit, keisoku_stacks::Unit::Samples);
+    assert!(p.samples.weight.is_none());
+    let times = p.samples.time_ns.as_ref().unwrap();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    let end_ns = profiles
+        .iter()
+        .map(|sp| sp["endValue"].as_f64().unwrap() * 1e9)
+        .fold(0.0, f64::max);
+    assert!((*times.last().unwrap() as f64) < end_ns);
+    // Python functions with their files, root first.
+    assert!(p
+        .frames
+        .iter()
+        .all(|f| f.kind == FrameKind::Interpreted && !f.module.is_empty()));
+    let leaf_of_worker = p
+        .samples
+        .node
+        .iter()
+        .zip(p.samples.thread.as_ref().unwrap())
+        .filter(|(_, &t)| p.threads[t as usize].comm.contains("worker"))
+        .map(|(&n, _)| {
+            let st = p.stack_frames(n);
+            (
+                p.frames[st[0] as usize].name.clone(),
+                p.frames[*st.last().unwrap() as usize].name.clone(),
+            )
+        })
+        .collect::<Vec<_>>();
+    assert!(leaf_of_worker
+        .iter()
+        .any(|(root, leaf)| root == "Thread._bootstrap" && leaf == "leaf"));
+    assert_eq!(p.time_origin_ns, None);
+    assert!(p.damage.report().is_none());
+    // Detected as speedscope (not folded stacks), plain or forced.
+    let l = read_profile(&data("py-spy.speedscope.json"), &ReadOptions::default()).unwrap();
+    assert_eq!(l.format, Format::Speedscope);
+    assert_eq!(l.profile.samples.len(), p.samples.len());
+    let forced = ReadOptions {
+        format: Format::from_name("speedscope"),
+        event: None,
+    };
+    let l = read_profile(&data("py-spy.speedscope.json"), &forced).unwrap();
+    assert_eq!(l.format, Format::Speedscope);
+}

@@ -31,12 +31,51 @@ proptest! {
     }
 
     #[test]
+    fn speedscope_sampled_profiles_fold_to_their_stacks(
+        frames in prop::collection::vec(frame(), 1..8),
+        threads in prop::collection::vec(prop::collection::vec(prop::collection::vec(0usize..8, 0..5), 0..20), 1..4),
+    ) {
+        // Root-first stacks of indices into `frames` (taken modulo its length),
+        // one speedscope profile per thread, 10 ms apart.
+        let mut want: BTreeMap<String, u64> = BTreeMap::new();
+        let mut profiles = Vec::new();
+        for (t, samples) in threads.iter().enumerate() {
+            let samples: Vec<Vec<usize>> = samples
+                .iter()
+                .map(|s| s.iter().map(|&i| i % frames.len()).collect())
+                .collect();
+            for s in &samples {
+                if !s.is_empty() {
+                    let names: Vec<&str> = s.iter().map(|&i| frames[i].as_str()).collect();
+                    *want.entry(names.join(";")).or_insert(0) += 1;
+                }
+            }
+            profiles.push(serde_json::json!({
+                "type": "sampled", "name": format!("t{t}"), "unit": "milliseconds",
+                "startValue": 0, "endValue": samples.len() * 10,
+                "weights": vec![10; samples.len()], "samples": samples,
+            }));
+        }
+        let doc = serde_json::json!({
+            "profiles": profiles,
+            "shared": {"frames": frames.iter().map(|f| serde_json::json!({"name": f})).collect::<Vec<_>>()},
+        });
+        let p = keisoku_stacks::speedscope::parse(doc.to_string().as_bytes(), "p").unwrap();
+        prop_assert_eq!(p.threads.len(), threads.len());
+        let got: BTreeMap<String, u64> = fold_profile(&p, false).into_iter().collect();
+        prop_assert_eq!(got, want);
+        let times = p.samples.time_ns.as_ref().unwrap();
+        prop_assert!(times.iter().all(|t| t % 10_000_000 == 0));
+    }
+
+    #[test]
     fn no_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..2048)) {
         let _ = keisoku_stacks::perf::parse(&mut &bytes[..], "x", &Default::default());
         let _ = fold_perf(&mut &bytes[..], "x", &PerfFoldOptions::default());
         let _ = keisoku_stacks::folded::parse(&mut &bytes[..], "x");
         let _ = keisoku_stacks::cpuprofile::parse(&bytes, "x");
         let _ = keisoku_stacks::pprof::parse(&bytes, "x");
+        let _ = keisoku_stacks::speedscope::parse(&bytes, "x");
         let _ = keisoku_stacks::detect(&bytes);
         if let Ok(i) = Input::from_reader("x".into(), Box::new(std::io::Cursor::new(bytes.clone()))) {
             let _ = keisoku_stacks::read_input(i, &ReadOptions::default());
@@ -70,5 +109,19 @@ proptest! {
         flate2::read::GzDecoder::new(std::fs::File::open(format!("{}/tests/data/go.pprof", env!("CARGO_MANIFEST_DIR"))).unwrap()).read_to_end(&mut raw).unwrap();
         for (i, b) in flips { let i = i.index(raw.len()); raw[i] = b; }
         let _ = keisoku_stacks::pprof::parse(&raw, "x");
+    }
+
+    #[test]
+    fn no_panic_on_mutated_speedscope(digits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..10), 1..8)) {
+        // Changing digits keeps the JSON valid while frame indices go out
+        // of range, weights and times change, and events reorder.
+        let mut raw = std::fs::read(format!("{}/tests/data/py-spy.speedscope.json", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let at: Vec<usize> = (0..raw.len()).filter(|&i| raw[i].is_ascii_digit()).collect();
+        for (i, d) in digits { raw[at[i.index(at.len())]] = b'0' + d; }
+        if let Ok(p) = keisoku_stacks::speedscope::parse(&raw, "x") {
+            let _ = fold_profile(&p, true);
+            let _ = keisoku_stacks::json::profile_json(&p, Default::default());
+            let _ = keisoku_stacks::scope::heat_map(&p, 49, true);
+        }
     }
 }

@@ -55,8 +55,20 @@ export interface ThreadInfo {
   comm: string;
 }
 
-/** Frame names that mean "the CPU had nothing to do" (see docs/profile-json.md). */
-export const IDLE_FRAMES = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
+/**
+ * Frame names that mean "the CPU had nothing to do". The list is keisoku's
+ * one list (crates/common/src/idle.rs), written by every page into its
+ * `keisoku-idle-frames` meta element and read once here, so no copy lives
+ * in TypeScript.
+ */
+export const IDLE_FRAMES: ReadonlySet<string> = readIdleFrames();
+
+function readIdleFrames(): Set<string> {
+  if (typeof document === 'undefined') return new Set();
+  const meta = document.querySelector('meta[name="keisoku-idle-frames"]');
+  const names = meta?.getAttribute('content') ?? '';
+  return new Set(names.split(' ').filter((n) => n.length > 0));
+}
 
 /** Error in the embedded profile data (the page shows it instead of drawing). */
 export class ProfileError extends Error {}

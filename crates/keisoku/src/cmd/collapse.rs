@@ -3,6 +3,7 @@
 //! folds any supported profile format.
 
 use crate::exit::{bad_input, OK};
+use crate::shared::profile::{classify, FormatArg};
 use anyhow::Context;
 use keisoku_stacks::collapse::{fold_perf, fold_profile, PerfFoldOptions};
 use keisoku_stacks::{Format, Input, ReadOptions};
@@ -11,7 +12,7 @@ use std::io::Write;
 /// Flags of `keisoku collapse`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  perf script | keisoku collapse perf > out.folded\n  keisoku collapse perf --all --pid perf.script.gz\n  keisoku collapse profile.cpuprofile\n  keisoku collapse cpu.pprof > go.folded"
+    after_help = "Examples:\n  perf script | keisoku collapse perf > out.folded\n  keisoku collapse perf --all --pid perf.script.gz\n  keisoku collapse profile.cpuprofile\n  keisoku collapse cpu.pprof > go.folded\n  keisoku collapse --format speedscope py-spy.json"
 )]
 pub struct Args {
     /// `perf` (then FILE), or a profile file in any supported format ("-" for stdin).
@@ -41,9 +42,9 @@ pub struct Args {
     /// Keep only samples of this event (default: the first event in the input).
     #[arg(long, value_name = "EVENT")]
     event_filter: Option<String>,
-    /// Force the input format instead of detecting it: perf, folded, cpuprofile, pprof.
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
     /// Worker threads for perf script input (default: all cores).
     #[arg(long, short = 'j', value_name = "N")]
     threads: Option<usize>,
@@ -61,27 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         (args.first.clone(), false)
     };
-    let forced = match &args.format {
-        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
-            bad_input(format!(
-                "--format {f:?}: expected perf, folded, cpuprofile or pprof"
-            ))
-        })?),
-        None if perf_forced => Some(Format::Perf),
-        None => None,
-    };
+    let forced = args.format.or(perf_forced.then_some(Format::Perf));
     let input = Input::open(&path).map_err(bad_input)?;
-    let format = match forced.or_else(|| keisoku_stacks::detect(&input.head)) {
-        Some(f) => f,
-        None if input.head.is_empty() => {
-            return Err(bad_input(format!("{}: the input is empty", input.name)))
-        }
-        None => {
-            return Err(bad_input(keisoku_stacks::Error::UnknownFormat {
-                path: input.name,
-            }))
-        }
-    };
+    let format = keisoku_stacks::format_of(&input, forced).map_err(bad_input)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if format == Format::Perf {
@@ -156,22 +139,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         r => r.context("writing folded stacks")?,
     }
     Ok(OK)
-}
-
-/// Parse errors are the user's input being wrong (exit 2); I/O errors on
-/// an opened input are runtime failures unless they mean a corrupt stream.
-pub fn classify(e: keisoku_stacks::Error) -> anyhow::Error {
-    match &e {
-        keisoku_stacks::Error::Io { source, .. }
-            if !matches!(
-                source.kind(),
-                std::io::ErrorKind::InvalidData
-                    | std::io::ErrorKind::InvalidInput
-                    | std::io::ErrorKind::UnexpectedEof
-            ) =>
-        {
-            anyhow::Error::new(e)
-        }
-        _ => bad_input(e),
-    }
 }

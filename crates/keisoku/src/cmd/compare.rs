@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::cmd::report::{load_run_json, page_error, size, write_output};
 use crate::exit::{bad_input, GATE_FAILED, OK};
+use crate::shared::output;
+use crate::shared::page::{page_error, write_page};
+use crate::shared::store::StoreArg;
 use keisoku_report::compare::{parse_gate, METRICS};
 use keisoku_report::compare_page::{compare, compare_page};
 
@@ -36,9 +38,8 @@ pub struct Args {
     #[arg(long, value_name = "GATE")]
     pub fail_on_regression: Option<String>,
 
-    /// The run store [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -49,11 +50,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .map(parse_gate)
         .transpose()
         .map_err(bad_input)?;
-    let a = load_run_json(&args.run_a, args.store.as_deref())?;
-    let b = load_run_json(&args.run_b, args.store.as_deref())?;
+    let a = args.store.run_json(&args.run_a)?;
+    let b = args.store.run_json(&args.run_b)?;
     let cmp = compare(&a, &b, gate.as_deref()).map_err(|e| page_error("compare", e))?;
     let html = compare_page(&cmp, false).map_err(|e| page_error("compare", e))?;
-    write_output(&args.output, &html)?;
+    write_page(&args.output, html.as_bytes())?;
 
     // The terminal gets the headline deltas and the verdict (stderr when
     // the page itself went to stdout).
@@ -80,15 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(v) = &cmp.gate {
         text.push_str(&format!("{v}\n"));
     }
-    if args.output.as_os_str() == "-" {
+    if output::is_stdout(&args.output) {
         eprint!("{text}");
     } else {
-        print!("{text}");
-        eprintln!(
-            "keisoku: wrote {} ({})",
-            args.output.display(),
-            size(html.len())
-        );
+        output::print(&text)?;
     }
     Ok(match &cmp.gate {
         Some(v) if !v.pass => GATE_FAILED,

@@ -3,7 +3,7 @@
 //! load engine, print the sweep table, the knee and the SLO verdict, stop it.
 //! The target runs as its own process so a profiler can watch it alone.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,10 +16,11 @@ use keisoku_demo::harness::{
 };
 use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
 use keisoku_load::plan::parse_duration;
-use keisoku_load::{render, Report, RunControl, Slo};
+use keisoku_load::{Report, RunControl, Slo};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::recording::{record_error, store_error};
+use crate::recording::record_error;
+use crate::shared::output::Progress;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -131,6 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     let json_to_stdout = args.json.as_deref() == Some("-");
+    // With --json - the tables go to stderr; a progress line would mix in.
+    let progress = Progress::new(json_to_stdout);
     let mut out: Box<dyn Write> = if json_to_stdout {
         Box::new(std::io::stderr())
     } else {
@@ -155,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let plan = harness::plan_for(&target.url, &sweep, step, warmup)?;
         let ctl = RunControl {
             stop: stop.clone(),
-            progress: progress_printer(json_to_stdout),
+            progress: progress.for_load(),
         };
         let measured = harness::measure(
             side,
@@ -167,7 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 store_path: keisoku_store::store_path(args.store.as_deref()),
                 command: crate::recording::command_line(),
             },
-            || clear_progress(json_to_stdout),
+            || progress.clear(),
         )
         .map_err(record_error)?;
         let Measured {
@@ -268,22 +271,6 @@ struct SideResult {
     knob_check: Vec<KnobCheck>,
 }
 
-fn progress_printer(quiet: bool) -> Option<keisoku_load::ProgressFn> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Box::new(|p| {
-        eprint!("\r\x1b[2K{}", render::progress_line(p));
-        let _ = std::io::stderr().flush();
-    }))
-}
-
-fn clear_progress(quiet: bool) {
-    if !quiet && std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-}
-
 fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     let side = sides.first().ok_or_else(|| anyhow!("no side to serve"))?;
     let target = spawn_target(&side.knobs, args.workers)?;
@@ -370,15 +357,17 @@ fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> a
     };
     std::fs::create_dir_all(&args.out_dir)
         .with_context(|| format!("cannot create {}", args.out_dir.display()))?;
-    let store = args.store.as_deref();
-    let a = stored_run_json(first, store)?;
+    let store = crate::shared::store::StoreArg {
+        store: args.store.clone(),
+    };
+    let a = store.run_json(first)?;
     let html = keisoku_report::run_page::run_page(&a, &Default::default())
         .map_err(|e| anyhow!("report: {e}"))?;
     let report = args.out_dir.join("report.html");
     std::fs::write(&report, html).with_context(|| format!("cannot write {}", report.display()))?;
     writeln!(out, "wrote {}", report.display())?;
     if let Some((_, second)) = runs.get(1) {
-        let b = stored_run_json(second, store)?;
+        let b = store.run_json(second)?;
         let cmp = keisoku_report::compare_page::compare(&a, &b, None)
             .map_err(|e| anyhow!("compare: {e}"))?;
         let html = keisoku_report::compare_page::compare_page(&cmp, false)
@@ -388,14 +377,4 @@ fn write_pages(args: &Args, runs: &[(String, String)], out: &mut dyn Write) -> a
         writeln!(out, "wrote {}", page.display())?;
     }
     Ok(())
-}
-
-/// A run this demo stored, as the Run JSON the report pages read.
-fn stored_run_json(id: &str, store: Option<&std::path::Path>) -> anyhow::Result<String> {
-    let store_file = keisoku_store::store_path(store);
-    let db = keisoku_store::Store::open_existing(&store_file).map_err(store_error)?;
-    let run = db
-        .load(id)
-        .with_context(|| format!("cannot read run {id} from {}", store_file.display()))?;
-    serde_json::to_string(&run).with_context(|| format!("cannot encode run {id}"))
 }

@@ -2,8 +2,11 @@
 //! table of regressions and improvements, and a CI gate (`--fail-if`).
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
+use crate::shared::output::write_to;
+use crate::shared::profile::{self, FormatArg};
 use anyhow::Context;
 use keisoku_stacks::diff::{diff, diff_folded, Diff, Gate};
+use keisoku_stacks::Format;
 use std::io::Write;
 
 /// Flags of `keisoku diff`.
@@ -37,10 +40,10 @@ pub struct Args {
     /// perf script inputs with several events: the event to compare.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
-    /// Force the input format instead of detecting it: perf, folded,
-    /// cpuprofile, pprof (for inputs too short or too damaged to detect).
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it (for inputs too
+    /// short or too damaged to detect).
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -60,8 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let before = crate::cmd::flame::load(&args.before, args.format.as_deref(), args.event.clone())?;
-    let after = crate::cmd::flame::load(&args.after, args.format.as_deref(), args.event.clone())?;
+    let before = profile::load(&args.before, args.format, args.event.clone())?;
+    let after = profile::load(&args.after, args.format, args.event.clone())?;
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
         (None, _) => print_table(&d, args.top)?,
@@ -74,7 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .unwrap_or_else(|| format!("{} → {}", args.before, args.after));
             let page = keisoku_report::profile_pages::diff_page(&title, &json)
                 .map_err(|e| anyhow::anyhow!("rendering the diff page: {e}"))?;
-            crate::cmd::flame::write_output(out, page.as_bytes())?;
+            write_to(std::path::Path::new(out), page.as_bytes())?;
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), Some("svg")) => {
@@ -95,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let mut svg = Vec::new();
             inferno::flamegraph::from_lines(&mut opts, lines.lines(), &mut svg)
                 .map_err(|e| anyhow::anyhow!("drawing the differential SVG: {e}"))?;
-            crate::cmd::flame::write_output(out, &svg)?;
+            write_to(std::path::Path::new(out), &svg)?;
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), _) => {
@@ -103,7 +106,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             for (s, b, a) in diff_folded(&d) {
                 text.push_str(&format!("{s} {b} {a}\n"));
             }
-            crate::cmd::flame::write_output(out, text.as_bytes())?;
+            write_to(std::path::Path::new(out), text.as_bytes())?;
         }
     }
     let mut failed = false;

@@ -1,7 +1,7 @@
 //! `keisoku export`: a stored run as Run JSON or its series as CSV.
 
 use crate::exit::{bad_input, OK};
-use crate::recording::{self, StoreArg};
+use crate::shared::store::{self, StoreArg};
 use anyhow::Context as _;
 use std::io::Write;
 
@@ -37,12 +37,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    recording::quiet_broken_pipe(export(args))
+    export(args)
 }
 
 fn export(args: Args) -> anyhow::Result<u8> {
-    let store = recording::open_existing(&args.store.path())?;
-    let id = recording::resolve(&store, &args.run)?;
+    let store = store::open_existing(&args.store.path())?;
+    let id = store::resolve(&store, &args.run)?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).map_err(|e| bad_input(format!("{}: {e}", p.display())))?,
@@ -51,7 +51,7 @@ fn export(args: Args) -> anyhow::Result<u8> {
     };
     let keep = |name: &str| args.series.as_deref().is_none_or(|p| name.starts_with(p));
     if args.format == "log" {
-        let log = store.access_log(&id).map_err(recording::store_error)?;
+        let log = store.access_log(&id).map_err(store::store_error)?;
         if log.as_ref().is_none_or(|l| l.kept_lines == 0) {
             return Err(bad_input(format!(
                 "run {id} kept no access-log lines{}",
@@ -62,12 +62,12 @@ fn export(args: Args) -> anyhow::Result<u8> {
                 }
             )));
         }
-        let mut lines = store.log_lines(&id).map_err(recording::store_error)?;
+        let mut lines = store.log_lines(&id).map_err(store::store_error)?;
         // Context keeps the io::Error in the chain: a closed pipe stays quiet.
         std::io::copy(&mut lines, &mut out)
             .with_context(|| format!("run {id}: copying its access-log lines"))?;
     } else if args.format == "csv" {
-        let mut series = store.series(&id).map_err(recording::store_error)?;
+        let mut series = store.series(&id).map_err(store::store_error)?;
         series.retain(|s| keep(&s.name));
         if args.csv_form == "wide" {
             keisoku_store::csv::write_wide(&mut out, &series)?;
@@ -75,7 +75,7 @@ fn export(args: Args) -> anyhow::Result<u8> {
             keisoku_store::csv::write_long(&mut out, &series)?;
         }
     } else {
-        let mut run = store.load(&id).map_err(recording::store_error)?;
+        let mut run = store.load(&id).map_err(store::store_error)?;
         run.series.retain(|s| keep(&s.name));
         serde_json::to_writer(&mut out, &run)?;
         writeln!(out)?;

@@ -1,21 +1,22 @@
 //! `keisoku flame`: a flame graph (HTML, SVG or folded) from a profile file,
 //! or a terminal summary of the hottest functions when no -o is given.
 
-use crate::cmd::collapse::classify;
 use crate::exit::{bad_input, OK};
+use crate::shared::output::write_to;
+use crate::shared::profile::{load, selection, svg, FormatArg};
 use anyhow::Context;
-use keisoku_stacks::filter::{select, Selection};
+use keisoku_stacks::filter::select;
 use keisoku_stacks::json::{profile_json, JsonOptions};
-use keisoku_stacks::{Format, Profile, ReadOptions};
+use keisoku_stacks::{Format, Profile};
 use std::io::Write;
 
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
 )]
 pub struct Args {
-    /// Profile: perf script, folded, .cpuprofile or pprof (plain or gzip; "-" for stdin),
+    /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
@@ -49,87 +50,12 @@ pub struct Args {
     /// perf script input with several events: the event to draw (default: the first).
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
-    /// Force the input format: perf, folded, cpuprofile, pprof.
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it.
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
     /// Rows in the terminal summary.
     #[arg(long, default_value_t = 20)]
     top: usize,
-}
-
-/// Reads a profile for a command, reporting recovered damage and dropped events.
-pub fn load(path: &str, format: Option<&str>, event: Option<String>) -> anyhow::Result<Profile> {
-    // Not a file but a stored run: explain recorded runs like files.
-    if format.is_none() {
-        if let Some(profile) = crate::cmd::stored::profile(path)? {
-            return Ok(profile);
-        }
-    }
-    let format = match format {
-        Some(f) => Some(Format::from_name(f).ok_or_else(|| {
-            bad_input(format!(
-                "--format {f:?}: expected perf, folded, cpuprofile or pprof"
-            ))
-        })?),
-        None => None,
-    };
-    let loaded =
-        keisoku_stacks::read_profile(path, &ReadOptions { format, event }).map_err(classify)?;
-    if let Some(msg) = loaded.profile.damage.report() {
-        eprintln!("keisoku: {}: {msg}", loaded.profile.title);
-    }
-    if !loaded.dropped_events.is_empty() {
-        let dropped: Vec<String> = loaded
-            .dropped_events
-            .iter()
-            .map(|(e, n)| format!("{e} ({n} samples)"))
-            .collect();
-        eprintln!(
-            "keisoku: {}: kept event {}; dropped {} (choose with --event)",
-            loaded.profile.title,
-            loaded.profile.events.first().map_or("?", String::as_str),
-            dropped.join(", ")
-        );
-    }
-    Ok(loaded.profile)
-}
-
-/// Builds a selection from the thread and time flags.
-pub fn selection(
-    pid: &[u32],
-    tid: &[u32],
-    comm: Option<&str>,
-    from: Option<f64>,
-    to: Option<f64>,
-    invert: bool,
-) -> anyhow::Result<Selection> {
-    let secs = |v: Option<f64>, flag: &str| -> anyhow::Result<Option<u64>> {
-        match v {
-            Some(s) if !(s.is_finite() && s >= 0.0) => {
-                Err(bad_input(format!("{flag} {s}: expected seconds >= 0")))
-            }
-            Some(s) => Ok(Some((s * 1e9) as u64)),
-            None => Ok(None),
-        }
-    };
-    let from_ns = secs(from, "--from")?;
-    let to_ns = secs(to, "--to")?;
-    if let (Some(f), Some(t)) = (from_ns, to_ns) {
-        if t <= f {
-            return Err(bad_input("--to must be after --from"));
-        }
-    }
-    let comm = comm
-        .map(|c| regex::Regex::new(c).map_err(|e| bad_input(format!("--comm {c:?}: {e}"))))
-        .transpose()?;
-    Ok(Selection {
-        pids: pid.to_vec(),
-        tids: tid.to_vec(),
-        comm,
-        from_ns,
-        to_ns,
-        invert,
-    })
 }
 
 fn extension(path: &str) -> &str {
@@ -160,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let profile = load(&args.input, args.format.as_deref(), args.event.clone())?;
+    let profile = load(&args.input, args.format, args.event.clone())?;
     let mut profile = select(&profile, &sel).map_err(bad_input)?;
     if let Some(t) = &args.title {
         profile.title = t.clone();
@@ -191,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         "svg" => svg(&profile, &folded_lines(&profile))?,
         _ => folded_lines(&profile).into_bytes(),
     };
-    write_output(output, &body)?;
+    write_to(std::path::Path::new(output), &body)?;
     eprintln!(
         "keisoku: wrote {output} ({} samples, {} functions, {} stacks)",
         profile.total_weight(),
@@ -212,27 +138,6 @@ fn folded_lines(p: &Profile) -> String {
         s.push('\n');
     }
     s
-}
-
-/// A flamegraph.pl-compatible SVG via inferno.
-pub fn svg(p: &Profile, folded: &str) -> anyhow::Result<Vec<u8>> {
-    let mut opts = inferno::flamegraph::Options::default();
-    opts.title = p.title.clone();
-    opts.count_name = p.unit.name().to_string();
-    let mut out = Vec::new();
-    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut out)
-        .map_err(|e| anyhow::anyhow!("drawing the SVG flame graph: {e}"))?;
-    Ok(out)
-}
-
-/// Writes a file, "-" meaning stdout.
-pub fn write_output(path: &str, body: &[u8]) -> anyhow::Result<()> {
-    if path == "-" {
-        let mut o = std::io::stdout().lock();
-        o.write_all(body).context("writing to stdout")?;
-        return Ok(());
-    }
-    std::fs::write(path, body).with_context(|| format!("writing {path}"))
 }
 
 fn print_summary(p: &Profile, search: Option<&regex::Regex>, top: usize) -> anyhow::Result<()> {

@@ -1,7 +1,7 @@
 //! `keisoku rm`: delete stored runs.
 
 use crate::exit::OK;
-use crate::recording::{self, StoreArg};
+use crate::shared::store::{self, StoreArg};
 
 /// Flags of `keisoku rm`.
 #[derive(clap::Args, Debug)]
@@ -19,16 +19,16 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let store = recording::open_existing(&args.store.path())?;
+    let store = store::open_existing(&args.store.path())?;
     let mut ids = Vec::new();
     for spec in &args.runs {
-        let id = recording::resolve(&store, spec)?;
+        let id = store::resolve(&store, spec)?;
         if !ids.contains(&id) {
             ids.push(id);
         }
     }
     for id in &ids {
-        store.remove(id).map_err(recording::store_error)?;
+        store.remove(id).map_err(store::store_error)?;
         eprintln!("removed {id}");
     }
     Ok(OK)

@@ -1,9 +1,10 @@
 //! `keisoku run`: load a target while recording the host, the server
 //! process, its profile and its access log into the run store.
 
-use super::bench::{self, dur, Job, LoadArgs};
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
 use crate::recording::{self, record_error, RecorderArgs};
+use crate::shared::load::{self as bench, dur, Job, LoadArgs};
+use crate::shared::output::Progress;
 use keisoku_load::{render, Model, RunControl};
 use keisoku_record::server::{ProcessWatch, ServerError};
 use keisoku_record::{summary, Recording};
@@ -66,8 +67,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let opts = args.rec.options(pid, new_run)?;
 
+    let progress = Progress::new(false);
     let ctl = RunControl {
-        progress: progress_printer(),
+        progress: progress.for_load(),
         ..RunControl::default()
     };
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -113,9 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (Some(search), Some(slo)) => keisoku_load::find_max(&plan, slo, *search, &ctl),
         _ => keisoku_load::run(&plan, &ctl),
     };
-    if ctl.progress.is_some() {
-        eprint!("\r\x1b[2K");
-    }
+    progress.clear();
     let died = watch.end();
     let mut report = match result {
         Ok(r) => Some(r),
@@ -210,15 +210,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(FAILURE);
     }
     Ok(if gate_pass { OK } else { GATE_FAILED })
-}
-
-/// A live progress line on a terminal; nothing when stderr is a pipe.
-fn progress_printer() -> Option<keisoku_load::ProgressFn> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Box::new(|p| {
-        eprint!("\r\x1b[2K{}", render::progress_line(p));
-    }))
 }

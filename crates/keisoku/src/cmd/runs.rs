@@ -1,7 +1,8 @@
 //! `keisoku runs`: the stored runs, newest first.
 
 use crate::exit::OK;
-use crate::recording::{self, human_duration, utc, StoreArg};
+use crate::shared::store::{self, StoreArg};
+use keisoku_common::{human_duration, utc};
 use std::io::Write;
 
 /// Flags of `keisoku runs`.
@@ -21,15 +22,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    recording::quiet_broken_pipe(runs(args))
+    runs(args)
 }
 
 fn runs(args: Args) -> anyhow::Result<u8> {
     let path = args.store.path();
     let runs = if path.exists() {
-        recording::open_existing(&path)?
+        store::open_existing(&path)?
             .list()
-            .map_err(recording::store_error)?
+            .map_err(store::store_error)?
     } else {
         Vec::new()
     };

@@ -2,8 +2,11 @@
 //! per-sample times (perf script, .cpuprofile).
 
 use crate::exit::{bad_input, OK};
+use crate::shared::output::write_to;
+use crate::shared::profile::{self, FormatArg};
 use anyhow::Context;
 use keisoku_stacks::json::{profile_json, JsonOptions};
+use keisoku_stacks::Format;
 use std::io::Write;
 
 /// Flags of `keisoku scope`.
@@ -12,7 +15,7 @@ use std::io::Write;
     after_help = "Examples:\n  keisoku scope perf.script -o scope.html\n  keisoku scope app.cpuprofile --rows 20     # heat map in the terminal"
 )]
 pub struct Args {
-    /// Profile with sample times: perf script or .cpuprofile (plain or gzip; "-" for stdin),
+    /// Profile with sample times: perf script, .cpuprofile or speedscope (plain or gzip; "-" for stdin),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
@@ -40,10 +43,10 @@ pub struct Args {
     /// perf script input with several events: the event to map.
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
-    /// Force the input format instead of detecting it: perf, folded,
-    /// cpuprofile, pprof (for inputs too short or too damaged to detect).
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    /// Force the input format instead of detecting it (for inputs too
+    /// short or too damaged to detect).
+    #[arg(long, value_name = "FORMAT", value_parser = FormatArg)]
+    format: Option<Format>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -53,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.rows
         )));
     }
-    let sel = crate::cmd::flame::selection(
+    let sel = profile::selection(
         &args.pid,
         &args.tid,
         args.comm.as_deref(),
@@ -61,10 +64,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         None,
         false,
     )?;
-    let profile = crate::cmd::flame::load(&args.input, args.format.as_deref(), args.event.clone())?;
+    let profile = profile::load(&args.input, args.format, args.event.clone())?;
     if !profile.has_times() {
         return Err(bad_input(format!(
-            "{}: the profile has no per-sample times; scope needs perf script or .cpuprofile input",
+            "{}: the profile has no per-sample times; scope needs perf script, .cpuprofile or speedscope input",
             args.input
         )));
     }
@@ -89,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let page = keisoku_report::profile_pages::scope_page(&profile.title, &json, &view)
                 .map_err(|e| anyhow::anyhow!("rendering the heat map page: {e}"))?;
-            crate::cmd::flame::write_output(out, page.as_bytes())?;
+            write_to(std::path::Path::new(out), page.as_bytes())?;
             eprintln!(
                 "keisoku: wrote {out} ({} samples over {} s, busiest cell {})",
                 profile.samples.len(),

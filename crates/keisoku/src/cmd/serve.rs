@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::cmd::report::store_error;
 use crate::exit::{bad_input, OK};
+use crate::shared::store::{store_error, StoreArg};
 use keisoku_report::serve::{RunListing, RunSource, Server};
 
 /// Flags of `keisoku serve`.
@@ -25,9 +25,8 @@ pub struct Args {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7070")]
     pub addr: String,
 
-    /// The run store [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 /// The run store as the server's source; one connection per request so a
@@ -82,7 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.addr
         ))
     })?;
-    let path = keisoku_store::store_path(args.store.as_deref());
+    let path = args.store.path();
     // Fail now, not on the first request, when there is no store.
     keisoku_store::Store::open_existing(&path).map_err(store_error)?;
     let server = Server::bind(&addr.to_string())?;
@@ -95,13 +94,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let stopper = server.stopper();
     // Ctrl-C answers the requests in flight, then exits cleanly.
     let _ = ctrlc::set_handler(move || stopper.stop());
-    println!(
-        "keisoku serve: http://{}/  (store {}; Ctrl-C to stop)",
+    crate::shared::output::print(&format!(
+        "keisoku serve: http://{}/  (store {}; Ctrl-C to stop)\n",
         server.addr(),
         path.display()
-    );
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
+    ))?;
     server.run(&StoreSource { path });
     Ok(OK)
 }

@@ -111,6 +111,23 @@ MOD
 go run . "$here/go.pprof"
 cd ..
 
+# 7. py-spy speedscope JSON (py-spy 0.4.3, CPython 3.11): two threads, one
+#    sample with an empty stack (the main thread after its work ended).
+cat > spy.py <<'PY'
+import threading
+def leaf(n):
+    s = 0
+    for i in range(n): s += i * i
+    return s
+def work():
+    for _ in range(30): leaf(30000)
+def other():
+    return sum(leaf(30000) for _ in range(20))
+t = threading.Thread(target=other, name="worker"); t.start()
+work(); t.join()
+PY
+py-spy record --format speedscope -r 250 -o "$here/py-spy.speedscope.json" -- python3 spy.py
+
 # Expected folded outputs: keisoku's own, then compared with inferno, which
 # tracks stackcollapse-perf.pl. Known, reviewed divergences where keisoku
 # follows the Perl script and inferno does not (see docs/profiles.md):

@@ -1,0 +1,155 @@
+//! The input formats as one ordered registry, [`FORMATS`]: each format
+//! says its name and aliases, a one-line description, whether the head of
+//! an input looks like it, and how to read it. Detection, `--format`
+//! names, help texts and the error for an unknown input all come from this
+//! list, so adding a format is one module (`src/<format>.rs`, which defines
+//! its `FORMAT` entry) plus one line here.
+
+use crate::error::Result;
+use crate::input::Input;
+use crate::model::Profile;
+use crate::{cpuprofile, folded, perf, pprof, speedscope, ReadOptions};
+
+/// Identifies a format; its value is its index in [`FORMATS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// pprof protobuf.
+    Pprof = 0,
+    /// speedscope JSON (py-spy, rbspy...).
+    Speedscope = 1,
+    /// Chrome/V8 `.cpuprofile` JSON.
+    CpuProfile = 2,
+    /// `perf script` text.
+    Perf = 3,
+    /// Folded stacks.
+    Folded = 4,
+}
+
+/// What a format's reader returns besides the profile.
+pub struct Parsed {
+    /// The profile.
+    pub profile: Profile,
+    /// perf script: events met but not kept, with sample counts.
+    pub dropped_events: Vec<(String, u64)>,
+}
+
+impl From<Profile> for Parsed {
+    fn from(profile: Profile) -> Self {
+        Parsed {
+            profile,
+            dropped_events: Vec::new(),
+        }
+    }
+}
+
+/// One input format: how it is named, recognised and read.
+pub struct FormatInfo {
+    /// Its id.
+    pub format: Format,
+    /// The `--format` name, also shown in messages.
+    pub name: &'static str,
+    /// Other names `--format` accepts.
+    pub aliases: &'static [&'static str],
+    /// One line for help texts and error messages ("perf script text").
+    pub description: &'static str,
+    /// Whether the first bytes of an input (at most [`crate::input::PEEK`],
+    /// decompressed) look like this format.
+    pub looks_like: fn(&[u8]) -> bool,
+    /// Reads a whole input in this format.
+    pub read: fn(Input, &ReadOptions) -> Result<Parsed>,
+}
+
+/// Every supported format, in detection order: the most specific
+/// signatures first (pprof's protobuf, JSON documents by their keys), then
+/// perf script's header lines, and folded stacks, which almost any text
+/// resembles, last.
+pub const FORMATS: &[FormatInfo] = &[
+    pprof::FORMAT,
+    speedscope::FORMAT,
+    cpuprofile::FORMAT,
+    perf::FORMAT,
+    folded::FORMAT,
+];
+
+impl Format {
+    /// Its registry entry.
+    pub fn info(self) -> &'static FormatInfo {
+        // Ids are registry indices (checked by a test).
+        &FORMATS[self as usize]
+    }
+
+    /// The format with this `--format` name or alias.
+    pub fn from_name(s: &str) -> Option<Format> {
+        FORMATS
+            .iter()
+            .find(|f| f.name == s || f.aliases.contains(&s))
+            .map(|f| f.format)
+    }
+
+    /// The `--format` name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Every `--format` name, comma-separated, in registry order
+    /// ("pprof, speedscope, ..."), for messages.
+    pub fn names() -> String {
+        FORMATS
+            .iter()
+            .map(|f| f.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The descriptions of all formats as a phrase ("a, b and c"), for the
+    /// error naming what was tried.
+    pub fn descriptions() -> String {
+        let d: Vec<&str> = FORMATS.iter().map(|f| f.description).collect();
+        match d.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            Some((last, _)) => (*last).to_owned(),
+            None => String::new(),
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Detects the format of the first bytes of an input: the first format in
+/// [`FORMATS`] whose signature matches.
+pub fn detect(head: &[u8]) -> Option<Format> {
+    FORMATS
+        .iter()
+        .find(|f| (f.looks_like)(head))
+        .map(|f| f.format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_registry_indices_and_names_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (i, f) in FORMATS.iter().enumerate() {
+            assert_eq!(f.format as usize, i, "{}", f.name);
+            for n in std::iter::once(&f.name).chain(f.aliases) {
+                assert!(seen.insert(*n), "{n} named twice");
+                assert_eq!(Format::from_name(n), Some(f.format));
+            }
+        }
+        assert_eq!(Format::from_name("svg"), None);
+        assert!(Format::descriptions().contains(" or "));
+    }
+
+    #[test]
+    fn json_is_never_taken_for_folded_stacks() {
+        assert_eq!(detect(b"{\"a;b\": 1}\n"), None);
+        assert_eq!(detect(b"[\"a;b 1\"]\n"), None);
+        assert_eq!(detect(b"a;b 1\n"), Some(Format::Folded));
+    }
+}
