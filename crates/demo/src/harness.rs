@@ -4,14 +4,10 @@
 //! them) and the naive-vs-tuned comparison. The binary parses the flags and
 //! prints; this module decides.
 
-use crate::{sample_requests, DemoError, Knobs, TargetProcess};
+use crate::{sample_requests, DemoError, Knobs};
 use keisoku_load::plan::{parse_sweep, PhaseSpec};
-use keisoku_load::{render, LoadError, Plan, Report, RunControl, Slo, Target};
-use keisoku_record::{Finished, Options, ProfileKind, Recording};
-use keisoku_store::{NewRun, RunStatus};
+use keisoku_load::{render, LoadError, Plan, Report, Target};
 use std::fmt::Write;
-use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The default SLO: the field notes' bidders live by "50 ms or die" (§2)
@@ -132,84 +128,6 @@ pub fn plan_for(
         })
         .collect();
     Ok(plan)
-}
-
-/// One side measured: its target loaded under the sweep while recorded.
-pub struct Measured {
-    /// The load's report, judged against the SLO (or why the load failed).
-    pub result: Result<Report, LoadError>,
-    /// Whether the load met the SLO.
-    pub pass: bool,
-    /// The target's `GET /stats` counters after the load, when readable.
-    pub stats: Option<serde_json::Value>,
-    /// The stored run, its findings and the recording's notes.
-    pub finished: Finished,
-}
-
-/// Where a side's run is stored and what started it.
-pub struct RunPlace {
-    /// The run store file.
-    pub store_path: PathBuf,
-    /// The command line, kept with the run.
-    pub command: String,
-}
-
-/// Loads `target` with `plan` while recording it as `keisoku run` records
-/// one (host, target process, perf profile, all into the store, then
-/// judged by the rules), and stops the target. `loaded` is called as soon
-/// as the load ends (the binary clears its progress line).
-pub fn measure(
-    side: &Side,
-    target: TargetProcess,
-    plan: &Plan,
-    slo: &Slo,
-    ctl: &RunControl,
-    place: RunPlace,
-    loaded: impl FnOnce(),
-) -> Result<Measured, keisoku_record::Error> {
-    let mut rec = Recording::create(Options {
-        store_path: place.store_path,
-        new_run: NewRun {
-            name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
-            tags: [("knobs".to_string(), describe(&side.knobs))].into(),
-            target: Some(format!("{}/bid", target.url)),
-            command: place.command,
-            model: Some("closed".into()),
-            ..NewRun::default()
-        },
-        interval: Duration::from_millis(200),
-        pid: Some(target.pid()),
-        profile: ProfileKind::Perf,
-        profile_hz: 99,
-        all_cpus: false,
-        access_log: None,
-        profile_auto: true,
-    })?;
-    rec.start_recorders()?;
-    let mut result = keisoku_load::run(plan, ctl);
-    loaded();
-    let stats = target.stats().ok();
-    // Judged before it is stored, so the run's report shows the verdict.
-    let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, slo));
-    if let Ok(r) = &result {
-        if let Err(e) = keisoku_record::load::store_report(&rec, r) {
-            rec.note(format!("storing the load results: {e}"));
-        }
-    }
-    let status = if result.is_ok() && !ctl.stop.load(Ordering::SeqCst) {
-        RunStatus::Complete
-    } else {
-        RunStatus::Interrupted
-    };
-    // Recorders stop before the target, so perf can still read its symbols.
-    let finished = rec.finish(status)?;
-    target.stop();
-    Ok(Measured {
-        result,
-        pass,
-        stats,
-        finished,
-    })
 }
 
 /// Whether the findings named one naive knob's problem: the demo knows the

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use keisoku_demo::harness::{
-    self, describe, knob_check, per_request, render_knob_check, render_side, KnobCheck, Measured,
-    RunPlace, Side, DEFAULT_SLO, DEFAULT_SWEEP,
+    self, describe, knob_check, per_request, render_knob_check, render_side, KnobCheck, Side,
+    DEFAULT_SLO, DEFAULT_SWEEP,
 };
 use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
 use keisoku_load::plan::parse_duration;
@@ -21,6 +21,10 @@ use keisoku_load::{Report, RunControl, Slo};
 use crate::exit::{bad_input, GATE_FAILED, OK};
 use crate::recording::record_error;
 use crate::shared::output::Progress;
+use keisoku_load::{LoadError, Plan};
+use keisoku_record::{Finished, Options, ProfileKind, Recording};
+use keisoku_store::{NewRun, RunStatus};
+use std::path::PathBuf;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -160,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             stop: stop.clone(),
             progress: progress.for_load(),
         };
-        let measured = harness::measure(
+        let measured = measure(
             side,
             target,
             &plan,
@@ -305,6 +309,84 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
         None => println!("\nthe target stopped before its counters could be read"),
     }
     Ok(OK)
+}
+
+/// One side measured: its target loaded under the sweep while recorded.
+struct Measured {
+    /// The load's report, judged against the SLO (or why the load failed).
+    result: Result<Report, LoadError>,
+    /// Whether the load met the SLO.
+    pass: bool,
+    /// The target's `GET /stats` counters after the load, when readable.
+    stats: Option<serde_json::Value>,
+    /// The stored run, its findings and the recording's notes.
+    finished: Finished,
+}
+
+/// Where a side's run is stored and what started it.
+struct RunPlace {
+    /// The run store file.
+    store_path: PathBuf,
+    /// The command line, kept with the run.
+    command: String,
+}
+
+/// Loads `target` with `plan` while recording it as `keisoku run` records
+/// one (host, target process, perf profile, all into the store, then
+/// judged by the rules), and stops the target. `loaded` is called as soon
+/// as the load ends (to clear the progress line).
+fn measure(
+    side: &Side,
+    target: TargetProcess,
+    plan: &Plan,
+    slo: &Slo,
+    ctl: &RunControl,
+    place: RunPlace,
+    loaded: impl FnOnce(),
+) -> Result<Measured, keisoku_record::Error> {
+    let mut rec = Recording::create(Options {
+        store_path: place.store_path,
+        new_run: NewRun {
+            name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
+            tags: [("knobs".to_string(), describe(&side.knobs))].into(),
+            target: Some(format!("{}/bid", target.url)),
+            command: place.command,
+            model: Some("closed".into()),
+            ..NewRun::default()
+        },
+        interval: Duration::from_millis(200),
+        pid: Some(target.pid()),
+        profile: ProfileKind::Perf,
+        profile_hz: 99,
+        all_cpus: false,
+        access_log: None,
+        profile_auto: true,
+    })?;
+    rec.start_recorders()?;
+    let mut result = keisoku_load::run(plan, ctl);
+    loaded();
+    let stats = target.stats().ok();
+    // Judged before it is stored, so the run's report shows the verdict.
+    let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, slo));
+    if let Ok(r) = &result {
+        if let Err(e) = keisoku_record::load::store_report(&rec, r) {
+            rec.note(format!("storing the load results: {e}"));
+        }
+    }
+    let status = if result.is_ok() && !ctl.stop.load(Ordering::SeqCst) {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
+    };
+    // Recorders stop before the target, so perf can still read its symbols.
+    let finished = rec.finish(status)?;
+    target.stop();
+    Ok(Measured {
+        result,
+        pass,
+        stats,
+        finished,
+    })
 }
 
 /// Starts the demo target: this same binary, run with `--target-only`.
