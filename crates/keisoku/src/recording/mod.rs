@@ -38,12 +38,6 @@ pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
     Store::open_existing(path).map_err(store_error)
 }
 
-/// Opens (or creates) a store for writing.
-#[allow(dead_code)]
-pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
-    Store::open(path).map_err(open_error)
-}
-
 /// Maps a failure to open a store for writing: a path the user gave that
 /// cannot hold a store is their input (exit 2).
 fn open_error(e: StoreError) -> anyhow::Error {
