@@ -16,6 +16,8 @@
 //! # Ok::<(), keisoku_demo::DemoError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod accesslog;
 mod bid;
 mod events;
