@@ -8,9 +8,10 @@
 //! little. [`Recording::finish`] is the one place a run ends: it stores the
 //! profile, the access-log routes, the notes and the findings
 //! (`keisoku_findings::analyze` on the stored run) and hands back what the
-//! binary prints. [`load::store_report`] turns a load report into the run's
-//! results, phases, client series and client routes; [`summary`] renders
-//! the text every command prints for a run. The library never prints.
+//! binary prints; [`Recording::finish_with_load`] first stores a load's
+//! report (results, phases, client series and client routes, see
+//! [`load::store_report`]) for `run` and `demo`. [`summary`] renders the
+//! text every command prints for a run. The library never prints.
 
 #![deny(missing_docs)]
 

@@ -3,10 +3,29 @@
 //! routes, on the run's clock. Shared by `keisoku run` and `keisoku demo`,
 //! whose loads are recorded alike.
 
-use crate::Recording;
+use crate::{Error, Finished, Recording};
 use hdrhistogram::Histogram;
 use keisoku_load::Report;
-use keisoku_store::{Phase, RouteRow, RouteSecond, RouteSource, Series};
+use keisoku_store::{Phase, RouteRow, RouteSecond, RouteSource, RunStatus, Series};
+
+impl Recording {
+    /// Ends a recording that loaded the target (`run`, `demo`): stores the
+    /// load's results, phases, client series and routes (a failure becomes a
+    /// note: the recording itself is still worth keeping), then
+    /// [`Recording::finish`]es.
+    pub fn finish_with_load(
+        mut self,
+        status: RunStatus,
+        load: Option<&Report>,
+    ) -> Result<Finished, Error> {
+        if let Some(r) = load {
+            if let Err(e) = store_report(&self, r) {
+                self.note(format!("storing the load results: {e}"));
+            }
+        }
+        self.finish(status)
+    }
+}
 
 /// Stores the load's results, phases, client series, per-second per-route
 /// histograms and route rows, shifted onto the run's clock.

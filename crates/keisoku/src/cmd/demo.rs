@@ -368,18 +368,13 @@ fn measure(
     let stats = target.stats().ok();
     // Judged before it is stored, so the run's report shows the verdict.
     let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, slo));
-    if let Ok(r) = &result {
-        if let Err(e) = keisoku_record::load::store_report(&rec, r) {
-            rec.note(format!("storing the load results: {e}"));
-        }
-    }
     let status = if result.is_ok() && !ctl.stop.load(Ordering::SeqCst) {
         RunStatus::Complete
     } else {
         RunStatus::Interrupted
     };
     // Recorders stop before the target, so perf can still read its symbols.
-    let finished = rec.finish(status)?;
+    let finished = rec.finish_with_load(status, result.as_ref().ok())?;
     target.stop();
     Ok(Measured {
         result,

@@ -129,11 +129,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (Some(slo), Some(r)) => keisoku_load::judge(r, slo),
         _ => true,
     };
-    if let Some(r) = &report {
-        if let Err(e) = keisoku_record::load::store_report(&rec, r) {
-            rec.note(format!("storing the load results: {e}"));
-        }
-    }
     let was_interrupted = interrupted.load(Ordering::SeqCst);
     if died {
         rec.note("the server exited during the run; the load stopped early");
@@ -145,7 +140,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // Recorders stop before the server: perf maps are written while JITs still run.
     let store_path = rec.store_path().to_path_buf();
-    let mut done = rec.finish(status).map_err(record_error)?;
+    let mut done = rec
+        .finish_with_load(status, report.as_ref())
+        .map_err(record_error)?;
     if let Some(s) = server {
         done.stop_server(s, &store_path);
     }
