@@ -16,14 +16,18 @@
 //! # Ok::<(), keisoku_demo::DemoError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod accesslog;
 mod bid;
 mod events;
+pub mod harness;
 mod http;
 mod knobs;
 mod sample;
 mod server;
 mod stats;
+pub mod target;
 mod upstream;
 
 pub use bid::{
@@ -34,6 +38,7 @@ pub use knobs::{Knobs, Setting};
 pub use sample::{sample_request, sample_requests};
 pub use server::{DemoConfig, DemoHandle, DemoServer};
 pub use stats::StatsSnapshot;
+pub use target::{TargetError, TargetProcess};
 pub use upstream::{campaigns_for, user_profile, Campaign, UserProfile, SIZES};
 
 /// What can go wrong starting or running the demo target.

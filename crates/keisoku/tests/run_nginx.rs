@@ -437,3 +437,36 @@ http.server.ThreadingHTTPServer(('127.0.0.1', {port}), H).serve_forever()\n",
     assert!(run.series.iter().any(|s| s.name == "proc.rss"));
     assert!(stops_listening(port), "the server still listens");
 }
+
+#[test]
+fn a_server_that_never_answers_keeps_the_run_and_shows_the_end_of_its_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    let port = free_port();
+    let out = keisoku(&[
+        "run",
+        "--target",
+        &format!("http://127.0.0.1:{port}/"),
+        "-d",
+        "5s",
+        "--server-cmd",
+        "for i in 1 2 3 4 5 6 7; do echo line$i >&2; done; exit 3",
+        "--profile",
+        "none",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the server exited before it answered"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("kept, marked interrupted; its stderr ends:\n  line3\n  line4\n  line5\n  line6\n  line7\n"),
+        "the last 5 lines of the server's stderr: {stderr}"
+    );
+    let run = export_run(&store, "last");
+    assert_eq!(run.run.status, "interrupted");
+    assert!(stderr.contains(&run.run.id), "{stderr}");
+}

@@ -3,31 +3,28 @@
 //! load engine, print the sweep table, the knee and the SLO verdict, stop it.
 //! The target runs as its own process so a profiler can watch it alone.
 
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs};
-use keisoku_load::plan::{parse_duration, parse_sweep, PhaseSpec};
-use keisoku_load::{render, Plan, Report, RunControl, Slo, Target};
+use keisoku_demo::harness::{
+    self, describe, knob_check, per_request, render_knob_check, render_side, KnobCheck, Side,
+    DEFAULT_SLO, DEFAULT_SWEEP,
+};
+use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
+use keisoku_load::plan::parse_duration;
+use keisoku_load::{Report, RunControl, Slo};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::recording::recorder::{Options, ProfileKind, Recording};
+use crate::recording::record_error;
+use crate::shared::output::Progress;
+use keisoku_load::{LoadError, Plan};
+use keisoku_record::{Finished, Options, ProfileKind, Recording};
 use keisoku_store::{NewRun, RunStatus};
-
-/// The default SLO: the field notes' bidders live by "50 ms or die" (§2)
-/// with a 3 ms mean (§1); the tuned target meets this on 2 cores up to its
-/// knee, the naive one does not.
-const DEFAULT_SLO: &str = "p99<=50ms,p80<=10ms,errors<=0.1%";
-/// Connections per phase of the default sweep (doubling, as `ab -c` runs were stepped by hand).
-const DEFAULT_SWEEP: &str = "1,2,4,8,16,32,64";
-/// Distinct bid requests rotated by the load (one in eight gets no bid).
-const SAMPLE_BODIES: usize = 8;
+use std::path::PathBuf;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -111,7 +108,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.target_only {
         return target_only(&args);
     }
-    let sides = sides(&args)?;
+    let sides = harness::sides(args.knob.as_deref(), args.naive || args.serve, args.tuned)
+        .map_err(bad_input)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -126,7 +124,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (vec![1, 4, 16], Duration::from_secs(1), Duration::ZERO)
     } else {
         (
-            parse_connections(&args.sweep)?,
+            harness::parse_connections(&args.sweep)
+                .map_err(|e| bad_input(format!("--sweep {e}")))?,
             parse_duration(&args.step_duration)
                 .map_err(|e| bad_input(format!("--step-duration: {e}")))?,
             parse_duration(&args.warmup).map_err(|e| bad_input(format!("--warmup: {e}")))?,
@@ -137,6 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     let json_to_stdout = args.json.as_deref() == Some("-");
+    // With --json - the tables go to stderr; a progress line would mix in.
+    let progress = Progress::new(json_to_stdout);
     let mut out: Box<dyn Write> = if json_to_stdout {
         Box::new(std::io::stderr())
     } else {
@@ -148,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let target = TargetProcess::spawn(&side.knobs, None)?;
+        let target = spawn_target(&side.knobs, None)?;
         writeln!(
             out,
             "== {} target: {} (pid {}; knobs: {})",
@@ -158,57 +159,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             describe(&side.knobs)
         )?;
         out.flush()?;
-        let plan = plan_for(&target, &sweep, step, warmup)?;
+        let plan = harness::plan_for(&target.url, &sweep, step, warmup)?;
         let ctl = RunControl {
             stop: stop.clone(),
-            progress: progress_printer(json_to_stdout),
+            progress: progress.for_load(),
         };
-        // The sweep is recorded as `keisoku run` records one: host, target
-        // process, perf profile, all into the store, then judged by the rules.
-        let mut rec = Recording::create(Options {
-            store_path: keisoku_store::store_path(args.store.as_deref()),
-            new_run: NewRun {
-                name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
-                tags: [("knobs".to_string(), describe(&side.knobs))].into(),
-                target: Some(format!("{}/bid", target.url)),
+        let measured = measure(
+            side,
+            target,
+            &plan,
+            &slo,
+            &ctl,
+            RunPlace {
+                store_path: keisoku_store::store_path(args.store.as_deref()),
                 command: crate::recording::command_line(),
-                model: Some("closed".into()),
-                ..NewRun::default()
             },
-            interval: Duration::from_millis(200),
-            pid: Some(target.pid()),
-            profile: ProfileKind::Perf,
-            profile_hz: 99,
-            all_cpus: false,
-            access_log: None,
-            profile_auto: true,
-        })?;
-        rec.start_recorders()?;
-        let mut result = keisoku_load::run(&plan, &ctl);
-        clear_progress(json_to_stdout);
-        let stats = target.stats().ok();
-        // Judged before it is stored, so the run's report shows the verdict.
-        let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, &slo));
-        if let Ok(r) = &result {
-            if let Err(e) = crate::cmd::run::store_report(&rec, r) {
-                rec.note(format!("storing the load results: {e}"));
-            }
-        }
-        let status = if result.is_ok() && !stop.load(Ordering::SeqCst) {
-            RunStatus::Complete
-        } else {
-            RunStatus::Interrupted
-        };
-        // Recorders stop before the target, so perf can still read its symbols.
-        let (json, notes) = rec.finish(status)?;
-        target.stop();
-        let findings = keisoku_findings::analyze(&json);
-        if let Err(e) =
-            keisoku_store::Store::open(&keisoku_store::store_path(args.store.as_deref()))
-                .and_then(|s| s.set_findings(&json.run.id, &keisoku_findings::to_json(&findings)))
-        {
-            eprintln!("keisoku: note: storing the findings: {e}");
-        }
+            || progress.clear(),
+        )
+        .map_err(record_error)?;
+        let Measured {
+            result,
+            pass,
+            stats,
+            finished:
+                keisoku_record::Finished {
+                    run: json,
+                    findings,
+                    notes,
+                },
+        } = measured;
         crate::recording::print_notes(&notes);
         run_ids.push((side.name.clone(), json.run.id.clone()));
         let report = result.context("the load run failed")?;
@@ -218,7 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "not one request to the demo target succeeded: {why}"
             ));
         }
-        print_side(&mut out, side, &report, pass, stats.as_ref())?;
+        write!(out, "{}", render_side(side, &report, pass, stats.as_ref()))?;
         writeln!(out, "run {} stored", json.run.id)?;
         write!(out, "{}", keisoku_findings::render_text(&findings))?;
         let knob_check = knob_check(&side.knobs, &findings);
@@ -241,21 +220,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "interrupted: the results above cover what was measured until Ctrl-C"
         )?;
     }
-    let comparison = compare(&results);
+    let naive = results.iter().find(|r| r.name.starts_with("naive"));
+    let tuned = results.iter().find(|r| r.name == "tuned");
+    let comparison = naive
+        .zip(tuned)
+        .and_then(|(n, t)| harness::compare(&n.report, &t.report));
     if let Some(c) = &comparison {
-        writeln!(out, "\n== naive vs tuned")?;
-        writeln!(
-            out,
-            "peak throughput: {:.1} -> {:.1} req/s ({:.1}x)",
-            c.naive_peak_rps, c.tuned_peak_rps, c.throughput_gain
-        )?;
-        writeln!(
-            out,
-            "p99 at {} connections: {} -> {}",
-            c.at_connections,
-            render::ms(c.naive_p99_ms),
-            render::ms(c.tuned_p99_ms)
-        )?;
+        write!(out, "\n{c}")?;
     }
     if let Err(e) = write_pages(&args, &run_ids, &mut out) {
         writeln!(out, "keisoku: note: the HTML pages were not written: {e:#}")?;
@@ -293,11 +264,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
-struct Side {
-    name: String,
-    knobs: Knobs,
-}
-
 struct SideResult {
     name: String,
     knobs: Knobs,
@@ -309,276 +275,9 @@ struct SideResult {
     knob_check: Vec<KnobCheck>,
 }
 
-/// Whether the findings named one naive knob's problem: the demo knows the
-/// truth, so it can show how well the rules found it.
-#[derive(serde::Serialize)]
-struct KnobCheck {
-    knob: &'static str,
-    /// Finding ids that name this knob's problem.
-    expected: &'static [&'static str],
-    /// The first of them among the findings, and its rank (1 = first).
-    found: Option<String>,
-    rank: Option<usize>,
-}
-
-fn knob_check(knobs: &Knobs, findings: &[keisoku_findings::Finding]) -> Vec<KnobCheck> {
-    knobs
-        .naive_names()
-        .into_iter()
-        .map(|knob| {
-            let expected = Knobs::finding_ids(knob);
-            let hit = findings
-                .iter()
-                .enumerate()
-                .find(|(_, f)| expected.contains(&f.id.as_str()));
-            KnobCheck {
-                knob,
-                expected,
-                found: hit.map(|(_, f)| f.id.clone()),
-                rank: hit.map(|(i, _)| i + 1),
-            }
-        })
-        .collect()
-}
-
-fn render_knob_check(checks: &[KnobCheck]) -> String {
-    if checks.is_empty() {
-        return String::new();
-    }
-    let mut text = String::from("Naive knobs and the findings that name them\n");
-    for c in checks {
-        let line = match (&c.found, c.rank) {
-            (Some(id), Some(rank)) => format!("found: {id} (#{rank})"),
-            _ => format!(
-                "not named in this run (expected {})",
-                c.expected.join(" or ")
-            ),
-        };
-        text.push_str(&format!("  {:<20} {line}\n", c.knob));
-    }
-    if checks.iter().any(|c| c.found.is_none()) {
-        text.push_str("  (a large problem can hide smaller ones; `keisoku demo --knob NAME` shows one alone; docs/demo.md)\n");
-    }
-    text
-}
-
-#[derive(serde::Serialize)]
-struct Comparison {
-    naive_peak_rps: f64,
-    tuned_peak_rps: f64,
-    throughput_gain: f64,
-    at_connections: usize,
-    naive_p99_ms: f64,
-    tuned_p99_ms: f64,
-}
-
-fn sides(args: &Args) -> anyhow::Result<Vec<Side>> {
-    let naive = match &args.knob {
-        Some(name) => Side {
-            name: format!("naive ({name})"),
-            knobs: Knobs::only(name).map_err(bad_input)?,
-        },
-        None => Side {
-            name: "naive".into(),
-            knobs: Knobs::all_naive(),
-        },
-    };
-    let tuned = Side {
-        name: "tuned".into(),
-        knobs: Knobs::all_tuned(),
-    };
-    Ok(if args.tuned {
-        vec![tuned]
-    } else if args.naive || args.serve {
-        vec![naive]
-    } else {
-        vec![naive, tuned]
-    })
-}
-
-/// `1,2,4` or `A..B:STEP`.
-fn parse_connections(text: &str) -> anyhow::Result<Vec<usize>> {
-    let bad = |why: String| bad_input(format!("--sweep {text:?}: {why}"));
-    let values: Vec<f64> = if text.contains("..") {
-        parse_sweep(text).map_err(|e| bad(e.to_string()))?
-    } else {
-        text.split(',')
-            .map(|s| {
-                s.trim()
-                    .parse::<f64>()
-                    .map_err(|_| bad(format!("`{}` is not a connection count", s.trim())))
-            })
-            .collect::<Result<_, _>>()?
-    };
-    let mut out = Vec::new();
-    for v in values {
-        if v.fract() != 0.0 || !(1.0..=10_000.0).contains(&v) {
-            return Err(bad(format!(
-                "{v} is not a whole number of connections in 1..10000"
-            )));
-        }
-        out.push(v as usize);
-    }
-    if out.is_empty() {
-        return Err(bad("no phase".into()));
-    }
-    Ok(out)
-}
-
-fn plan_for(
-    target: &TargetProcess,
-    sweep: &[usize],
-    step: Duration,
-    warmup: Duration,
-) -> anyhow::Result<Plan> {
-    let url = format!("{}/bid", target.url);
-    let targets = sample_requests(SAMPLE_BODIES)
-        .into_iter()
-        .map(|body| Target::new("POST", &url, body.into_bytes(), 1))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut plan = Plan::new(targets);
-    plan.headers = vec![("Content-Type".into(), "application/json".into())];
-    plan.warmup = warmup;
-    plan.timeout = Duration::from_secs(5);
-    plan.phases = sweep
-        .iter()
-        .map(|&c| PhaseSpec {
-            connections: c,
-            rate: None,
-            duration: step,
-            requests: None,
-        })
-        .collect();
-    Ok(plan)
-}
-
-fn print_side(
-    out: &mut dyn Write,
-    side: &Side,
-    report: &Report,
-    pass: bool,
-    stats: Option<&serde_json::Value>,
-) -> anyhow::Result<()> {
-    if report.partial {
-        writeln!(
-            out,
-            "PARTIAL: interrupted; the table covers only the phases measured"
-        )?;
-    }
-    writeln!(out, "{}", render::sweep_table(report).trim_end())?;
-    if report.knee.is_none() && report.phases.len() <= 2 {
-        writeln!(out, "knee: too few phases to find one")?;
-    }
-    if let Some(v) = &report.slo {
-        let failed: Vec<&str> = v
-            .clauses
-            .iter()
-            .filter(|c| !c.pass)
-            .map(|c| c.clause.as_str())
-            .collect();
-        let best = report
-            .best_passing_phase
-            .and_then(|b| report.phases.get(b))
-            .map(|p| format!("met up to {}", p.label))
-            .unwrap_or_else(|| "met by no phase".into());
-        writeln!(
-            out,
-            "SLO {}: {} ({best}; over the whole run {})",
-            if pass { "PASS" } else { "FAIL" },
-            v.clauses
-                .iter()
-                .map(|c| c.clause.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-            if failed.is_empty() {
-                "every clause held".to_string()
-            } else {
-                format!("failed {}", failed.join(","))
-            }
-        )?;
-    }
-    if let Some(s) = stats {
-        writeln!(out, "target work per request: {}", per_request(s))?;
-    }
-    for w in &report.warnings {
-        writeln!(out, "WARNING: {w}")?;
-    }
-    writeln!(out, "({} done)\n", side.name)?;
-    Ok(())
-}
-
-/// The counters that tell the knobs apart, per request served.
-fn per_request(stats: &serde_json::Value) -> String {
-    let n = stats["requests"].as_f64().unwrap_or(0.0).max(1.0);
-    let get = |k: &str| stats[k].as_f64().unwrap_or(0.0);
-    format!(
-        "{:.2} config loads, {:.2} regex compiles, {:.2} cache JSON parses, {:.2} backend connects, {:.2} external posts ({:.1} ms waited), {} log rollovers ({} in the request path, longest {:.0} ms), {} workers ({} pinned)",
-        get("config_loads") / n,
-        get("regex_compiles") / n,
-        get("cache_json_parses") / n,
-        get("backend_connects") / n,
-        get("external_posts") / n,
-        get("external_wait_ns") / n / 1e6,
-        get("log_rollovers"),
-        get("log_rollovers_blocking"),
-        get("log_rollover_max_ns") / 1e6,
-        get("workers"),
-        get("workers_pinned"),
-    )
-}
-
-fn compare(results: &[SideResult]) -> Option<Comparison> {
-    let naive = results.iter().find(|r| r.name.starts_with("naive"))?;
-    let tuned = results.iter().find(|r| r.name == "tuned")?;
-    let peak = |r: &Report| r.phases.iter().map(|p| p.stats.rps).fold(0.0, f64::max);
-    // Compare p99 at the highest load both sides measured.
-    let (a, b) = naive.report.phases.iter().rev().find_map(|p| {
-        tuned
-            .report
-            .phases
-            .iter()
-            .find(|q| q.connections == p.connections)
-            .map(|q| (p, q))
-    })?;
-    let (np, tp) = (peak(&naive.report), peak(&tuned.report));
-    Some(Comparison {
-        naive_peak_rps: np,
-        tuned_peak_rps: tp,
-        throughput_gain: if np > 0.0 { tp / np } else { 0.0 },
-        at_connections: a.connections,
-        naive_p99_ms: a.stats.latency_ms.p99,
-        tuned_p99_ms: b.stats.latency_ms.p99,
-    })
-}
-
-fn describe(knobs: &Knobs) -> String {
-    let naive = knobs.naive_names();
-    match naive.len() {
-        0 => "all tuned".into(),
-        8 => "all naive".into(),
-        _ => format!("naive: {}; the rest tuned", naive.join(", ")),
-    }
-}
-
-fn progress_printer(quiet: bool) -> Option<keisoku_load::ProgressFn> {
-    if quiet || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Box::new(|p| {
-        eprint!("\r\x1b[2K{}", render::progress_line(p));
-        let _ = std::io::stderr().flush();
-    }))
-}
-
-fn clear_progress(quiet: bool) {
-    if !quiet && std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K");
-    }
-}
-
 fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     let side = sides.first().ok_or_else(|| anyhow!("no side to serve"))?;
-    let target = TargetProcess::spawn(&side.knobs, args.workers)?;
+    let target = spawn_target(&side.knobs, args.workers)?;
     println!("demo target: {} (pid {})", target.url, target.pid());
     println!("knobs: {}", side.knobs);
     println!("try:   curl -s {}/health", target.url);
@@ -595,7 +294,7 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     std::io::stdout().flush()?;
     let mut target = target;
     while !stop.load(Ordering::SeqCst) {
-        if let Some(status) = target.child.try_wait()? {
+        if let Some(status) = target.exited()? {
             return Err(anyhow!("the demo target exited on its own ({status})"));
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -612,137 +311,84 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     Ok(OK)
 }
 
-/// The demo target as a child process: the same binary with `--target-only`.
-struct TargetProcess {
-    child: Child,
-    addr: SocketAddr,
-    url: String,
+/// One side measured: its target loaded under the sweep while recorded.
+struct Measured {
+    /// The load's report, judged against the SLO (or why the load failed).
+    result: Result<Report, LoadError>,
+    /// Whether the load met the SLO.
+    pass: bool,
+    /// The target's `GET /stats` counters after the load, when readable.
+    stats: Option<serde_json::Value>,
+    /// The stored run, its findings and the recording's notes.
+    finished: Finished,
 }
 
-impl TargetProcess {
-    fn spawn(knobs: &Knobs, workers: Option<usize>) -> anyhow::Result<TargetProcess> {
-        let exe =
-            std::env::current_exe().context("cannot find the keisoku binary to run the target")?;
-        let mut cmd = Command::new(exe);
-        cmd.args([
-            "demo",
-            "--target-only",
-            "--listen",
-            "127.0.0.1:0",
-            "--knobs",
-        ])
-        .arg(knobs.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-        if let Some(w) = workers {
-            cmd.arg("--workers").arg(w.to_string());
-        }
-        // Its own process group: Ctrl-C reaches keisoku alone, which then
-        // reads the target's counters before stopping it.
-        cmd.process_group(0);
-        // SAFETY: the closure runs in the forked child before exec and only
-        // calls prctl(2), which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                // Should keisoku itself be killed, the target must not outlive it.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().context("cannot start the demo target")?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("the demo target has no stdout"))?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let mut reader = BufReader::new(stdout);
-            let _ = tx.send(reader.read_line(&mut line).map(|_| line));
-            // Keep draining so the target never blocks on a full pipe.
-            let mut sink = Vec::new();
-            let _ = reader.read_to_end(&mut sink);
-        });
-        let line = match rx.recv_timeout(Duration::from_secs(15)) {
-            Ok(Ok(line)) => line,
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(anyhow!(
-                    "the demo target did not report its address ({})",
-                    match other {
-                        Ok(Err(e)) => e.to_string(),
-                        _ => "timed out".into(),
-                    }
-                ));
-            }
-        };
-        let url = line.trim().to_string();
-        let addr: SocketAddr = match url.strip_prefix("http://").and_then(|a| a.parse().ok()) {
-            Some(a) => a,
-            None => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(anyhow!(
-                    "the demo target printed {url:?} instead of its URL"
-                ));
-            }
-        };
-        Ok(TargetProcess { child, addr, url })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The target's `GET /stats`.
-    fn stats(&self) -> anyhow::Result<serde_json::Value> {
-        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(2))?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        s.write_all(b"GET /stats HTTP/1.1\r\nHost: demo\r\nConnection: close\r\n\r\n")?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)?;
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b)
-            .ok_or_else(|| anyhow!("malformed /stats answer"))?;
-        Ok(serde_json::from_str(body)?)
-    }
-
-    /// SIGTERM, then SIGKILL if it has not exited within 5 s.
-    fn stop(mut self) {
-        self.terminate();
-    }
-
-    fn terminate(&mut self) {
-        if let Ok(Some(_)) = self.child.try_wait() {
-            return;
-        }
-        if let Ok(pid) = libc::pid_t::try_from(self.child.id()) {
-            // SAFETY: kill(2) on our own child's pid; it is not reaped yet, so the pid is still ours.
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Where a side's run is stored and what started it.
+struct RunPlace {
+    /// The run store file.
+    store_path: PathBuf,
+    /// The command line, kept with the run.
+    command: String,
 }
 
-impl Drop for TargetProcess {
-    fn drop(&mut self) {
-        self.terminate();
-    }
+/// Loads `target` with `plan` while recording it as `keisoku run` records
+/// one (host, target process, perf profile, all into the store, then
+/// judged by the rules), and stops the target. `loaded` is called as soon
+/// as the load ends (to clear the progress line).
+fn measure(
+    side: &Side,
+    target: TargetProcess,
+    plan: &Plan,
+    slo: &Slo,
+    ctl: &RunControl,
+    place: RunPlace,
+    loaded: impl FnOnce(),
+) -> Result<Measured, keisoku_record::Error> {
+    let mut rec = Recording::create(Options {
+        store_path: place.store_path,
+        new_run: NewRun {
+            name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
+            tags: [("knobs".to_string(), describe(&side.knobs))].into(),
+            target: Some(format!("{}/bid", target.url)),
+            command: place.command,
+            model: Some("closed".into()),
+            ..NewRun::default()
+        },
+        interval: Duration::from_millis(200),
+        pid: Some(target.pid()),
+        profile: ProfileKind::Perf,
+        profile_hz: 99,
+        all_cpus: false,
+        access_log: None,
+        profile_auto: true,
+    })?;
+    rec.start_recorders()?;
+    let mut result = keisoku_load::run(plan, ctl);
+    loaded();
+    let stats = target.stats().ok();
+    // Judged before it is stored, so the run's report shows the verdict.
+    let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, slo));
+    let status = if result.is_ok() && !ctl.stop.load(Ordering::SeqCst) {
+        RunStatus::Complete
+    } else {
+        RunStatus::Interrupted
+    };
+    // Recorders stop before the target, so perf can still read its symbols.
+    let finished = rec.finish_with_load(status, result.as_ref().ok())?;
+    target.stop();
+    Ok(Measured {
+        result,
+        pass,
+        stats,
+        finished,
+    })
+}
+
+/// Starts the demo target: this same binary, run with `--target-only`.
+fn spawn_target(knobs: &Knobs, workers: Option<usize>) -> anyhow::Result<TargetProcess> {
+    let exe =
+        std::env::current_exe().context("cannot find the keisoku binary to run the target")?;
+    Ok(TargetProcess::spawn(&exe, knobs, workers)?)
 }
 
 /// `--target-only`: serve until SIGINT/SIGTERM.

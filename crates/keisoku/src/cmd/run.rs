@@ -2,14 +2,15 @@
 //! process, its profile and its access log into the run store.
 
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
-use crate::recording::{self, recorder::Recording, server::Server, summary, RecorderArgs};
+use crate::recording::{self, record_error, RecorderArgs};
 use crate::shared::load::{self as bench, dur, Job, LoadArgs};
-use hdrhistogram::Histogram;
-use keisoku_load::{render, Model, Report, RunControl};
-use keisoku_store::{NewRun, Phase, RouteRow, RouteSecond, RouteSource, RunStatus, Series};
+use crate::shared::output::Progress;
+use keisoku_load::{render, Model, RunControl};
+use keisoku_record::server::{ProcessWatch, ServerError};
+use keisoku_record::{summary, Recording};
+use keisoku_store::{NewRun, RunStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Flags of `keisoku run`.
 #[derive(clap::Args, Debug)]
@@ -66,8 +67,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let opts = args.rec.options(pid, new_run)?;
 
+    let progress = Progress::new(false);
     let ctl = RunControl {
-        progress: progress_printer(),
+        progress: progress.for_load(),
         ..RunControl::default()
     };
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -82,81 +84,39 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         });
     }
 
-    let mut rec = Recording::create(opts)?;
+    let mut rec = Recording::create(opts).map_err(record_error)?;
     eprintln!("keisoku: run {} -> {}", rec.run, rec.store_path().display());
     let mut server = None;
     if let Some(cmd) = &args.server_cmd {
-        let mut s = Server::start(cmd, rec.store_path().to_path_buf(), rec.run.clone())
-            .map_err(|e| anyhow::anyhow!("cannot start the server with sh -c: {e}"))?;
-        // Sample the host and the server from its start: its start-up
-        // belongs to the run's timeline.
-        rec.set_pid(s.pid());
-        rec.start_sampler()?;
         let addr = plan.targets[0].addr;
-        if let Err(why) = s.wait_ready(addr, server_timeout) {
-            rec.note(format!("server: {why}"));
-            let how = s.stop(Duration::from_secs(5));
-            rec.note(format!("server {how}"));
-            let (json, notes) = rec.finish(RunStatus::Interrupted)?;
-            recording::print_notes(&notes);
-            let err = String::from_utf8_lossy(&rec_output(&args, &json.run.id, "server.stderr"))
-                .trim()
-                .to_string();
-            let tail: String = err
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("\n  ");
-            anyhow::bail!(
-                "{why}; run {} kept, marked interrupted{}",
-                json.run.id,
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("; its stderr ends:\n  {tail}")
+        match rec.start_server(cmd, addr, server_timeout) {
+            Ok((r, s)) => {
+                rec = r;
+                server = Some(s);
+            }
+            Err(ServerError::Record(e)) => return Err(record_error(e)),
+            Err(e) => {
+                if let ServerError::NotReady { notes, .. } = &e {
+                    recording::print_notes(notes);
                 }
-            );
+                return Err(e.into());
+            }
         }
-        rec.set_pid(s.pid());
-        server = Some(s);
     }
-    rec.start_recorders()?;
+    rec.start_recorders().map_err(record_error)?;
 
     // Watch the server: a dying server ends the load early, run kept as interrupted.
-    let server_died = Arc::new(AtomicBool::new(false));
-    let watched = server.as_ref().map(|s| s.pid()).or(pid);
-    let watch_done = Arc::new(AtomicBool::new(false));
-    let watcher = watched.map(|p| {
-        let stop = Arc::clone(&ctl.stop);
-        let died = Arc::clone(&server_died);
-        let done = Arc::clone(&watch_done);
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                if !recording::recorder::alive(p) {
-                    died.store(true, Ordering::SeqCst);
-                    stop.store(true, Ordering::SeqCst);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        })
-    });
+    let watch = ProcessWatch::start(
+        server.as_ref().map(|s| s.pid()).or(pid),
+        Arc::clone(&ctl.stop),
+    );
 
     let result = match (&search, &slo) {
         (Some(search), Some(slo)) => keisoku_load::find_max(&plan, slo, *search, &ctl),
         _ => keisoku_load::run(&plan, &ctl),
     };
-    if ctl.progress.is_some() {
-        eprint!("\r\x1b[2K");
-    }
-    watch_done.store(true, Ordering::Relaxed);
-    if let Some(w) = watcher {
-        let _ = w.join();
-    }
+    progress.clear();
+    let died = watch.end();
     let mut report = match result {
         Ok(r) => Some(r),
         Err(e) => {
@@ -169,12 +129,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (Some(slo), Some(r)) => keisoku_load::judge(r, slo),
         _ => true,
     };
-    if let Some(r) = &report {
-        if let Err(e) = store_report(&rec, r) {
-            rec.note(format!("storing the load results: {e}"));
-        }
-    }
-    let died = server_died.load(Ordering::SeqCst);
     let was_interrupted = interrupted.load(Ordering::SeqCst);
     if died {
         rec.note("the server exited during the run; the load stopped early");
@@ -186,21 +140,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // Recorders stop before the server: perf maps are written while JITs still run.
     let store_path = rec.store_path().to_path_buf();
-    let (json, mut notes) = rec.finish(status)?;
-    // Findings are judged on the stored run, so `show` and `report` see the same ones.
-    let findings = keisoku_findings::analyze(&json);
-    if let Err(e) = keisoku_store::Store::open(&store_path)
-        .and_then(|s| s.set_findings(&json.run.id, &keisoku_findings::to_json(&findings)))
-    {
-        notes.push(format!("storing the findings: {e}"));
-    }
+    let mut done = rec
+        .finish_with_load(status, report.as_ref())
+        .map_err(record_error)?;
     if let Some(s) = server {
-        let how = format!("server {}", s.stop(Duration::from_secs(5)));
-        if let Ok(store) = keisoku_store::Store::open(&store_path) {
-            let _ = store.append_output(&json.run.id, "notes", format!("{how}\n").as_bytes());
-        }
-        notes.push(how);
+        done.stop_server(s, &store_path);
     }
+    let keisoku_record::Finished {
+        run: json,
+        findings,
+        notes,
+    } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
         let text = serde_json::to_string_pretty(r)?;
         if dest == "-" {
@@ -219,9 +169,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(r) = &report {
         text.push_str(&render::summary(r));
     }
-    text.push_str(&summary::header(&json));
-    text.push_str(&summary::server(&json));
-    text.push_str(&keisoku_findings::render_text(&findings));
+    text.push_str(&summary::recorded(&json, &findings));
     if to_stdout {
         print!("{text}");
     } else {
@@ -259,203 +207,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(FAILURE);
     }
     Ok(if gate_pass { OK } else { GATE_FAILED })
-}
-
-/// A live progress line on a terminal; nothing when stderr is a pipe.
-fn progress_printer() -> Option<keisoku_load::ProgressFn> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Box::new(|p| {
-        eprint!("\r\x1b[2K{}", render::progress_line(p));
-    }))
-}
-
-fn rec_output(args: &Args, run: &str, stream: &str) -> Vec<u8> {
-    keisoku_store::Store::open(&args.rec.store.path())
-        .and_then(|s| s.output(run, stream))
-        .unwrap_or_default()
-}
-
-/// Stores the load's results, phases, client series, per-second per-route
-/// histograms and route rows, shifted onto the run's clock.
-pub(crate) fn store_report(rec: &Recording, r: &Report) -> keisoku_store::Result<()> {
-    let store = rec.store();
-    let run = &rec.run;
-    // The engine's clock starts when the load starts; ours when the run did.
-    let offset = r.started_unix_ms as f64 - rec.started_unix_ms as f64;
-    let results = serde_json::to_value(r)?;
-    store.put_results(
-        run,
-        &results,
-        Some(r.overall.rps),
-        Some(r.overall.latency_ms.p99),
-    )?;
-    let mut index = 0u32;
-    if let Some(w) = &r.warmup {
-        store.put_phase(
-            run,
-            &Phase {
-                index,
-                label: "warmup".into(),
-                start_ms: w.start_ms + offset,
-                end_ms: w.end_ms + offset,
-                warmup: true,
-                connections: r.phases.first().map(|p| p.connections as u64),
-                rate: r.phases.first().and_then(|p| p.rate),
-            },
-        )?;
-        index += 1;
-    }
-    for p in &r.phases {
-        store.put_phase(
-            run,
-            &Phase {
-                index,
-                label: p.label.clone(),
-                start_ms: p.start_ms + offset,
-                end_ms: p.end_ms + offset,
-                warmup: false,
-                connections: Some(p.connections as u64),
-                rate: p.rate,
-            },
-        )?;
-        index += 1;
-    }
-    let series =
-        |name: &str, unit: &str, f: &dyn Fn(&keisoku_load::report::Second) -> f64| Series {
-            name: name.into(),
-            unit: unit.into(),
-            // A second's point sits at its end, like the sampler's rates.
-            t_ms: r
-                .timeline
-                .iter()
-                .map(|s| offset + (s.t_s as f64 + 1.0) * 1000.0)
-                .collect(),
-            v: r.timeline.iter().map(f).collect(),
-        };
-    store.append_series(
-        run,
-        &[
-            series("client.rps", "/s", &|s| s.rps),
-            series("client.errors", "/s", &|s| s.errors as f64),
-            series("client.p50_ms", "ms", &|s| s.p50_ms),
-            series("client.p99_ms", "ms", &|s| s.p99_ms),
-        ],
-    )?;
-    // Targets that share a method and path (one URL with several bodies) are
-    // one route, as the access log sees them; the store keys routes by method
-    // and path, so separate rows would also overwrite each other's seconds.
-    let routes = client_routes(&r.targets);
-    let base_second = (offset / 1000.0).max(0.0).round() as u32;
-    let mut seconds = Vec::new();
-    for s in &r.timeline {
-        let second = base_second + s.t_s as u32;
-        for route in &routes {
-            let mut merged: Option<Histogram<u64>> = None;
-            for &i in &route.targets {
-                let h = if s.per_target.is_empty() {
-                    Some(&s.histogram)
-                } else {
-                    s.per_target.get(i).and_then(Option::as_ref)
-                };
-                let Some(h) = h.filter(|h| !h.is_empty()) else {
-                    continue;
-                };
-                match merged.as_mut() {
-                    Some(m) => keisoku_load::report::add_hist(m, h),
-                    None => merged = Some(h.clone()),
-                }
-            }
-            if let Some(histogram) = merged {
-                seconds.push(RouteSecond {
-                    method: route.method.clone(),
-                    route: route.path.clone(),
-                    second,
-                    histogram,
-                });
-            }
-        }
-    }
-    store.put_route_seconds(run, RouteSource::Client, &seconds)?;
-    let rows: Vec<RouteRow> = routes
-        .iter()
-        .filter_map(|route| route_row(route, &r.targets))
-        .collect();
-    store.put_routes(run, RouteSource::Client, &rows)
-}
-
-/// Load targets grouped by method and path, in the order first given.
-struct ClientRoute {
-    method: String,
-    path: String,
-    targets: Vec<usize>,
-}
-
-fn client_routes(targets: &[keisoku_load::report::TargetReport]) -> Vec<ClientRoute> {
-    let mut routes: Vec<ClientRoute> = Vec::new();
-    for (i, t) in targets.iter().enumerate() {
-        let path = path_of(&t.url);
-        match routes
-            .iter_mut()
-            .find(|r| r.method == t.method && r.path == path)
-        {
-            Some(r) => r.targets.push(i),
-            None => routes.push(ClientRoute {
-                method: t.method.clone(),
-                path,
-                targets: vec![i],
-            }),
-        }
-    }
-    routes
-}
-
-/// One route's row: counts summed, latency from the merged histograms.
-fn route_row(
-    route: &ClientRoute,
-    targets: &[keisoku_load::report::TargetReport],
-) -> Option<RouteRow> {
-    let mut histogram: Option<Histogram<u64>> = None;
-    let mut row = RouteRow {
-        method: route.method.clone(),
-        uri: route.path.clone(),
-        ..RouteRow::default()
-    };
-    for t in route.targets.iter().filter_map(|&i| targets.get(i)) {
-        let s = &t.stats;
-        row.count += s.requests;
-        row.s1xx += s.status.s1xx;
-        row.s2xx += s.status.s2xx;
-        row.s3xx += s.status.s3xx;
-        row.s4xx += s.status.s4xx;
-        row.s5xx += s.status.s5xx;
-        row.sum += s.latency_ms.mean * s.requests as f64;
-        match histogram.as_mut() {
-            Some(h) => keisoku_load::report::add_hist(h, &s.histogram),
-            None => histogram = Some(s.histogram.clone()),
-        }
-    }
-    let l = keisoku_load::report::LatencySummary::from_histogram(&histogram?);
-    row.min = l.min;
-    row.max = l.max;
-    row.avg = if row.count > 0 {
-        row.sum / row.count as f64
-    } else {
-        0.0
-    };
-    row.p50 = l.p50;
-    row.p90 = l.p90;
-    row.p95 = l.p95;
-    row.p99 = l.p99;
-    row.stddev = l.stdev;
-    Some(row)
-}
-
-/// The path (without the query) of a URL, as access logs group it.
-fn path_of(url: &str) -> String {
-    keisoku_load::plan::parse_url(url)
-        .map(|u| u.path.split('?').next().unwrap_or("/").to_string())
-        .unwrap_or_else(|_| url.to_string())
 }

@@ -1,7 +1,8 @@
 //! `keisoku show`: a stored run's summary, as `keisoku run` printed it.
 
 use crate::exit::OK;
-use crate::recording::{self, summary, StoreArg};
+use crate::recording::{self, StoreArg};
+use keisoku_record::summary;
 use std::io::Write;
 
 /// Flags of `keisoku show`.
@@ -35,22 +36,8 @@ fn show(args: Args) -> anyhow::Result<u8> {
         out.write_all(&bytes)?;
         return Ok(OK);
     }
-    let mut run = store.load(&id).map_err(recording::store_error)?;
-    // Runs stored before findings existed are judged now (not stored: show only reads).
-    let findings = if run.findings.is_empty() {
-        keisoku_findings::analyze(&run)
-    } else {
-        keisoku_findings::from_json(&run.findings)
-    };
-    run.findings.clear();
-    write!(out, "{}", summary::full(&run))?;
-    write!(out, "{}", keisoku_findings::render_text(&findings))?;
+    let run = store.load(&id).map_err(recording::store_error)?;
     let notes = store.output(&id, "notes").map_err(recording::store_error)?;
-    if !notes.is_empty() {
-        writeln!(out, "Notes")?;
-        for l in String::from_utf8_lossy(&notes).lines() {
-            writeln!(out, "  {l}")?;
-        }
-    }
+    write!(out, "{}", summary::stored(run, &notes))?;
     Ok(OK)
 }

@@ -1,13 +1,11 @@
 //! What `run`, `record`, `runs`, `show`, `export` and `rm` share: opening
-//! the run store, naming runs, recording a run (sampler, profiler,
-//! access-log follower) and the server-side summary.
+//! the run store, naming runs and the recorder's flags. The recording
+//! itself lives in crates/record.
 
-pub mod follow;
-pub mod recorder;
-pub mod server;
-pub mod summary;
+pub use keisoku_record::follow;
 
 use crate::exit::bad_input;
+use keisoku_record::{recorder, ProfileKind};
 use keisoku_store::{Store, StoreError};
 use std::path::{Path, PathBuf};
 
@@ -40,37 +38,29 @@ pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
     Store::open_existing(path).map_err(store_error)
 }
 
-/// Opens (or creates) a store for writing.
-pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
-    Store::open(path).map_err(|e| match e {
-        // A path the user gave that cannot hold a store is their input.
+/// Maps a failure to open a store for writing: a path the user gave that
+/// cannot hold a store is their input (exit 2).
+fn open_error(e: StoreError) -> anyhow::Error {
+    match e {
         StoreError::CreateDir { .. } | StoreError::Open { .. } | StoreError::TooNew { .. } => {
             bad_input(e)
         }
         other => anyhow::Error::new(other),
-    })
+    }
+}
+
+/// Maps a recording's error to the exit status its cause deserves.
+pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
+    match e {
+        keisoku_record::Error::OpenStore(e) => open_error(e),
+        keisoku_record::Error::Store(e) => store_error(e),
+        other => anyhow::Error::new(other),
+    }
 }
 
 /// Resolves `RUN` (id, unique id prefix, name or `last`) to an id.
 pub fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
     store.resolve(spec).map_err(store_error)
-}
-
-/// `YYYY-MM-DD HH:MM:SS` (UTC) of a Unix time in ms.
-pub fn utc(ms: i64) -> String {
-    let (y, mo, d, h, mi, s) = keisoku_store::civil_from_unix(ms.div_euclid(1000));
-    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
-}
-
-/// A duration in ms as `12.3s` / `4m05s`.
-pub fn human_duration(ms: f64) -> String {
-    let s = ms / 1000.0;
-    if s < 60.0 {
-        format!("{s:.1}s")
-    } else {
-        let m = (s / 60.0).floor();
-        format!("{}m{:02.0}s", m as u64, s - m * 60.0)
-    }
 }
 
 /// Recorder flags shared by `keisoku run` and `keisoku record`.
@@ -84,7 +74,7 @@ pub struct RecorderArgs {
     pub pidof: Option<String>,
     /// Profiler [default: perf when a server process is known, else none].
     #[arg(long, value_enum, value_name = "PROFILER")]
-    pub profile: Option<recorder::ProfileKind>,
+    pub profile: Option<ProfileArg>,
     /// Profiler sampling frequency in Hz.
     #[arg(long, value_name = "HZ", default_value_t = 99)]
     pub profile_hz: u32,
@@ -197,13 +187,11 @@ impl RecorderArgs {
         pid: Option<u32>,
         new_run: keisoku_store::NewRun,
     ) -> anyhow::Result<recorder::Options> {
-        let profile = self
-            .profile
-            .unwrap_or(if pid.is_some() || self.profile_all_cpus {
-                recorder::ProfileKind::Perf
-            } else {
-                recorder::ProfileKind::None
-            });
+        let profile = match self.profile {
+            Some(p) => p.kind(),
+            None if pid.is_some() || self.profile_all_cpus => ProfileKind::Perf,
+            None => ProfileKind::None,
+        };
         Ok(recorder::Options {
             store_path: self.store.path(),
             new_run,
@@ -215,6 +203,29 @@ impl RecorderArgs {
             access_log: self.access_log()?,
             profile_auto: self.profile.is_none(),
         })
+    }
+}
+
+/// `--profile`: which profiler to run (the record crate's
+/// [`ProfileKind`], spelled for the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProfileArg {
+    /// `perf record -g` (native, kernel, JIT with perf maps).
+    Perf,
+    /// py-spy for Python servers.
+    PySpy,
+    /// No profile.
+    None,
+}
+
+impl ProfileArg {
+    /// The profiler this flag value names.
+    pub fn kind(self) -> ProfileKind {
+        match self {
+            ProfileArg::Perf => ProfileKind::Perf,
+            ProfileArg::PySpy => ProfileKind::PySpy,
+            ProfileArg::None => ProfileKind::None,
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! One recording session: creates the run, then the sampler (series), the
 //! profiler and the access-log follower all on the run's clock, and stores
-//! what they collected when it finishes. Used by `run` and `record`.
+//! what they collected when it finishes. Used by `run`, `record` and `demo`.
 
 use super::follow::{Follower, Keep};
+use crate::Error;
+use keisoku_findings::Finding;
 use keisoku_logs::LineParser;
 use keisoku_probe::{
     PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const FLUSH_EVERY: Duration = Duration::from_secs(3);
 
 /// Which profiler to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProfileKind {
     /// `perf record -g` (native, kernel, JIT with perf maps).
     Perf,
@@ -54,6 +56,19 @@ pub struct Options {
 enum Profiler {
     Perf(PerfRecorder),
     PySpy(PySpyRecorder),
+}
+
+/// What a finished recording hands back for the binary to print.
+#[derive(Debug)]
+pub struct Finished {
+    /// The stored run, as `keisoku export RUN` gives it (with its findings
+    /// when they could be stored).
+    pub run: RunJson,
+    /// The findings, judged on the stored run so `show` and `report` see the
+    /// same ones, best first.
+    pub findings: Vec<Finding>,
+    /// Problems the recording survived, one line each.
+    pub notes: Vec<String>,
 }
 
 /// A recording in progress.
@@ -119,7 +134,7 @@ pub fn alive(pid: u32) -> bool {
 impl Recording {
     /// Creates the run and starts every recorder. Recorders that cannot
     /// start (no perf, no permission) become notes; the run goes on.
-    pub fn start(opts: Options) -> anyhow::Result<Recording> {
+    pub fn start(opts: Options) -> Result<Recording, Error> {
         let mut rec = Recording::create(opts)?;
         rec.start_recorders()?;
         Ok(rec)
@@ -127,17 +142,15 @@ impl Recording {
 
     /// Creates the run (its clock starts now) without starting recorders,
     /// so a server can be started and its output kept first.
-    pub fn create(mut opts: Options) -> anyhow::Result<Recording> {
-        let store = super::open_for_writing(&opts.store_path)?;
+    pub fn create(mut opts: Options) -> Result<Recording, Error> {
+        let store = Store::open(&opts.store_path).map_err(Error::OpenStore)?;
         let origin = Instant::now();
         let started_unix_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         opts.new_run.started_unix_ms = started_unix_ms;
         opts.new_run.machine = machine();
-        let run = store
-            .create_run(&opts.new_run)
-            .map_err(super::store_error)?;
+        let run = store.create_run(&opts.new_run)?;
         let workdir = std::env::temp_dir().join(format!("keisoku-{run}"));
         Ok(Recording {
             origin,
@@ -170,7 +183,7 @@ impl Recording {
     /// Starts the host and process sampler alone, so the seconds before the
     /// load (a server starting up) are recorded too; `start_recorders`
     /// starts the rest. The process is the one set so far.
-    pub fn start_sampler(&mut self) -> anyhow::Result<()> {
+    pub fn start_sampler(&mut self) -> Result<(), Error> {
         if self.sampler.is_some() || self.sampler_failed {
             return Ok(());
         }
@@ -200,7 +213,7 @@ impl Recording {
 
     /// Starts the sampler (unless already started), the profiler and the
     /// access-log follower.
-    pub fn start_recorders(&mut self) -> anyhow::Result<()> {
+    pub fn start_recorders(&mut self) -> Result<(), Error> {
         self.start_sampler()?;
         let Some(mut opts) = self.opts.take() else {
             return Ok(());
@@ -303,9 +316,11 @@ impl Recording {
         self.notes.push(msg.into());
     }
 
-    /// Stops every recorder, stores what they collected and marks the run
-    /// `status`. Returns the stored run and the notes to show.
-    pub fn finish(mut self, status: RunStatus) -> anyhow::Result<(RunJson, Vec<String>)> {
+    /// Stops every recorder, stores what they collected, marks the run
+    /// `status` and judges it: the one end of every recording, so runs made
+    /// by `run`, `record` and `demo` all store their findings. Returns the
+    /// stored run, its findings and the notes to show.
+    pub fn finish(mut self, status: RunStatus) -> Result<Finished, Error> {
         let duration_ms = self.now_ms();
         if let Some(f) = self.follower.take() {
             let followed = f.stop();
@@ -367,11 +382,21 @@ impl Recording {
                 .store
                 .append_output(&self.run, "notes", text.as_bytes());
         }
-        self.store
-            .finish(&self.run, status, duration_ms)
-            .map_err(super::store_error)?;
-        let json = self.store.load(&self.run).map_err(super::store_error)?;
-        Ok((json, std::mem::take(&mut self.notes)))
+        self.store.finish(&self.run, status, duration_ms)?;
+        let mut run = self.store.load(&self.run)?;
+        let mut notes = std::mem::take(&mut self.notes);
+        // Findings are judged on the stored run, so `show` and `report` see the same ones.
+        let findings = keisoku_findings::analyze(&run);
+        let stored = keisoku_findings::to_json(&findings);
+        match self.store.set_findings(&self.run, &stored) {
+            Ok(()) => run.findings = stored,
+            Err(e) => notes.push(format!("storing the findings: {e}")),
+        }
+        Ok(Finished {
+            run,
+            findings,
+            notes,
+        })
     }
 
     /// Stops the profiler and reads what it recorded as the stacks

@@ -65,6 +65,36 @@ pub fn header(run: &RunJson) -> String {
     out
 }
 
+/// What `keisoku show` prints for a stored run: the [`full`] summary, the
+/// findings and the run's notes. Runs stored before findings existed are
+/// judged now (not stored: showing only reads).
+pub fn stored(mut run: RunJson, notes: &[u8]) -> String {
+    let findings = if run.findings.is_empty() {
+        keisoku_findings::analyze(&run)
+    } else {
+        keisoku_findings::from_json(&run.findings)
+    };
+    run.findings.clear();
+    let mut out = full(&run);
+    out.push_str(&keisoku_findings::render_text(&findings));
+    if !notes.is_empty() {
+        out.push_str("Notes\n");
+        for l in String::from_utf8_lossy(notes).lines() {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
+    out
+}
+
+/// What `keisoku run` and `keisoku record` print once a recording has
+/// finished: the run's header, the server side and the findings.
+pub fn recorded(run: &RunJson, findings: &[keisoku_findings::Finding]) -> String {
+    let mut out = header(run);
+    out.push_str(&server(run));
+    out.push_str(&keisoku_findings::render_text(findings));
+    out
+}
+
 /// A short client section from the stored results JSON (docs/bench-json.md).
 pub fn client(run: &RunJson) -> String {
     let r = &run.results;
