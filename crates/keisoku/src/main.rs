@@ -4,7 +4,6 @@
 
 mod cmd;
 mod exit;
-mod recording;
 mod shared;
 
 use clap::Parser;

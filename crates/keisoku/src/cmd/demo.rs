@@ -19,8 +19,8 @@ use keisoku_load::plan::parse_duration;
 use keisoku_load::{Report, RunControl, Slo};
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::recording::record_error;
 use crate::shared::output::Progress;
+use crate::shared::recorder::{self as recording, record_error};
 use keisoku_load::{LoadError, Plan};
 use keisoku_record::{Finished, Options, ProfileKind, Recording};
 use keisoku_store::{NewRun, RunStatus};
@@ -172,7 +172,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             &ctl,
             RunPlace {
                 store_path: keisoku_store::store_path(args.store.as_deref()),
-                command: crate::recording::command_line(),
+                command: recording::command_line(),
             },
             || progress.clear(),
         )
@@ -188,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     notes,
                 },
         } = measured;
-        crate::recording::print_notes(&notes);
+        recording::print_notes(&notes);
         run_ids.push((side.name.clone(), json.run.id.clone()));
         let report = result.context("the load run failed")?;
         if report.nothing_succeeded() {

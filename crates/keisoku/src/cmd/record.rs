@@ -2,7 +2,7 @@
 //! command runs (ab, k6, JMeter, a test suite...).
 
 use crate::exit::{bad_input, FAILURE, OK};
-use crate::recording::{self, record_error, RecorderArgs};
+use crate::shared::recorder::{self as recording, record_error, RecorderArgs};
 use keisoku_record::command::{CommandEnd, CommandError, Supervisor};
 use keisoku_record::{summary, Recording};
 use keisoku_store::{NewRun, RunStatus};

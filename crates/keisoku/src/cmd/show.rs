@@ -1,7 +1,7 @@
 //! `keisoku show`: a stored run's summary, as `keisoku run` printed it.
 
 use crate::exit::OK;
-use crate::recording::{self, StoreArg};
+use crate::shared::store::{self, StoreArg};
 use keisoku_record::summary;
 use std::io::Write;
 
@@ -24,20 +24,20 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    recording::quiet_broken_pipe(show(args))
+    show(args)
 }
 
 fn show(args: Args) -> anyhow::Result<u8> {
-    let store = recording::open_existing(&args.store.path())?;
-    let id = recording::resolve(&store, &args.run)?;
+    let store = store::open_existing(&args.store.path())?;
+    let id = store::resolve(&store, &args.run)?;
     let mut out = std::io::stdout().lock();
     if let Some(stream) = &args.output {
-        let bytes = store.output(&id, stream).map_err(recording::store_error)?;
+        let bytes = store.output(&id, stream).map_err(store::store_error)?;
         out.write_all(&bytes)?;
         return Ok(OK);
     }
-    let run = store.load(&id).map_err(recording::store_error)?;
-    let notes = store.output(&id, "notes").map_err(recording::store_error)?;
+    let run = store.load(&id).map_err(store::store_error)?;
+    let notes = store.output(&id, "notes").map_err(store::store_error)?;
     write!(out, "{}", summary::stored(run, &notes))?;
     Ok(OK)
 }

@@ -5,4 +5,5 @@ pub mod load;
 pub mod output;
 pub mod page;
 pub mod profile;
+pub mod recorder;
 pub mod store;

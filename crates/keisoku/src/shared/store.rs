@@ -85,15 +85,15 @@ pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
     Store::open_existing(path).map_err(store_error)
 }
 
-/// Opens (or creates) a store for writing.
-pub fn open_for_writing(path: &Path) -> anyhow::Result<Store> {
-    Store::open(path).map_err(|e| match e {
-        // A path the user gave that cannot hold a store is their input.
+/// Maps a failure to open a store for writing: a path the user gave that
+/// cannot hold a store is their input (exit 2).
+pub fn open_error(e: StoreError) -> anyhow::Error {
+    match e {
         StoreError::CreateDir { .. } | StoreError::Open { .. } | StoreError::TooNew { .. } => {
             bad_input(e)
         }
         other => anyhow::Error::new(other),
-    })
+    }
 }
 
 /// Resolves `RUN` (id, unique id prefix, name or `last`) to an id.

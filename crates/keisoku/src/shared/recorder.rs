@@ -1,53 +1,10 @@
-//! What `run`, `record`, `runs`, `show`, `export` and `rm` share: opening
-//! the run store, naming runs and the recorder's flags. The recording
-//! itself lives in crates/record.
-
-pub use keisoku_record::follow;
+//! The recorder's flags shared by `run` and `record`, and how a recording's
+//! errors and notes reach the user. The recording itself is crates/record.
 
 use crate::exit::bad_input;
-use keisoku_record::{recorder, ProfileKind};
-use keisoku_store::{Store, StoreError};
+use crate::shared::store::{open_error, store_error, StoreArg};
+use keisoku_record::{follow, recorder, ProfileKind};
 use std::path::{Path, PathBuf};
-
-/// The `--store` flag every store command takes.
-#[derive(clap::Args, Debug, Clone)]
-pub struct StoreArg {
-    /// The run store [default: $KEISOKU_STORE, else ./.keisoku/runs.db].
-    #[arg(long, value_name = "PATH")]
-    pub store: Option<PathBuf>,
-}
-
-impl StoreArg {
-    /// The store file this flag names.
-    pub fn path(&self) -> PathBuf {
-        keisoku_store::store_path(self.store.as_deref())
-    }
-}
-
-/// Maps store errors the user caused (unknown run, no store) to exit 2.
-pub fn store_error(e: StoreError) -> anyhow::Error {
-    if e.is_user_error() {
-        bad_input(e)
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// Opens an existing store for reading.
-pub fn open_existing(path: &Path) -> anyhow::Result<Store> {
-    Store::open_existing(path).map_err(store_error)
-}
-
-/// Maps a failure to open a store for writing: a path the user gave that
-/// cannot hold a store is their input (exit 2).
-fn open_error(e: StoreError) -> anyhow::Error {
-    match e {
-        StoreError::CreateDir { .. } | StoreError::Open { .. } | StoreError::TooNew { .. } => {
-            bad_input(e)
-        }
-        other => anyhow::Error::new(other),
-    }
-}
 
 /// Maps a recording's error to the exit status its cause deserves.
 pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
@@ -56,11 +13,6 @@ pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
         keisoku_record::Error::Store(e) => store_error(e),
         other => anyhow::Error::new(other),
     }
-}
-
-/// Resolves `RUN` (id, unique id prefix, name or `last`) to an id.
-pub fn resolve(store: &Store, spec: &str) -> anyhow::Result<String> {
-    store.resolve(spec).map_err(store_error)
 }
 
 /// Recorder flags shared by `keisoku run` and `keisoku record`.
@@ -159,7 +111,7 @@ impl RecorderArgs {
     pub fn access_log(
         &self,
     ) -> anyhow::Result<Option<(PathBuf, keisoku_logs::LineParser, follow::Keep)>> {
-        let max_bytes = parse_size(&self.log_lines_max).ok_or_else(|| {
+        let max_bytes = keisoku_common::parse_size(&self.log_lines_max).ok_or_else(|| {
             bad_input(format!(
                 "--log-lines-max {:?}: use a size such as 1GiB, 200MB, 64KiB or a number of bytes",
                 self.log_lines_max
@@ -229,40 +181,6 @@ impl ProfileArg {
     }
 }
 
-/// Bytes from `1GiB`, `200MB`, `64K`, `1.5G` or a plain number, read as GNU
-/// tools read them: K, KiB = 1024; KB = 1000 (and so on for M, G, T).
-/// `None` when it is not a size.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite())?;
-    let unit = unit.trim();
-    let (letter, rest) = match unit.chars().next() {
-        Some(c) => (Some(c.to_ascii_uppercase()), &unit[c.len_utf8()..]),
-        None => (None, ""),
-    };
-    let power = match letter {
-        None => 0,
-        Some('B') if rest.is_empty() => 0,
-        Some('K') => 1,
-        Some('M') => 2,
-        Some('G') => 3,
-        Some('T') => 4,
-        _ => return None,
-    };
-    let base: f64 = match (power, rest) {
-        (0, _) => 1.0,
-        (_, "B" | "b") => 1000.0,
-        (_, "" | "i" | "iB" | "ib") => 1024.0,
-        _ => return None,
-    };
-    let v = n * base.powi(power);
-    (v < 1.8e19).then_some(v as u64)
-}
-
 /// The command line as typed, for the run's record.
 pub fn command_line() -> String {
     std::env::args()
@@ -281,40 +199,5 @@ pub fn command_line() -> String {
 pub fn print_notes(notes: &[String]) {
     for n in notes {
         eprintln!("keisoku: note: {n}");
-    }
-}
-
-/// `keisoku show RUN | head` is fine: a reader that had enough is not an error.
-pub fn quiet_broken_pipe(r: anyhow::Result<u8>) -> anyhow::Result<u8> {
-    match r {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(crate::exit::OK)
-        }
-        other => other,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes_read_as_gnu_tools_read_them() {
-        assert_eq!(parse_size("0"), Some(0));
-        assert_eq!(parse_size("1234"), Some(1234));
-        assert_eq!(parse_size("10B"), Some(10));
-        assert_eq!(parse_size("64K"), Some(65_536));
-        assert_eq!(parse_size("64k"), Some(65_536));
-        assert_eq!(parse_size("64KB"), Some(64_000));
-        assert_eq!(parse_size("1GiB"), Some(1 << 30));
-        assert_eq!(parse_size("1.5G"), Some(3 << 29));
-        assert_eq!(parse_size("200MB"), Some(200_000_000));
-        assert_eq!(parse_size(" 2 TiB "), Some(2 << 40));
-        for bad in ["", "G", "1X", "1GiBs", "-1", "1e3", "99999999999T"] {
-            assert_eq!(parse_size(bad), None, "{bad}");
-        }
     }
 }
