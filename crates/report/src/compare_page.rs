@@ -30,6 +30,36 @@ pub struct Comparison {
     pub diff: Option<Value>,
 }
 
+impl std::fmt::Display for Comparison {
+    /// The terminal's view: both runs, the headline deltas with their units
+    /// and which way they moved, and the gate's verdict.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "A: {} ({})", self.a.name, self.a.id)?;
+        writeln!(f, "B: {} ({})", self.b.name, self.b.id)?;
+        for d in &self.deltas {
+            let unit = crate::compare::METRICS
+                .iter()
+                .find(|(m, _, _)| *m == d.metric)
+                .map_or("", |m| m.1);
+            let pct = d.pct.map_or("new".to_string(), |p| format!("{p:+.1}%"));
+            let mark = match d.better {
+                Some(true) => "better",
+                Some(false) => "worse",
+                None => "",
+            };
+            writeln!(
+                f,
+                "  {:<10} {:>12.3} -> {:>12.3} {:<8} {:>8}  {mark}",
+                d.metric, d.a, d.b, unit, pct
+            )?;
+        }
+        if let Some(v) = &self.gate {
+            writeln!(f, "{v}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Compares run B against baseline A (both Run JSON), judging `gate` if given.
 pub fn compare(
     a_json: &str,

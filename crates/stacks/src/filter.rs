@@ -22,6 +22,46 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// A selection from command-line values: pids, tids, a regex on the
+    /// process name, and a time range in seconds from the first sample.
+    /// The error says which flag is wrong (`--from`, `--to`, `--comm`).
+    pub fn from_flags(
+        pid: &[u32],
+        tid: &[u32],
+        comm: Option<&str>,
+        from: Option<f64>,
+        to: Option<f64>,
+        invert: bool,
+    ) -> Result<Selection, String> {
+        let ns = |v: Option<f64>, flag: &str| -> Result<Option<u64>, String> {
+            match v {
+                Some(s) if !(s.is_finite() && s >= 0.0) => {
+                    Err(format!("{flag} {s}: expected seconds >= 0"))
+                }
+                Some(s) => Ok(Some((s * 1e9) as u64)),
+                None => Ok(None),
+            }
+        };
+        let from_ns = ns(from, "--from")?;
+        let to_ns = ns(to, "--to")?;
+        if let (Some(f), Some(t)) = (from_ns, to_ns) {
+            if t <= f {
+                return Err("--to must be after --from".into());
+            }
+        }
+        let comm = comm
+            .map(|c| regex::Regex::new(c).map_err(|e| format!("--comm {c:?}: {e}")))
+            .transpose()?;
+        Ok(Selection {
+            pids: pid.to_vec(),
+            tids: tid.to_vec(),
+            comm,
+            from_ns,
+            to_ns,
+            invert,
+        })
+    }
+
     /// Whether any thread or time filter is set.
     pub fn filters(&self) -> bool {
         !self.pids.is_empty()
@@ -146,4 +186,24 @@ pub fn select(p: &Profile, sel: &Selection) -> Result<Profile, SelectError> {
     out.samples.weight = s.weight.as_ref().map(|_| weights);
     out.samples.cpu = s.cpu.as_ref().map(|_| cpus);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_make_a_selection_or_name_the_wrong_flag() {
+        let s = Selection::from_flags(&[1], &[], Some("^nginx"), Some(1.5), Some(2.0), true)
+            .expect("valid flags");
+        assert_eq!(
+            (s.from_ns, s.to_ns, s.invert),
+            (Some(1_500_000_000), Some(2_000_000_000), true)
+        );
+        let err =
+            |from, to, comm| Selection::from_flags(&[], &[], comm, from, to, false).unwrap_err();
+        assert!(err(Some(-1.0), None, None).starts_with("--from"));
+        assert!(err(Some(2.0), Some(1.0), None).starts_with("--to"));
+        assert!(err(None, None, Some("(")).starts_with("--comm"));
+    }
 }

@@ -6,7 +6,7 @@ use crate::exit::{bad_input, GATE_FAILED, OK};
 use crate::shared::output;
 use crate::shared::page::{page_error, write_page};
 use crate::shared::store::StoreArg;
-use keisoku_report::compare::{parse_gate, METRICS};
+use keisoku_report::compare::parse_gate;
 use keisoku_report::compare_page::{compare, compare_page};
 
 /// Flags of `keisoku compare`.
@@ -58,29 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     // The terminal gets the headline deltas and the verdict (stderr when
     // the page itself went to stdout).
-    let mut text = format!(
-        "A: {} ({})\nB: {} ({})\n",
-        cmp.a.name, cmp.a.id, cmp.b.name, cmp.b.id
-    );
-    for d in &cmp.deltas {
-        let unit = METRICS
-            .iter()
-            .find(|(m, _, _)| *m == d.metric)
-            .map_or("", |m| m.1);
-        let pct = d.pct.map_or("new".to_string(), |p| format!("{p:+.1}%"));
-        let mark = match d.better {
-            Some(true) => "better",
-            Some(false) => "worse",
-            None => "",
-        };
-        text.push_str(&format!(
-            "  {:<10} {:>12.3} -> {:>12.3} {:<8} {:>8}  {mark}\n",
-            d.metric, d.a, d.b, unit, pct
-        ));
-    }
-    if let Some(v) = &cmp.gate {
-        text.push_str(&format!("{v}\n"));
-    }
+    let text = cmp.to_string();
     if output::is_stdout(&args.output) {
         eprint!("{text}");
     } else {

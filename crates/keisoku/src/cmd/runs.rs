@@ -2,7 +2,6 @@
 
 use crate::exit::OK;
 use crate::shared::store::{self, StoreArg};
-use keisoku_common::{human_duration, utc};
 use std::io::Write;
 
 /// Flags of `keisoku runs`.
@@ -47,52 +46,6 @@ fn runs(args: Args) -> anyhow::Result<u8> {
         );
         return Ok(OK);
     }
-    let rows: Vec<[String; 8]> = runs
-        .iter()
-        .map(|r| {
-            [
-                r.id.clone(),
-                r.name.clone(),
-                utc(r.started_unix_ms),
-                human_duration(r.duration_ms),
-                r.target.clone().unwrap_or_else(|| "-".into()),
-                r.status.clone(),
-                r.rps.map_or("-".into(), |v| format!("{v:.1}")),
-                r.p99_ms.map_or("-".into(), |v| format!("{v:.2}ms")),
-            ]
-        })
-        .collect();
-    let head = [
-        "ID",
-        "NAME",
-        "STARTED (UTC)",
-        "DURATION",
-        "TARGET",
-        "STATUS",
-        "RPS",
-        "P99",
-    ];
-    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, c) in width.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
-            // Numbers right-aligned, text left-aligned.
-            if i >= 6 {
-                s.push_str(&format!("{c:>w$}  "));
-            } else {
-                s.push_str(&format!("{c:<w$}  "));
-            }
-        }
-        s.trim_end().to_string()
-    };
-    writeln!(out, "{}", line(&head.map(String::from)))?;
-    for row in &rows {
-        writeln!(out, "{}", line(row))?;
-    }
+    write!(out, "{}", keisoku_record::summary::runs_table(&runs))?;
     Ok(OK)
 }

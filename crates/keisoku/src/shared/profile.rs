@@ -95,7 +95,7 @@ pub fn load(
     Ok(loaded.profile)
 }
 
-/// Builds a selection from the thread and time flags.
+/// Builds a selection from the thread and time flags (bad flags: exit 2).
 pub fn selection(
     pid: &[u32],
     tid: &[u32],
@@ -104,33 +104,7 @@ pub fn selection(
     to: Option<f64>,
     invert: bool,
 ) -> anyhow::Result<Selection> {
-    let secs = |v: Option<f64>, flag: &str| -> anyhow::Result<Option<u64>> {
-        match v {
-            Some(s) if !(s.is_finite() && s >= 0.0) => {
-                Err(bad_input(format!("{flag} {s}: expected seconds >= 0")))
-            }
-            Some(s) => Ok(Some((s * 1e9) as u64)),
-            None => Ok(None),
-        }
-    };
-    let from_ns = secs(from, "--from")?;
-    let to_ns = secs(to, "--to")?;
-    if let (Some(f), Some(t)) = (from_ns, to_ns) {
-        if t <= f {
-            return Err(bad_input("--to must be after --from"));
-        }
-    }
-    let comm = comm
-        .map(|c| regex::Regex::new(c).map_err(|e| bad_input(format!("--comm {c:?}: {e}"))))
-        .transpose()?;
-    Ok(Selection {
-        pids: pid.to_vec(),
-        tids: tid.to_vec(),
-        comm,
-        from_ns,
-        to_ns,
-        invert,
-    })
+    Selection::from_flags(pid, tid, comm, from, to, invert).map_err(bad_input)
 }
 
 /// A flamegraph.pl-compatible SVG via inferno.
