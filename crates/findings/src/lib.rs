@@ -7,6 +7,8 @@
 //! and what to try. Thresholds are relative (per request, shares, ratios)
 //! and documented in docs/findings.md.
 
+#![deny(missing_docs)]
+
 mod model;
 mod patterns;
 mod rules;

@@ -24,6 +24,8 @@
 //! - [`options`]: the options with their defaults, the progress and
 //!   warning hooks ([`Reporter`]); [`error`]: typed failures.
 
+#![deny(missing_docs)]
+
 pub mod analyse;
 pub mod diff;
 pub mod dump;

@@ -8,6 +8,8 @@
 //! prefix tree. The stackcollapse-perf.pl compatible folder
 //! is [`collapse::fold_perf`].
 
+#![deny(missing_docs)]
+
 pub mod collapse;
 pub mod cpuprofile;
 pub mod diff;

@@ -20,6 +20,8 @@
 //! # Ok::<(), keisoku_store::StoreError>(())
 //! ```
 
+#![deny(missing_docs)]
+
 mod codec;
 pub mod csv;
 mod error;
