@@ -352,6 +352,61 @@ pub fn full(run: &RunJson) -> String {
     out
 }
 
+/// The table `keisoku runs` prints: one line per stored run, newest first
+/// as given, text left-aligned and numbers right-aligned.
+pub fn runs_table(runs: &[keisoku_store::RunListing]) -> String {
+    let rows: Vec<[String; 8]> = runs
+        .iter()
+        .map(|r| {
+            [
+                r.id.clone(),
+                r.name.clone(),
+                utc(r.started_unix_ms),
+                human_duration(r.duration_ms),
+                r.target.clone().unwrap_or_else(|| "-".into()),
+                r.status.clone(),
+                r.rps.map_or("-".into(), |v| format!("{v:.1}")),
+                r.p99_ms.map_or("-".into(), |v| format!("{v:.2}ms")),
+            ]
+        })
+        .collect();
+    let head = [
+        "ID",
+        "NAME",
+        "STARTED (UTC)",
+        "DURATION",
+        "TARGET",
+        "STATUS",
+        "RPS",
+        "P99",
+    ];
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, c) in width.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
+            // Numbers right-aligned, text left-aligned.
+            if i >= 6 {
+                let _ = write!(s, "{c:>w$}  ");
+            } else {
+                let _ = write!(s, "{c:<w$}  ");
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(&head.map(String::from));
+    out.push('\n');
+    for row in &rows {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -412,59 +467,4 @@ mod tests {
         assert!(!text.contains("nginx"), "{text}");
         assert_eq!(busiest_threads(&RunJson::default(), 5), "");
     }
-}
-
-/// The table `keisoku runs` prints: one line per stored run, newest first
-/// as given, text left-aligned and numbers right-aligned.
-pub fn runs_table(runs: &[keisoku_store::RunListing]) -> String {
-    let rows: Vec<[String; 8]> = runs
-        .iter()
-        .map(|r| {
-            [
-                r.id.clone(),
-                r.name.clone(),
-                utc(r.started_unix_ms),
-                human_duration(r.duration_ms),
-                r.target.clone().unwrap_or_else(|| "-".into()),
-                r.status.clone(),
-                r.rps.map_or("-".into(), |v| format!("{v:.1}")),
-                r.p99_ms.map_or("-".into(), |v| format!("{v:.2}ms")),
-            ]
-        })
-        .collect();
-    let head = [
-        "ID",
-        "NAME",
-        "STARTED (UTC)",
-        "DURATION",
-        "TARGET",
-        "STATUS",
-        "RPS",
-        "P99",
-    ];
-    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, c) in width.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut s = String::new();
-        for (i, (c, w)) in cells.iter().zip(&width).enumerate() {
-            // Numbers right-aligned, text left-aligned.
-            if i >= 6 {
-                let _ = write!(s, "{c:>w$}  ");
-            } else {
-                let _ = write!(s, "{c:<w$}  ");
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let mut out = line(&head.map(String::from));
-    out.push('\n');
-    for row in &rows {
-        out.push_str(&line(row));
-        out.push('\n');
-    }
-    out
 }
