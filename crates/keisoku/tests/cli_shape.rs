@@ -130,3 +130,25 @@ fn record_takes_the_durations_logs_takes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// ARCHITECTURE.md: no command module imports another; what commands share
+/// lives in src/shared/.
+#[test]
+fn no_command_imports_another() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cmd");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|n| n == "mod.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            assert!(
+                !line.contains("crate::cmd::") && !line.contains("super::"),
+                "{}:{}: a command imports another: {line}",
+                path.display(),
+                i + 1
+            );
+        }
+    }
+}
