@@ -4,7 +4,9 @@
 //! command prints around them (`--serve`, `--target-only`). The binary
 //! keeps the flags, the Ctrl-C wiring and the printing.
 
-use crate::harness::{describe, per_request, Comparison, KnobCheck, Side};
+use crate::harness::{
+    describe, knob_check, per_request, render_knob_check, render_side, Comparison, KnobCheck, Side,
+};
 use crate::{sample_requests, DemoConfig, DemoError, Knobs, TargetProcess};
 use keisoku_load::{LoadError, Plan, Report, RunControl, Slo};
 use keisoku_record::{Finished, Options, ProfileKind, Recording};
@@ -217,6 +219,75 @@ pub struct SideResult {
     pub findings: Vec<serde_json::Value>,
     /// Which planted problems the findings named.
     pub knob_check: Vec<KnobCheck>,
+}
+
+/// Why a measured side has no results to show.
+#[derive(Debug, thiserror::Error)]
+pub enum SideError {
+    /// The load itself failed.
+    #[error("the load run failed")]
+    Load(#[source] LoadError),
+    /// The load ran but every request failed (the reasons, joined).
+    #[error("not one request to the demo target succeeded: {0}")]
+    NothingSucceeded(String),
+}
+
+/// A measured side, concluded: what the recording noted, the stored run,
+/// and the side's results with the text the demo prints for them.
+#[derive(Debug)]
+pub struct Concluded {
+    /// The recording's notes (printed whatever happened).
+    pub notes: Vec<String>,
+    /// The stored run's id (kept even when the load failed).
+    pub run_id: String,
+    /// The results and their text: the sweep table and verdict, the
+    /// stored run, the findings and the knob check.
+    pub side: Result<(SideResult, String), SideError>,
+}
+
+/// Concludes a measured `side`: checks the load succeeded at all, renders
+/// its results and checks the findings against its naive knobs.
+pub fn conclude(side: &Side, measured: Measured) -> Concluded {
+    let Measured {
+        result,
+        pass,
+        stats,
+        finished:
+            Finished {
+                run: json,
+                findings,
+                notes,
+            },
+    } = measured;
+    let run_id = json.run.id.clone();
+    let side = result.map_err(SideError::Load).and_then(|report| {
+        if report.nothing_succeeded() {
+            return Err(SideError::NothingSucceeded(report.error_reasons.join("; ")));
+        }
+        let mut text = render_side(side, &report, pass, stats.as_ref());
+        let _ = writeln!(text, "run {run_id} stored");
+        text.push_str(&keisoku_findings::render_text(&findings));
+        let knob_check = knob_check(&side.knobs, &findings);
+        text.push_str(&render_knob_check(&knob_check));
+        Ok((
+            SideResult {
+                name: side.name.clone(),
+                knobs: side.knobs,
+                pass,
+                report,
+                target_stats: stats,
+                run_id: run_id.clone(),
+                findings: keisoku_findings::to_json(&findings),
+                knob_check,
+            },
+            text,
+        ))
+    });
+    Concluded {
+        notes,
+        run_id,
+        side,
+    }
 }
 
 /// The naive-vs-tuned comparison, when both sides were measured.

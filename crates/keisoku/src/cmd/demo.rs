@@ -9,10 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use keisoku_demo::harness::{
-    self, knob_check, render_knob_check, render_side, Side, DEFAULT_SLO, DEFAULT_SWEEP,
-};
-use keisoku_demo::measure::{self, Measured, RunPlace, Schedule, SideResult};
+use keisoku_demo::harness::{self, Side, DEFAULT_SLO, DEFAULT_SWEEP};
+use keisoku_demo::measure::{self, RunPlace, Schedule, SideResult};
 use keisoku_demo::{DemoServer, Knobs, TargetProcess};
 use keisoku_load::RunControl;
 
@@ -161,41 +159,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             || progress.clear(),
         )
         .map_err(record_error)?;
-        let Measured {
-            result,
-            pass,
-            stats,
-            finished:
-                keisoku_record::Finished {
-                    run: json,
-                    findings,
-                    notes,
-                },
-        } = measured;
-        recording::print_notes(&notes);
-        run_ids.push((side.name.clone(), json.run.id.clone()));
-        let report = result.context("the load run failed")?;
-        if report.nothing_succeeded() {
-            let why = report.error_reasons.join("; ");
-            return Err(anyhow!(
-                "not one request to the demo target succeeded: {why}"
-            ));
-        }
-        write!(out, "{}", render_side(side, &report, pass, stats.as_ref()))?;
-        writeln!(out, "run {} stored", json.run.id)?;
-        write!(out, "{}", keisoku_findings::render_text(&findings))?;
-        let knob_check = knob_check(&side.knobs, &findings);
-        write!(out, "{}", render_knob_check(&knob_check))?;
-        results.push(SideResult {
-            name: side.name.clone(),
-            knobs: side.knobs,
-            pass,
-            report,
-            target_stats: stats,
-            run_id: json.run.id.clone(),
-            findings: keisoku_findings::to_json(&findings),
-            knob_check,
-        });
+        let done = measure::conclude(side, measured);
+        recording::print_notes(&done.notes);
+        run_ids.push((side.name.clone(), done.run_id));
+        let (result, text) = done.side?;
+        write!(out, "{text}")?;
+        results.push(result);
     }
     let partial = stop.load(Ordering::SeqCst);
     if partial {
