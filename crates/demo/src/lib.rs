@@ -24,6 +24,7 @@ mod events;
 pub mod harness;
 mod http;
 mod knobs;
+pub mod measure;
 mod sample;
 mod server;
 mod stats;

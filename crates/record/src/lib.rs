@@ -16,12 +16,14 @@
 #![deny(missing_docs)]
 
 pub mod command;
+pub mod flags;
 pub mod follow;
 pub mod load;
 pub mod recorder;
 pub mod server;
 pub mod summary;
 
+pub use flags::{FlagError, RecorderFlags};
 pub use recorder::{alive, machine, Finished, Options, ProfileKind, Recording};
 
 use keisoku_store::StoreError;

@@ -4,27 +4,19 @@
 //! The target runs as its own process so a profiler can watch it alone.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use keisoku_demo::harness::{
-    self, describe, knob_check, per_request, render_knob_check, render_side, KnobCheck, Side,
-    DEFAULT_SLO, DEFAULT_SWEEP,
-};
-use keisoku_demo::{sample_requests, DemoConfig, DemoServer, Knobs, TargetProcess};
-use keisoku_load::plan::parse_duration;
-use keisoku_load::{Report, RunControl, Slo};
+use keisoku_demo::harness::{self, Side, DEFAULT_SLO, DEFAULT_SWEEP};
+use keisoku_demo::measure::{self, RunPlace, Schedule, SideResult};
+use keisoku_demo::{DemoServer, Knobs, TargetProcess};
+use keisoku_load::RunControl;
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
 use crate::shared::output::Progress;
 use crate::shared::recorder::{self as recording, record_error};
-use keisoku_load::{LoadError, Plan};
-use keisoku_record::{Finished, Options, ProfileKind, Recording};
-use keisoku_store::{NewRun, RunStatus};
-use std::path::PathBuf;
 
 /// Flags of `keisoku demo`.
 #[derive(clap::Args, Debug)]
@@ -119,21 +111,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.serve {
         return serve(&args, &sides, &stop);
     }
-    let slo = Slo::parse(&args.slo).map_err(|e| bad_input(format!("--slo: {e}")))?;
-    let (sweep, step, warmup) = if args.quick {
-        (vec![1, 4, 16], Duration::from_secs(1), Duration::ZERO)
-    } else {
-        (
-            harness::parse_connections(&args.sweep)
-                .map_err(|e| bad_input(format!("--sweep {e}")))?,
-            parse_duration(&args.step_duration)
-                .map_err(|e| bad_input(format!("--step-duration: {e}")))?,
-            parse_duration(&args.warmup).map_err(|e| bad_input(format!("--warmup: {e}")))?,
-        )
-    };
-    if step.is_zero() {
-        return Err(bad_input("--step-duration must be above 0"));
-    }
+    let schedule = Schedule::from_flags(
+        &args.slo,
+        args.quick,
+        &args.sweep,
+        &args.step_duration,
+        &args.warmup,
+    )
+    .map_err(bad_input)?;
 
     let json_to_stdout = args.json.as_deref() == Some("-");
     // With --json - the tables go to stderr; a progress line would mix in.
@@ -150,25 +135,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             break;
         }
         let target = spawn_target(&side.knobs, None)?;
-        writeln!(
+        write!(
             out,
-            "== {} target: {} (pid {}; knobs: {})",
-            side.name,
-            target.url,
-            target.pid(),
-            describe(&side.knobs)
+            "{}",
+            measure::render_side_header(side, &target.url, target.pid())
         )?;
         out.flush()?;
-        let plan = harness::plan_for(&target.url, &sweep, step, warmup)?;
+        let plan = harness::plan_for(&target.url, &schedule.sweep, schedule.step, schedule.warmup)?;
         let ctl = RunControl {
             stop: stop.clone(),
             progress: progress.for_load(),
         };
-        let measured = measure(
+        let measured = measure::measure(
             side,
             target,
             &plan,
-            &slo,
+            &schedule.slo,
             &ctl,
             RunPlace {
                 store_path: keisoku_store::store_path(args.store.as_deref()),
@@ -177,41 +159,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             || progress.clear(),
         )
         .map_err(record_error)?;
-        let Measured {
-            result,
-            pass,
-            stats,
-            finished:
-                keisoku_record::Finished {
-                    run: json,
-                    findings,
-                    notes,
-                },
-        } = measured;
-        recording::print_notes(&notes);
-        run_ids.push((side.name.clone(), json.run.id.clone()));
-        let report = result.context("the load run failed")?;
-        if report.nothing_succeeded() {
-            let why = report.error_reasons.join("; ");
-            return Err(anyhow!(
-                "not one request to the demo target succeeded: {why}"
-            ));
-        }
-        write!(out, "{}", render_side(side, &report, pass, stats.as_ref()))?;
-        writeln!(out, "run {} stored", json.run.id)?;
-        write!(out, "{}", keisoku_findings::render_text(&findings))?;
-        let knob_check = knob_check(&side.knobs, &findings);
-        write!(out, "{}", render_knob_check(&knob_check))?;
-        results.push(SideResult {
-            name: side.name.clone(),
-            knobs: side.knobs,
-            pass,
-            report,
-            target_stats: stats,
-            run_id: json.run.id.clone(),
-            findings: keisoku_findings::to_json(&findings),
-            knob_check,
-        });
+        let done = measure::conclude(side, measured);
+        recording::print_notes(&done.notes);
+        run_ids.push((side.name.clone(), done.run_id));
+        let (result, text) = done.side?;
+        write!(out, "{text}")?;
+        results.push(result);
     }
     let partial = stop.load(Ordering::SeqCst);
     if partial {
@@ -220,11 +173,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "interrupted: the results above cover what was measured until Ctrl-C"
         )?;
     }
-    let naive = results.iter().find(|r| r.name.starts_with("naive"));
-    let tuned = results.iter().find(|r| r.name == "tuned");
-    let comparison = naive
-        .zip(tuned)
-        .and_then(|(n, t)| harness::compare(&n.report, &t.report));
+    let comparison = measure::comparison(&results);
     if let Some(c) = &comparison {
         write!(out, "\n{c}")?;
     }
@@ -232,21 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         writeln!(out, "keisoku: note: the HTML pages were not written: {e:#}")?;
     }
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({
-            "slo": args.slo,
-            "partial": partial,
-            "sides": results.iter().map(|r| serde_json::json!({
-                "name": r.name,
-                "knobs": r.knobs,
-                "slo_pass": r.pass,
-                "target_stats": r.target_stats,
-                "run_id": r.run_id,
-                "findings": r.findings,
-                "knob_check": r.knob_check,
-                "report": r.report,
-            })).collect::<Vec<_>>(),
-            "comparison": comparison,
-        });
+        let doc = measure::results_json(&args.slo, partial, &results, comparison.as_ref());
         let text = serde_json::to_string_pretty(&doc)?;
         if path == "-" {
             println!("{text}");
@@ -256,7 +191,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     out.flush()?;
     // The gate is the demo's claim: the tuned target meets the SLO.
-    let tuned_failed = results.iter().any(|r| r.name == "tuned" && !r.pass);
+    let tuned_failed = measure::tuned_failed(&results);
     Ok(if tuned_failed && !partial {
         GATE_FAILED
     } else {
@@ -264,33 +199,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     })
 }
 
-struct SideResult {
-    name: String,
-    knobs: Knobs,
-    pass: bool,
-    report: Report,
-    target_stats: Option<serde_json::Value>,
-    run_id: String,
-    findings: Vec<serde_json::Value>,
-    knob_check: Vec<KnobCheck>,
-}
-
 fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     let side = sides.first().ok_or_else(|| anyhow!("no side to serve"))?;
     let target = spawn_target(&side.knobs, args.workers)?;
-    println!("demo target: {} (pid {})", target.url, target.pid());
-    println!("knobs: {}", side.knobs);
-    println!("try:   curl -s {}/health", target.url);
-    println!(
-        "       keisoku bench -c 16 -d 10s -X POST --body '{}' {}/bid",
-        sample_requests(1)
-            .first()
-            .map(String::as_str)
-            .unwrap_or("{}"),
-        target.url
+    print!(
+        "{}",
+        measure::render_serving(&target.url, target.pid(), &side.knobs)
     );
-    println!("       perf record -g -p {}", target.pid());
-    println!("Ctrl-C stops it.");
     std::io::stdout().flush()?;
     let mut target = target;
     while !stop.load(Ordering::SeqCst) {
@@ -301,87 +216,8 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     }
     let stats = target.stats().ok();
     target.stop();
-    match stats {
-        Some(s) => {
-            println!("\nthe target served {} requests", s["requests"]);
-            println!("target work per request: {}", per_request(&s));
-        }
-        None => println!("\nthe target stopped before its counters could be read"),
-    }
+    print!("{}", measure::render_served(stats.as_ref()));
     Ok(OK)
-}
-
-/// One side measured: its target loaded under the sweep while recorded.
-struct Measured {
-    /// The load's report, judged against the SLO (or why the load failed).
-    result: Result<Report, LoadError>,
-    /// Whether the load met the SLO.
-    pass: bool,
-    /// The target's `GET /stats` counters after the load, when readable.
-    stats: Option<serde_json::Value>,
-    /// The stored run, its findings and the recording's notes.
-    finished: Finished,
-}
-
-/// Where a side's run is stored and what started it.
-struct RunPlace {
-    /// The run store file.
-    store_path: PathBuf,
-    /// The command line, kept with the run.
-    command: String,
-}
-
-/// Loads `target` with `plan` while recording it as `keisoku run` records
-/// one (host, target process, perf profile, all into the store, then
-/// judged by the rules), and stops the target. `loaded` is called as soon
-/// as the load ends (to clear the progress line).
-fn measure(
-    side: &Side,
-    target: TargetProcess,
-    plan: &Plan,
-    slo: &Slo,
-    ctl: &RunControl,
-    place: RunPlace,
-    loaded: impl FnOnce(),
-) -> Result<Measured, keisoku_record::Error> {
-    let mut rec = Recording::create(Options {
-        store_path: place.store_path,
-        new_run: NewRun {
-            name: format!("demo-{}", side.name.replace([' ', '(', ')'], "")),
-            tags: [("knobs".to_string(), describe(&side.knobs))].into(),
-            target: Some(format!("{}/bid", target.url)),
-            command: place.command,
-            model: Some("closed".into()),
-            ..NewRun::default()
-        },
-        interval: Duration::from_millis(200),
-        pid: Some(target.pid()),
-        profile: ProfileKind::Perf,
-        profile_hz: 99,
-        all_cpus: false,
-        access_log: None,
-        profile_auto: true,
-    })?;
-    rec.start_recorders()?;
-    let mut result = keisoku_load::run(plan, ctl);
-    loaded();
-    let stats = target.stats().ok();
-    // Judged before it is stored, so the run's report shows the verdict.
-    let pass = result.as_mut().is_ok_and(|r| keisoku_load::judge(r, slo));
-    let status = if result.is_ok() && !ctl.stop.load(Ordering::SeqCst) {
-        RunStatus::Complete
-    } else {
-        RunStatus::Interrupted
-    };
-    // Recorders stop before the target, so perf can still read its symbols.
-    let finished = rec.finish_with_load(status, result.as_ref().ok())?;
-    target.stop();
-    Ok(Measured {
-        result,
-        pass,
-        stats,
-        finished,
-    })
 }
 
 /// Starts the demo target: this same binary, run with `--target-only`.
@@ -393,23 +229,13 @@ fn spawn_target(knobs: &Knobs, workers: Option<usize>) -> anyhow::Result<TargetP
 
 /// `--target-only`: serve until SIGINT/SIGTERM.
 fn target_only(args: &Args) -> anyhow::Result<u8> {
-    let listen: SocketAddr = args
-        .listen
-        .parse()
-        .map_err(|_| bad_input(format!("--listen {:?}: expected IP:PORT", args.listen)))?;
-    let knobs = Knobs::parse_list(args.knobs.as_deref().unwrap_or("")).map_err(bad_input)?;
-    let mut config = DemoConfig {
-        listen,
-        knobs,
-        workers: args.workers,
-        ..DemoConfig::default()
-    };
-    if let Some(mb) = args.log_roll_mb {
-        if mb == 0 {
-            return Err(bad_input("--log-roll-mb must be at least 1"));
-        }
-        config.log_roll_bytes = mb * 1024 * 1024;
-    }
+    let config = measure::target_config(
+        &args.listen,
+        args.knobs.as_deref(),
+        args.workers,
+        args.log_roll_mb,
+    )
+    .map_err(bad_input)?;
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();

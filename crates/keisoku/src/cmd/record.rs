@@ -31,15 +31,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let pid = args.rec.process()?;
-    let tags = args.rec.tag_map()?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
-        tags,
         command: recording::command_line(),
         ..NewRun::default()
     };
-    let opts = args.rec.options(pid, new_run)?;
+    let opts = args.rec.options(new_run)?;
+    let pid = opts.pid;
     let Some((program, rest)) = args.command.split_first() else {
         return Err(bad_input("no command given after --"));
     };

@@ -53,10 +53,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let Job { plan, slo, search } = bench::build(&args.target, &args.load)?;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
-    let pid = args.rec.process()?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
-        tags: args.rec.tag_map()?,
         target: plan.targets.first().map(|t| t.url.clone()),
         command: recording::command_line(),
         model: Some(match plan.model {
@@ -65,7 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }),
         ..NewRun::default()
     };
-    let opts = args.rec.options(pid, new_run)?;
+    let opts = args.rec.options(new_run)?;
+    let pid = opts.pid;
 
     let progress = Progress::new(false);
     let ctl = RunControl {

@@ -3,8 +3,8 @@
 
 use crate::exit::bad_input;
 use crate::shared::store::{open_error, store_error, StoreArg};
-use keisoku_record::{follow, recorder, ProfileKind};
-use std::path::{Path, PathBuf};
+use keisoku_record::{Options, ProfileKind, RecorderFlags};
+use std::path::PathBuf;
 
 /// Maps a recording's error to the exit status its cause deserves.
 pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
@@ -64,97 +64,26 @@ pub struct RecorderArgs {
 }
 
 impl RecorderArgs {
-    /// Parsed `--tag` pairs.
-    pub fn tag_map(&self) -> anyhow::Result<std::collections::BTreeMap<String, String>> {
-        let mut m = std::collections::BTreeMap::new();
-        for t in &self.tags {
-            let (k, v) = t
-                .split_once('=')
-                .filter(|(k, _)| !k.trim().is_empty())
-                .ok_or_else(|| bad_input(format!("--tag {t:?}: expected KEY=VALUE")))?;
-            m.insert(k.trim().to_string(), v.to_string());
-        }
-        Ok(m)
-    }
-
-    /// The sampling interval.
-    pub fn interval(&self) -> anyhow::Result<std::time::Duration> {
-        let d = keisoku_load::plan::parse_duration(&self.interval)
-            .map_err(|e| bad_input(format!("--interval: {e}")))?;
-        if d < keisoku_probe::MIN_INTERVAL {
-            return Err(bad_input(format!(
-                "--interval {}: must be at least 100ms",
-                self.interval
-            )));
-        }
-        Ok(d)
-    }
-
-    /// The watched process from --pid / --pidof.
-    pub fn process(&self) -> anyhow::Result<Option<u32>> {
-        if let Some(pid) = self.pid {
-            if !recorder::alive(pid) {
-                return Err(bad_input(format!("--pid {pid}: no such process")));
-            }
-            return Ok(Some(pid));
-        }
-        if let Some(name) = &self.pidof {
-            let pid = keisoku_probe::pidof(Path::new("/proc"), name)
-                .map_err(|e| bad_input(format!("--pidof {name}: {e}")))?;
-            return Ok(Some(pid));
-        }
-        Ok(None)
-    }
-
-    /// The access-log parser and what to keep of its lines, checked before
-    /// anything starts.
-    pub fn access_log(
-        &self,
-    ) -> anyhow::Result<Option<(PathBuf, keisoku_logs::LineParser, follow::Keep)>> {
-        let max_bytes = keisoku_common::parse_size(&self.log_lines_max).ok_or_else(|| {
-            bad_input(format!(
-                "--log-lines-max {:?}: use a size such as 1GiB, 200MB, 64KiB or a number of bytes",
-                self.log_lines_max
-            ))
-        })?;
-        match &self.access_log {
-            None => Ok(None),
-            Some(p) => {
-                let parser = follow::parser(&self.log_format, self.log_regexp.as_deref())
-                    .map_err(bad_input)?;
-                let keep = follow::Keep {
-                    format: self.log_format.clone(),
-                    pattern: self.log_regexp.clone(),
-                    lines: !self.no_log_lines && max_bytes > 0,
-                    max_bytes,
-                };
-                Ok(Some((p.clone(), parser, keep)))
-            }
-        }
-    }
-
-    /// Recorder options for a run whose server is `pid`.
-    pub fn options(
-        &self,
-        pid: Option<u32>,
-        new_run: keisoku_store::NewRun,
-    ) -> anyhow::Result<recorder::Options> {
-        let profile = match self.profile {
-            Some(p) => p.kind(),
-            None if pid.is_some() || self.profile_all_cpus => ProfileKind::Perf,
-            None => ProfileKind::None,
-        };
-        Ok(recorder::Options {
+    /// Recorder options for a run described by `new_run` (its tags come
+    /// from `--tag`); the checks are keisoku-record's, a refused flag is
+    /// bad input. The watched process (`--pid`/`--pidof`) is in `pid`.
+    pub fn options(&self, new_run: keisoku_store::NewRun) -> anyhow::Result<Options> {
+        let flags = RecorderFlags {
+            pid: self.pid,
+            pidof: self.pidof.as_deref(),
+            profile: self.profile.map(ProfileArg::kind),
+            profile_hz: self.profile_hz,
+            profile_all_cpus: self.profile_all_cpus,
+            access_log: self.access_log.as_deref(),
+            log_format: &self.log_format,
+            log_regexp: self.log_regexp.as_deref(),
+            log_lines_max: &self.log_lines_max,
+            no_log_lines: self.no_log_lines,
+            interval: &self.interval,
+            tags: &self.tags,
             store_path: self.store.path(),
-            new_run,
-            interval: self.interval()?,
-            pid,
-            profile,
-            profile_hz: self.profile_hz.clamp(1, 10_000),
-            all_cpus: self.profile_all_cpus,
-            access_log: self.access_log()?,
-            profile_auto: self.profile.is_none(),
-        })
+        };
+        Options::from_flags(&flags, new_run).map_err(bad_input)
     }
 }
 
