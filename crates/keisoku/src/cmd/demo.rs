@@ -15,7 +15,7 @@ use keisoku_demo::{DemoServer, Knobs, TargetProcess};
 use keisoku_load::RunControl;
 
 use crate::exit::{bad_input, GATE_FAILED, OK};
-use crate::shared::output::Progress;
+use crate::shared::output::{self, Progress};
 use crate::shared::recorder::{self as recording, record_error};
 
 /// Flags of `keisoku demo`.
@@ -183,11 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(path) = &args.json {
         let doc = measure::results_json(&args.slo, partial, &results, comparison.as_ref());
         let text = serde_json::to_string_pretty(&doc)?;
-        if path == "-" {
-            println!("{text}");
-        } else {
-            std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))?;
-        }
+        output::write_to(std::path::Path::new(path), (text + "\n").as_bytes())?;
     }
     out.flush()?;
     // The gate is the demo's claim: the tuned target meets the SLO.
@@ -202,11 +198,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     let side = sides.first().ok_or_else(|| anyhow!("no side to serve"))?;
     let target = spawn_target(&side.knobs, args.workers)?;
-    print!(
-        "{}",
-        measure::render_serving(&target.url, target.pid(), &side.knobs)
-    );
-    std::io::stdout().flush()?;
+    output::print(&measure::render_serving(
+        &target.url,
+        target.pid(),
+        &side.knobs,
+    ))?;
     let mut target = target;
     while !stop.load(Ordering::SeqCst) {
         if let Some(status) = target.exited()? {
@@ -216,7 +212,7 @@ fn serve(args: &Args, sides: &[Side], stop: &AtomicBool) -> anyhow::Result<u8> {
     }
     let stats = target.stats().ok();
     target.stop();
-    print!("{}", measure::render_served(stats.as_ref()));
+    output::print(&measure::render_served(stats.as_ref()))?;
     Ok(OK)
 }
 
@@ -243,8 +239,7 @@ fn target_only(args: &Args) -> anyhow::Result<u8> {
             .context("cannot install the signal handler")?;
     }
     let handle = DemoServer::start(&config).context("cannot start the demo target")?;
-    println!("{}", handle.url());
-    std::io::stdout().flush()?;
+    output::print(&format!("{}\n", handle.url()))?;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));
     }

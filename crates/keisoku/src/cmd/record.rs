@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let done = rec.finish(status_word).map_err(record_error)?;
     let json = &done.run;
-    print!("{}", summary::recorded(json, &done.findings));
+    crate::shared::output::print(&summary::recorded(json, &done.findings))?;
     recording::print_notes(&done.notes);
     if interrupted {
         eprintln!(
