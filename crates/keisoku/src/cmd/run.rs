@@ -2,9 +2,10 @@
 //! process, its profile and its access log into the run store.
 
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
-use crate::shared::load::{self as bench, dur, Job, LoadArgs};
+use crate::shared::load::{self as bench, dur, LoadArgs};
 use crate::shared::output::Progress;
 use crate::shared::recorder::{self as recording, record_error, RecorderArgs};
+use keisoku_load::Job;
 use keisoku_load::{render, Model, RunControl};
 use keisoku_record::server::{ProcessWatch, ServerError};
 use keisoku_record::{summary, Recording};
