@@ -5,7 +5,7 @@
 //! options and refuse bad ones with the same words.
 
 use crate::plan::{default_threads, parse_duration, parse_header, parse_sweep, parse_targets_file};
-use crate::{LoadError, Model, PhaseSpec, Plan, Search, Slo, Target};
+use crate::{LoadError, Model, PhaseSpec, Plan, Report, RunControl, Search, Slo, Target};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -87,6 +87,28 @@ pub struct Job {
     pub slo: Option<Slo>,
     /// `--find-max`: search for the highest rate meeting the SLO.
     pub search: Option<Search>,
+}
+
+impl Job {
+    /// Runs the job: the `--find-max` search when there is one (it needs
+    /// the SLO to judge each rate), every phase of the plan otherwise.
+    pub fn run(&self, ctl: &RunControl) -> Result<Report, LoadError> {
+        match (&self.search, &self.slo) {
+            (Some(search), Some(slo)) => crate::find_max(&self.plan, slo, *search, ctl),
+            _ => crate::run(&self.plan, ctl),
+        }
+    }
+
+    /// Whether the report passes the SLO, recording the verdicts in it. A
+    /// search passes when it found a rate meeting the SLO (each step was
+    /// judged during the search); without an SLO everything passes.
+    pub fn judge(&self, report: &mut Report) -> bool {
+        match &self.slo {
+            Some(_) if self.search.is_some() => report.max_rate.is_some(),
+            Some(slo) => crate::judge(report, slo),
+            None => true,
+        }
+    }
 }
 
 fn bad(msg: impl Into<String>) -> LoadError {
@@ -348,5 +370,13 @@ mod tests {
             ..LoadSpec::default()
         };
         assert!(msg(&spec, &url()).contains("connection counts must be whole numbers"));
+    }
+
+    #[test]
+    fn model_names_match_their_serialisation() {
+        for m in [Model::Closed, Model::Open] {
+            let json = serde_json::to_string(&m).expect("json");
+            assert_eq!(json, format!("{:?}", m.name()));
+        }
     }
 }
