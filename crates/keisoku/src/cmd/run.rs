@@ -143,12 +143,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         notes,
     } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
-        let text = serde_json::to_string_pretty(r)?;
+        let text = render::json(r)?;
         if dest == "-" {
-            println!("{text}");
+            print!("{text}");
         } else {
-            std::fs::write(dest, text + "\n")
-                .map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
+            std::fs::write(dest, text).map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
         }
     }
     if let (Some(r), Some(path)) = (&report, &args.hdr_log) {

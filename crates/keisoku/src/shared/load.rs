@@ -124,22 +124,17 @@ pub fn write_outputs(
     report: &Report,
 ) -> anyhow::Result<()> {
     let text = render::summary(report);
-    let json_to_stdout = json == Some("-");
-    if json_to_stdout {
+    if json == Some("-") {
         eprint!("{text}");
-        let stdout = std::io::stdout();
-        let mut out = stdout.lock();
-        serde_json::to_writer_pretty(&mut out, report).context("writing JSON to stdout")?;
-        writeln!(out).context("writing JSON to stdout")?;
+        let body = render::json(report).context("writing JSON to stdout")?;
+        crate::shared::output::print(&body).context("writing JSON to stdout")?;
     } else {
         crate::shared::output::print(&text)?;
         if let Some(path) = json {
-            let f = std::fs::File::create(path)
+            let mut f = std::fs::File::create(path)
                 .with_context(|| format!("--json: cannot create {path}"))?;
-            let mut w = std::io::BufWriter::new(f);
-            serde_json::to_writer_pretty(&mut w, report)
-                .with_context(|| format!("--json: writing {path}"))?;
-            w.flush()
+            let body = render::json(report).with_context(|| format!("--json: writing {path}"))?;
+            f.write_all(body.as_bytes())
                 .with_context(|| format!("--json: writing {path}"))?;
         }
     }
