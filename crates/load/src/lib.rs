@@ -26,12 +26,14 @@ pub mod plan;
 pub mod render;
 pub mod report;
 pub mod slo;
+pub mod spec;
 
 pub use error::LoadError;
 pub use knee::knee;
 pub use plan::{Model, PhaseSpec, Plan, Target};
 pub use report::{ErrorKind, PhaseReport, Report, Stats};
 pub use slo::{Slo, Verdict};
+pub use spec::{Job, LoadSpec};
 
 use engine::{Shared, WorkerOut, WorkerSpec};
 use report::{Second, Span, Tally, TargetReport, ThreadCpu, SIGFIG, SIGFIG_SECOND};

@@ -253,6 +253,16 @@ pub enum Model {
     Open,
 }
 
+impl Model {
+    /// The model's name as stored and serialised: `closed` or `open`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Closed => "closed",
+            Model::Open => "open",
+        }
+    }
+}
+
 /// One step of the run: a load level held for a duration or a request count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PhaseSpec {

@@ -11,6 +11,14 @@ use std::fmt::Write;
 /// Most timeline rows printed; longer runs are shown in wider buckets.
 const TIMELINE_ROWS: usize = 30;
 
+/// The report as `--json` writes it: pretty-printed, ending in a newline,
+/// the same bytes on stdout and in a file.
+pub fn json(r: &Report) -> serde_json::Result<String> {
+    let mut text = serde_json::to_string_pretty(r)?;
+    text.push('\n');
+    Ok(text)
+}
+
 /// Everything for a finished run: header, overall numbers, per-target table,
 /// timeline, sweep table with knee and SLO verdicts, warnings.
 pub fn summary(r: &Report) -> String {

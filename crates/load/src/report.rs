@@ -552,4 +552,14 @@ impl Report {
     pub fn nothing_succeeded(&self) -> bool {
         self.overall.requests == 0
     }
+
+    /// Why nothing succeeded, for the one-line error: the distinct error
+    /// reasons, or that no response arrived when there were none.
+    pub fn failure_reason(&self) -> String {
+        if self.error_reasons.is_empty() {
+            "no response arrived".to_string()
+        } else {
+            self.error_reasons.join("; ")
+        }
+    }
 }

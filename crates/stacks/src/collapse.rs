@@ -55,6 +55,27 @@ pub struct Folded {
 }
 
 impl Folded {
+    /// What a user should know about folding `name` (the input's name):
+    /// that other events were dropped, and how many lines were skipped.
+    pub fn notes(&self, name: &str) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let (true, Some(ev)) = (self.filtered_other_events, &self.event) {
+            notes.push(format!(
+                "filtering for events of type: {}",
+                String::from_utf8_lossy(ev)
+            ));
+        }
+        if self.unrecognised > 0 {
+            notes.push(format!(
+                "{name}: skipped {} unrecognised line{}, first at line {}",
+                self.unrecognised,
+                if self.unrecognised == 1 { "" } else { "s" },
+                self.first_unrecognised.unwrap_or(0)
+            ));
+        }
+        notes
+    }
+
     /// Writes `stack count` lines sorted bytewise, as the Perl script does.
     pub fn write_sorted(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let mut keys: Vec<(&[u8], u64)> = self.stacks.iter().map(|(k, &v)| (&k[..], v)).collect();
@@ -532,6 +553,20 @@ pub fn fold_profile(profile: &Profile, thread_root: bool) -> Vec<(String, u64)> 
     out
 }
 
+/// [`fold_profile`] as folded text, one `stack weight` line each, with the
+/// process name as root when the profile has threads (as
+/// stackcollapse-perf.pl does), for `.folded` and `.svg` outputs.
+pub fn folded_text(profile: &Profile) -> String {
+    let mut s = String::new();
+    for (stack, w) in fold_profile(profile, profile.samples.thread.is_some()) {
+        s.push_str(&stack);
+        s.push(' ');
+        s.push_str(&w.to_string());
+        s.push('\n');
+    }
+    s
+}
+
 /// Convenience: fold perf text from a buffered reader (tests, fuzzing).
 pub fn fold_perf_str(text: &str, opts: &PerfFoldOptions) -> Result<String> {
     let mut r = text.as_bytes();
@@ -553,6 +588,31 @@ mod tests {
 
     fn fold(text: &str, opts: PerfFoldOptions) -> String {
         fold_perf_str(text, &opts).unwrap()
+    }
+
+    #[test]
+    fn notes_name_the_kept_event_and_skipped_lines() {
+        let f = Folded {
+            event: Some(b"cycles".to_vec()),
+            filtered_other_events: true,
+            unrecognised: 2,
+            first_unrecognised: Some(7),
+            ..Folded::default()
+        };
+        assert_eq!(
+            f.notes("x.perf"),
+            [
+                "filtering for events of type: cycles",
+                "x.perf: skipped 2 unrecognised lines, first at line 7"
+            ]
+        );
+        assert!(Folded::default().notes("x").is_empty());
+    }
+
+    #[test]
+    fn folded_text_is_one_sorted_line_per_stack() {
+        let p = crate::folded::parse(&mut "a;b 2\na;c 1\na;b 1\n".as_bytes(), "t").unwrap();
+        assert_eq!(folded_text(&p), "a;b 3\na;c 1\n");
     }
 
     const TWO: &str = "java 100/101 [000] 1.000001:    1001001 cpu-clock: \n\

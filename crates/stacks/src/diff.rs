@@ -240,6 +240,110 @@ pub fn diff_folded(d: &Diff) -> Vec<(String, u64, u64)> {
     map.into_iter().map(|(s, (x, y))| (s, x, y)).collect()
 }
 
+/// [`diff_folded`] as text, one `stack before after` line each: the input
+/// of difffolded-style SVG drawing and the `.folded` output of `keisoku diff`.
+pub fn diff_folded_text(d: &Diff) -> String {
+    let mut text = String::new();
+    for (s, b, a) in diff_folded(d) {
+        text.push_str(&format!("{s} {b} {a}\n"));
+    }
+    text
+}
+
+/// A change in percent as the table shows it; `new` when it grew from nothing.
+fn pct(p: Option<f64>) -> String {
+    p.map_or("new".into(), |p| format!("{p:+.1}%"))
+}
+
+impl Gate {
+    /// One message per row breaking the gate, e.g. `gate failed: f grew
+    /// +12.0% (total 10 -> 20), limit +5% for /f/` (the caller adds its prefix).
+    pub fn failure_messages(&self, d: &Diff) -> Vec<String> {
+        self.violations(d)
+            .into_iter()
+            .map(|r| {
+                format!(
+                    "gate failed: {} grew {} (total {} -> {}), limit +{}% for /{}/",
+                    r.frame,
+                    pct(r.delta_total_pct),
+                    r.before_total,
+                    r.after_total,
+                    self.max_growth_pct,
+                    self.pattern.as_str()
+                )
+            })
+            .collect()
+    }
+}
+
+/// The terminal table of `keisoku diff` without `-o`: the totals, then the
+/// `top` largest regressions and improvements by total weight, with a
+/// note when some of them may be sampling noise.
+pub fn render_table(d: &Diff, top: usize) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let (tb, ta) = (d.before.total_weight(), d.after.total_weight());
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        o,
+        "before: {tb} {}, after: {ta} {} ({} comparison)",
+        d.before.unit.name(),
+        d.after.unit.name(),
+        if d.normalized {
+            "normalised: shares of each total"
+        } else {
+            "absolute"
+        }
+    );
+    // In normalised mode a function grew when its share did.
+    let scale = if d.normalized {
+        tb.max(1) as f64 / ta.max(1) as f64
+    } else {
+        1.0
+    };
+    let grew = |r: &&DiffRow| r.after_total as f64 * scale > r.before_total as f64;
+    for (title, rows) in [
+        (
+            "Largest regressions (total):",
+            d.table.iter().filter(grew).take(top).collect::<Vec<_>>(),
+        ),
+        (
+            "Largest improvements (total):",
+            d.table
+                .iter()
+                .filter(|r| !grew(r) && r.before_total != 0)
+                .take(top)
+                .collect(),
+        ),
+    ] {
+        let _ = writeln!(o, "\n{title}");
+        let _ = writeln!(
+            o,
+            "{:>9} {:>9} {:>8} {:>8} {:>8}  function",
+            "before", "after", "total", "self", ""
+        );
+        for r in rows {
+            let _ = writeln!(
+                o,
+                "{:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+                r.before_total,
+                r.after_total,
+                pct(r.delta_total_pct),
+                pct(r.delta_self_pct),
+                if r.noisy { "noise?" } else { "" },
+                r.frame
+            );
+        }
+    }
+    if d.table.iter().take(top * 2).any(|r| r.noisy) {
+        let _ = writeln!(
+            o,
+            "\nnoise?: too few samples on either side to tell the change from sampling noise."
+        );
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +359,37 @@ mod tests {
         let d = diff(p.clone(), p, false);
         let rows = diff_folded(&d);
         assert!(rows.iter().any(|r| r.1 == u64::MAX && r.2 == u64::MAX));
+    }
+
+    #[test]
+    fn renders_table_folded_text_and_gate_messages() {
+        let before = crate::folded::parse(&mut "main;a 100\nmain;b 100\n".as_bytes(), "b").unwrap();
+        let after = crate::folded::parse(&mut "main;a 300\nmain;c 10\n".as_bytes(), "a").unwrap();
+        let d = diff(before, after, false);
+        let t = render_table(&d, 5);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("before: 200 "), "{t}");
+        assert!(lines[0].ends_with(" (absolute comparison)"), "{t}");
+        assert_eq!(lines[2], "Largest regressions (total):");
+        assert_eq!(
+            lines[3],
+            "   before     after    total     self           function"
+        );
+        assert!(
+            t.contains("      100       300  +200.0%  +200.0%           a\n"),
+            "{t}"
+        );
+        assert!(t.contains("        0        10      new      new"), "{t}");
+        assert!(t.contains("Largest improvements (total):"), "{t}");
+        assert!(t.contains("      100         0"), "{t}");
+        assert_eq!(
+            diff_folded_text(&d),
+            "main;a 100 300\nmain;b 100 0\nmain;c 0 10\n"
+        );
+        let g = Gate::parse("^a$>+5%").unwrap();
+        assert_eq!(
+            g.failure_messages(&d),
+            vec!["gate failed: a grew +200.0% (total 100 -> 300), limit +5% for /^a$/".to_string()]
+        );
     }
 }

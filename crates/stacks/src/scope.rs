@@ -80,6 +80,51 @@ pub fn heat_map(p: &Profile, rows: u32, include_idle: bool) -> Option<HeatMap> {
     })
 }
 
+impl HeatMap {
+    /// The heat map as terminal text: a header line, then one line per row
+    /// (a fraction of a second, top = start of the second) with one shaded
+    /// character per column (a second), darker for more samples.
+    pub fn render_text(&self) -> String {
+        const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
+        let h = self;
+        let mut o = format!(
+            "{} s x {} rows/s, busiest cell {} samples{}\n",
+            h.columns,
+            h.rows,
+            h.max,
+            if h.idle_samples > 0 {
+                format!(", {} idle samples left out (--idle)", h.idle_samples)
+            } else {
+                String::new()
+            }
+        );
+        for row in 0..h.rows {
+            let mut line = String::with_capacity(h.columns as usize + 8);
+            line.push_str(&format!(
+                "{:>5.0}ms ",
+                f64::from(row) * 1000.0 / f64::from(h.rows)
+            ));
+            for col in 0..h.columns {
+                let v = h
+                    .cells
+                    .get((col * h.rows + row) as usize)
+                    .copied()
+                    .unwrap_or(0);
+                // Four shades above empty, the busiest cell darkest.
+                let shade = if v == 0 || h.max == 0 {
+                    0
+                } else {
+                    1 + ((v * 4 - 1) / h.max) as usize
+                };
+                line.push(SHADES[shade.min(4)]);
+            }
+            o.push_str(line.trim_end());
+            o.push('\n');
+        }
+        o
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +148,21 @@ mod tests {
         let h = heat_map(&perf_at(&["1.000000", "100.500000"]), 49, true).unwrap();
         assert_eq!(h.columns, 100);
         assert_eq!(h.cells.iter().sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn render_text_shades_cells_by_count() {
+        let h = HeatMap {
+            rows: 2,
+            columns: 3,
+            cells: vec![4, 0, 1, 2, 0, 0],
+            max: 4,
+            idle_samples: 7,
+        };
+        assert_eq!(
+            h.render_text(),
+            "3 s x 2 rows/s, busiest cell 4 samples, 7 idle samples left out (--idle)\n    \
+             0ms █░\n  500ms  ▒\n"
+        );
     }
 }

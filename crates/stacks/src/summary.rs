@@ -50,3 +50,99 @@ pub fn matched_weight(p: &Profile, re: &regex::Regex) -> u64 {
         .filter(|(n, _)| node_hit[*n])
         .fold(0, |a, (_, w)| a.saturating_add(*w))
 }
+
+/// The terminal summary of `keisoku flame` without `-o`: a header line
+/// (samples, duration, functions, stacks), the share matching `search`,
+/// then the `top` functions by self and by total weight.
+pub fn render_text(p: &Profile, search: Option<&regex::Regex>, top: usize) -> String {
+    use std::fmt::Write;
+    let total = p.total_weight().max(1) as f64;
+    let funcs = functions(p);
+    let mut o = String::new();
+    // Wall-clock duration only means something for sampled profiles, not
+    // for counted ones (allocations, events).
+    let dur = p
+        .duration_ns()
+        .filter(|_| p.counts.is_none())
+        .map(|ns| format!(", {:.1} s", ns as f64 / 1e9))
+        .unwrap_or_default();
+    // Writing to a String cannot fail.
+    let _ = writeln!(
+        o,
+        "{}: {} {}{dur}, {} functions, {} distinct stacks",
+        p.title,
+        p.total_weight(),
+        p.unit.name(),
+        p.frames.len(),
+        p.node_count()
+    );
+    if let Some(re) = search {
+        let m = matched_weight(p, re);
+        let _ = writeln!(
+            o,
+            "search {:?}: {:.2}% of all ({m} {})",
+            re.as_str(),
+            m as f64 * 100.0 / total,
+            p.unit.name()
+        );
+    }
+    let _ = writeln!(o, "\nTop functions by self:");
+    let _ = writeln!(o, "{:>8} {:>8}  function", "self%", "total%");
+    for f in funcs.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "{:>7.2}% {:>7.2}%  {}",
+            f.self_weight as f64 * 100.0 / total,
+            f.total_weight as f64 * 100.0 / total,
+            f.name
+        );
+    }
+    let mut by_total = funcs;
+    by_total.sort_by(|a, b| {
+        b.total_weight
+            .cmp(&a.total_weight)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let _ = writeln!(o, "\nTop functions by total:");
+    let _ = writeln!(o, "{:>8} {:>8}  function", "total%", "self%");
+    for f in by_total.iter().take(top) {
+        let _ = writeln!(
+            o,
+            "{:>7.2}% {:>7.2}%  {}",
+            f.total_weight as f64 * 100.0 / total,
+            f.self_weight as f64 * 100.0 / total,
+            f.name
+        );
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_text_lists_self_then_total() {
+        let text = "main;work 3\nmain;idle 1\n";
+        let p = crate::folded::parse(&mut text.as_bytes(), "t").expect("folded");
+        let re = regex::Regex::new("work").expect("regex");
+        let s = render_text(&p, Some(&re), 2);
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].starts_with("t: 4 "), "{s}");
+        assert!(
+            lines[0].ends_with(", 3 functions, 3 distinct stacks"),
+            "{s}"
+        );
+        assert!(
+            lines[1].starts_with("search \"work\": 75.00% of all (3 "),
+            "{s}"
+        );
+        assert_eq!(lines[3], "Top functions by self:");
+        assert_eq!(lines[4], "   self%   total%  function");
+        assert_eq!(lines[5], "  75.00%   75.00%  work");
+        assert_eq!(lines[6], "  25.00%   25.00%  idle");
+        assert_eq!(lines[8], "Top functions by total:");
+        assert_eq!(lines[10], " 100.00%    0.00%  main");
+        assert_eq!(lines.len(), 12);
+    }
+}

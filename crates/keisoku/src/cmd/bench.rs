@@ -51,24 +51,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             std::process::exit(130);
         }
     });
-    let mut report = match (&job.search, &job.slo) {
-        (Some(search), Some(slo)) => keisoku_load::find_max(&job.plan, slo, *search, &ctl),
-        _ => keisoku_load::run(&job.plan, &ctl),
-    }
-    .map_err(load_err)?;
+    let mut report = job.run(&ctl).map_err(load_err)?;
     progress.clear();
-    let gate_pass = match &job.slo {
-        Some(slo) if job.search.is_none() => keisoku_load::judge(&mut report, slo),
-        Some(_) => report.max_rate.is_some(),
-        None => true,
-    };
+    let gate_pass = job.judge(&mut report);
     write_outputs(args.json.as_deref(), args.hdr_log.as_deref(), &report)?;
     if report.nothing_succeeded() {
-        let why = if report.error_reasons.is_empty() {
-            "no response arrived".to_string()
-        } else {
-            report.error_reasons.join("; ")
-        };
+        let why = report.failure_reason();
         eprintln!("keisoku: error: not one request succeeded: {why}");
         return Ok(FAILURE);
     }

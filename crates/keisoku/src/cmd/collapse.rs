@@ -85,21 +85,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let name = input.name.clone();
         let mut reader = input.into_reader();
         let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
-        if folded.filtered_other_events {
-            if let Some(ev) = &folded.event {
-                eprintln!(
-                    "keisoku: filtering for events of type: {}",
-                    String::from_utf8_lossy(ev)
-                );
-            }
-        }
-        if folded.unrecognised > 0 {
-            eprintln!(
-                "keisoku: {name}: skipped {} unrecognised line{}, first at line {}",
-                folded.unrecognised,
-                if folded.unrecognised == 1 { "" } else { "s" },
-                folded.first_unrecognised.unwrap_or(0)
-            );
+        for note in folded.notes(&name) {
+            eprintln!("keisoku: {note}");
         }
         folded
             .write_sorted(&mut out)

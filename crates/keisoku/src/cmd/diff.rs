@@ -6,9 +6,8 @@ use crate::shared::output::write_to;
 use crate::shared::profile::{self, FormatArg};
 use crate::shared::store::StoreArg;
 use anyhow::Context;
-use keisoku_stacks::diff::{diff, diff_folded, Diff, Gate};
+use keisoku_stacks::diff::{diff, diff_folded_text, render_table, Gate};
 use keisoku_stacks::Format;
-use std::io::Write;
 
 /// Flags of `keisoku diff`.
 #[derive(clap::Args, Debug)]
@@ -70,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let after = profile::load(&args.after, args.format, args.event.clone(), &args.store)?;
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
-        (None, _) => print_table(&d, args.top)?,
+        (None, _) => crate::shared::output::print(&render_table(&d, args.top))?,
         (Some(out), Some("html" | "htm")) => {
             let json = String::from_utf8(keisoku_stacks::json::diff_json(&d))
                 .context("diff JSON is not UTF-8")?;
@@ -84,10 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), Some("svg")) => {
-            let mut lines = String::new();
-            for (s, b, a) in diff_folded(&d) {
-                lines.push_str(&format!("{s} {b} {a}\n"));
-            }
+            let lines = diff_folded_text(&d);
             let mut opts = inferno::flamegraph::Options::default();
             opts.title = args
                 .title
@@ -105,96 +101,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), _) => {
-            let mut text = String::new();
-            for (s, b, a) in diff_folded(&d) {
-                text.push_str(&format!("{s} {b} {a}\n"));
-            }
-            write_to(std::path::Path::new(out), text.as_bytes())?;
+            write_to(std::path::Path::new(out), diff_folded_text(&d).as_bytes())?;
         }
     }
     let mut failed = false;
-    for g in &gates {
-        for r in g.violations(&d) {
-            failed = true;
-            let change = r
-                .delta_total_pct
-                .map_or("new".to_owned(), |p| format!("{p:+.1}%"));
-            eprintln!(
-                "keisoku: gate failed: {} grew {change} (total {} -> {}), limit +{}% for /{}/",
-                r.frame,
-                r.before_total,
-                r.after_total,
-                g.max_growth_pct,
-                g.pattern.as_str()
-            );
-        }
+    for msg in gates.iter().flat_map(|g| g.failure_messages(&d)) {
+        failed = true;
+        eprintln!("keisoku: {msg}");
     }
     Ok(if failed { GATE_FAILED } else { OK })
-}
-
-fn pct(p: Option<f64>) -> String {
-    p.map_or("new".into(), |p| format!("{p:+.1}%"))
-}
-
-fn print_table(d: &Diff, top: usize) -> anyhow::Result<()> {
-    let mut o = std::io::stdout().lock();
-    let (tb, ta) = (d.before.total_weight(), d.after.total_weight());
-    writeln!(
-        o,
-        "before: {tb} {}, after: {ta} {} ({} comparison)",
-        d.before.unit.name(),
-        d.after.unit.name(),
-        if d.normalized {
-            "normalised: shares of each total"
-        } else {
-            "absolute"
-        }
-    )?;
-    let scale = if d.normalized {
-        tb.max(1) as f64 / ta.max(1) as f64
-    } else {
-        1.0
-    };
-    let grew =
-        |r: &&keisoku_stacks::diff::DiffRow| r.after_total as f64 * scale > r.before_total as f64;
-    for (title, rows) in [
-        (
-            "Largest regressions (total):",
-            d.table.iter().filter(grew).take(top).collect::<Vec<_>>(),
-        ),
-        (
-            "Largest improvements (total):",
-            d.table
-                .iter()
-                .filter(|r| !grew(r) && r.before_total != 0)
-                .take(top)
-                .collect(),
-        ),
-    ] {
-        writeln!(o, "\n{title}")?;
-        writeln!(
-            o,
-            "{:>9} {:>9} {:>8} {:>8} {:>8}  function",
-            "before", "after", "total", "self", ""
-        )?;
-        for r in rows {
-            writeln!(
-                o,
-                "{:>9} {:>9} {:>8} {:>8} {:>8}  {}",
-                r.before_total,
-                r.after_total,
-                pct(r.delta_total_pct),
-                pct(r.delta_self_pct),
-                if r.noisy { "noise?" } else { "" },
-                r.frame
-            )?;
-        }
-    }
-    if d.table.iter().take(top * 2).any(|r| r.noisy) {
-        writeln!(
-            o,
-            "\nnoise?: too few samples on either side to tell the change from sampling noise."
-        )?;
-    }
-    Ok(())
 }

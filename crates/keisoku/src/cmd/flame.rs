@@ -8,8 +8,7 @@ use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::filter::select;
 use keisoku_stacks::json::{profile_json, JsonOptions};
-use keisoku_stacks::{Format, Profile};
-use std::io::Write;
+use keisoku_stacks::Format;
 
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
@@ -101,7 +100,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     }
     let Some(output) = args.output.as_deref() else {
-        print_summary(&profile, search.as_ref(), args.top)?;
+        let text = keisoku_stacks::summary::render_text(&profile, search.as_ref(), args.top);
+        crate::shared::output::print(&text)?;
         return Ok(OK);
     };
     let body: Vec<u8> = match kind.unwrap_or("") {
@@ -117,8 +117,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .map_err(|e| anyhow::anyhow!("rendering the flame graph page: {e}"))?
                 .into_bytes()
         }
-        "svg" => svg(&profile, &folded_lines(&profile))?,
-        _ => folded_lines(&profile).into_bytes(),
+        "svg" => svg(&profile, &keisoku_stacks::collapse::folded_text(&profile))?,
+        _ => keisoku_stacks::collapse::folded_text(&profile).into_bytes(),
     };
     write_to(std::path::Path::new(output), &body)?;
     eprintln!(
@@ -128,76 +128,4 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         profile.node_count()
     );
     Ok(OK)
-}
-
-/// Folded text with the process name as root when the profile has threads
-/// (like stackcollapse-perf.pl), for .folded and .svg outputs.
-fn folded_lines(p: &Profile) -> String {
-    let mut s = String::new();
-    for (stack, w) in keisoku_stacks::collapse::fold_profile(p, p.samples.thread.is_some()) {
-        s.push_str(&stack);
-        s.push(' ');
-        s.push_str(&w.to_string());
-        s.push('\n');
-    }
-    s
-}
-
-fn print_summary(p: &Profile, search: Option<&regex::Regex>, top: usize) -> anyhow::Result<()> {
-    let total = p.total_weight().max(1) as f64;
-    let funcs = keisoku_stacks::summary::functions(p);
-    let mut o = std::io::stdout().lock();
-    let dur = p
-        .duration_ns()
-        .filter(|_| p.counts.is_none())
-        .map(|ns| format!(", {:.1} s", ns as f64 / 1e9))
-        .unwrap_or_default();
-    writeln!(
-        o,
-        "{}: {} {}{dur}, {} functions, {} distinct stacks",
-        p.title,
-        p.total_weight(),
-        p.unit.name(),
-        p.frames.len(),
-        p.node_count()
-    )?;
-    if let Some(re) = search {
-        let m = keisoku_stacks::summary::matched_weight(p, re);
-        writeln!(
-            o,
-            "search {:?}: {:.2}% of all ({m} {})",
-            re.as_str(),
-            m as f64 * 100.0 / total,
-            p.unit.name()
-        )?;
-    }
-    writeln!(o, "\nTop functions by self:")?;
-    writeln!(o, "{:>8} {:>8}  function", "self%", "total%")?;
-    for f in funcs.iter().take(top) {
-        writeln!(
-            o,
-            "{:>7.2}% {:>7.2}%  {}",
-            f.self_weight as f64 * 100.0 / total,
-            f.total_weight as f64 * 100.0 / total,
-            f.name
-        )?;
-    }
-    let mut by_total = funcs.clone();
-    by_total.sort_by(|a, b| {
-        b.total_weight
-            .cmp(&a.total_weight)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    writeln!(o, "\nTop functions by total:")?;
-    writeln!(o, "{:>8} {:>8}  function", "total%", "self%")?;
-    for f in by_total.iter().take(top) {
-        writeln!(
-            o,
-            "{:>7.2}% {:>7.2}%  {}",
-            f.total_weight as f64 * 100.0 / total,
-            f.self_weight as f64 * 100.0 / total,
-            f.name
-        )?;
-    }
-    Ok(())
 }

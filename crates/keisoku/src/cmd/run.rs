@@ -2,10 +2,10 @@
 //! process, its profile and its access log into the run store.
 
 use crate::exit::{bad_input, FAILURE, GATE_FAILED, OK};
-use crate::shared::load::{self as bench, dur, Job, LoadArgs};
+use crate::shared::load::{self as bench, dur, LoadArgs};
 use crate::shared::output::Progress;
 use crate::shared::recorder::{self as recording, record_error, RecorderArgs};
-use keisoku_load::{render, Model, RunControl};
+use keisoku_load::{render, RunControl};
 use keisoku_record::server::{ProcessWatch, ServerError};
 use keisoku_record::{summary, Recording};
 use keisoku_store::{NewRun, RunStatus};
@@ -51,16 +51,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let Job { plan, slo, search } = bench::build(&args.target, &args.load)?;
+    let job = bench::build(&args.target, &args.load)?;
+    let plan = &job.plan;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
         target: plan.targets.first().map(|t| t.url.clone()),
         command: recording::command_line(),
-        model: Some(match plan.model {
-            Model::Closed => "closed".into(),
-            Model::Open => "open".into(),
-        }),
+        model: Some(plan.model.name().into()),
         ..NewRun::default()
     };
     let opts = args.rec.options(new_run)?;
@@ -110,10 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Arc::clone(&ctl.stop),
     );
 
-    let result = match (&search, &slo) {
-        (Some(search), Some(slo)) => keisoku_load::find_max(&plan, slo, *search, &ctl),
-        _ => keisoku_load::run(&plan, &ctl),
-    };
+    let result = job.run(&ctl);
     progress.clear();
     let died = watch.end();
     let mut report = match result {
@@ -123,11 +118,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             None
         }
     };
-    let gate_pass = match (&slo, report.as_mut()) {
-        (Some(_), Some(r)) if search.is_some() => r.max_rate.is_some(),
-        (Some(slo), Some(r)) => keisoku_load::judge(r, slo),
-        _ => true,
-    };
+    let gate_pass = report.as_mut().is_none_or(|r| job.judge(r));
     let was_interrupted = interrupted.load(Ordering::SeqCst);
     if died {
         rec.note("the server exited during the run; the load stopped early");
@@ -151,12 +142,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         notes,
     } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
-        let text = serde_json::to_string_pretty(r)?;
+        let text = render::json(r)?;
         if dest == "-" {
-            println!("{text}");
+            print!("{text}");
         } else {
-            std::fs::write(dest, text + "\n")
-                .map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
+            std::fs::write(dest, text).map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
         }
     }
     if let (Some(r), Some(path)) = (&report, &args.hdr_log) {
@@ -197,11 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         return Ok(FAILURE);
     }
     if report.nothing_succeeded() {
-        let why = if report.error_reasons.is_empty() {
-            "no response arrived".to_string()
-        } else {
-            report.error_reasons.join("; ")
-        };
+        let why = report.failure_reason();
         eprintln!("keisoku: error: not one request succeeded: {why}");
         return Ok(FAILURE);
     }

@@ -8,7 +8,6 @@ use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::json::{profile_json, JsonOptions};
 use keisoku_stacks::Format;
-use std::io::Write;
 
 /// Flags of `keisoku scope`.
 #[derive(clap::Args, Debug)]
@@ -103,43 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 heat.max
             );
         }
-        None => print_heat(&heat)?,
+        None => crate::shared::output::print(&heat.render_text())?,
     }
     Ok(OK)
-}
-
-/// Columns are seconds, rows fractions of a second (top = start), shaded by count.
-fn print_heat(h: &keisoku_stacks::scope::HeatMap) -> anyhow::Result<()> {
-    const SHADES: [char; 5] = [' ', '░', '▒', '▓', '█'];
-    let mut o = std::io::stdout().lock();
-    writeln!(
-        o,
-        "{} s x {} rows/s, busiest cell {} samples{}",
-        h.columns,
-        h.rows,
-        h.max,
-        if h.idle_samples > 0 {
-            format!(", {} idle samples left out (--idle)", h.idle_samples)
-        } else {
-            String::new()
-        }
-    )?;
-    for row in 0..h.rows {
-        let mut line = String::with_capacity(h.columns as usize + 8);
-        line.push_str(&format!(
-            "{:>5.0}ms ",
-            f64::from(row) * 1000.0 / f64::from(h.rows)
-        ));
-        for col in 0..h.columns {
-            let v = h.cells[(col * h.rows + row) as usize];
-            let shade = if v == 0 || h.max == 0 {
-                0
-            } else {
-                1 + ((v * 4 - 1) / h.max) as usize
-            };
-            line.push(SHADES[shade.min(4)]);
-        }
-        writeln!(o, "{}", line.trim_end())?;
-    }
-    Ok(())
 }
