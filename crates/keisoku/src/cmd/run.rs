@@ -144,7 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let (Some(r), Some(dest)) = (&report, &args.json) {
         let text = render::json(r)?;
         if dest == "-" {
-            print!("{text}");
+            crate::shared::output::print(&text)?;
         } else {
             std::fs::write(dest, text).map_err(|e| bad_input(format!("--json {dest}: {e}")))?;
         }
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     text.push_str(&summary::recorded(&json, &findings));
     if to_stdout {
-        print!("{text}");
+        crate::shared::output::print(&text)?;
     } else {
         eprint!("{text}");
     }
