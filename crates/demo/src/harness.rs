@@ -247,12 +247,7 @@ pub fn render_side(
         let _ = writeln!(out, "knee: too few phases to find one");
     }
     if let Some(v) = &report.slo {
-        let failed: Vec<&str> = v
-            .clauses
-            .iter()
-            .filter(|c| !c.pass)
-            .map(|c| c.clause.as_str())
-            .collect();
+        let failed = v.failed();
         let best = report
             .best_passing_phase
             .and_then(|b| report.phases.get(b))

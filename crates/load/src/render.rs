@@ -294,12 +294,7 @@ pub fn sweep_table(r: &Report) -> String {
         let verdict = match &p.slo {
             Some(v) if v.pass => "PASS".to_string(),
             Some(v) => {
-                let failed: Vec<&str> = v
-                    .clauses
-                    .iter()
-                    .filter(|c| !c.pass)
-                    .map(|c| c.clause.as_str())
-                    .collect();
+                let failed = v.failed();
                 format!("FAIL {}", failed.join(","))
             }
             None => "-".into(),

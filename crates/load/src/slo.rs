@@ -100,6 +100,17 @@ pub struct Verdict {
     pub clauses: Vec<ClauseVerdict>,
 }
 
+impl Verdict {
+    /// The clauses that failed, as written.
+    pub fn failed(&self) -> Vec<&str> {
+        self.clauses
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.clause.as_str())
+            .collect()
+    }
+}
+
 impl Slo {
     /// Parses `p99<=1s,p80<=500ms,rps>=4000,errors<=0.1%`. Latency metrics:
     /// `pNN[.N]`, `mean`, `max` with a duration limit (bare numbers are ms);
