@@ -10,13 +10,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WEB } from './helpers/browser.mjs';
-import { syntheticProfile, weightWhere, forEachStack } from './helpers/profiles.mjs';
+import { syntheticProfile, weightWhere, forEachStack, IDLE } from './helpers/profiles.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'keisoku-tree-'));
 const entry = join(dir, 'entry.ts');
-writeFileSync(entry, `export * from '${join(WEB, 'src/flame/tree.ts')}';\nexport * from '${join(WEB, 'src/flame/difftree.ts')}';\nexport { Profile } from '${join(WEB, 'src/flame/profile.ts')}';\n`);
+writeFileSync(entry, `export * from '${join(WEB, 'src/flame/tree.ts')}';\nexport * from '${join(WEB, 'src/flame/difftree.ts')}';\nexport { Profile, setIdleFrames } from '${join(WEB, 'src/flame/profile.ts')}';\n`);
 await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile: join(dir, 'tree.mjs'), logLevel: 'error' });
-const { buildTree, matchShare, funcStats, diffTrees, Profile } = await import(pathToFileURL(join(dir, 'tree.mjs')).href);
+const { buildTree, matchShare, funcStats, diffTrees, Profile, setIdleFrames } = await import(pathToFileURL(join(dir, 'tree.mjs')).href);
+
+// Outside a page there is no meta element: give the tree code the idle list
+// the synthetic profiles use.
+setIdleFrames(IDLE);
 
 const data = syntheticProfile({ samples: 8000, frames: 300, seconds: 3, threads: 3, seed: 3 });
 const profile = Profile.from(data);

@@ -59,15 +59,25 @@ export interface ThreadInfo {
  * Frame names that mean "the CPU had nothing to do". The list is keisoku's
  * one list (crates/common/src/idle.rs), written by every page into its
  * `keisoku-idle-frames` meta element and read once here, so no copy lives
- * in TypeScript.
+ * in TypeScript. Code outside a page (tests) sets it with setIdleFrames.
  */
-export const IDLE_FRAMES: ReadonlySet<string> = readIdleFrames();
+let idleFrames: ReadonlySet<string> = readPageIdleFrames();
 
-function readIdleFrames(): Set<string> {
+function readPageIdleFrames(): Set<string> {
   if (typeof document === 'undefined') return new Set();
   const meta = document.querySelector('meta[name="keisoku-idle-frames"]');
   const names = meta?.getAttribute('content') ?? '';
   return new Set(names.split(' ').filter((n) => n.length > 0));
+}
+
+/** Replaces the idle-frame list (for code that runs outside a keisoku page). */
+export function setIdleFrames(names: Iterable<string>): void {
+  idleFrames = new Set(names);
+}
+
+/** The idle-frame names in force. */
+export function idleFrameNames(): ReadonlySet<string> {
+  return idleFrames;
 }
 
 /** Error in the embedded profile data (the page shows it instead of drawing). */
@@ -276,7 +286,7 @@ export class Profile {
   idleNodes(): Uint8Array {
     if (this.idleCache) return this.idleCache;
     const idleFrame = new Uint8Array(this.frameCount);
-    for (let f = 0; f < this.frameCount; f++) if (IDLE_FRAMES.has(this.frameName[f])) idleFrame[f] = 1;
+    for (let f = 0; f < this.frameCount; f++) if (idleFrames.has(this.frameName[f])) idleFrame[f] = 1;
     const out = new Uint8Array(this.nodeCount);
     for (let n = 0; n < this.nodeCount; n++) {
       const p = this.nodeParent[n];

@@ -144,7 +144,8 @@ export function stackNames(p, node) {
   return out.reverse();
 }
 
-const IDLE = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
+/** The idle frames the synthetic profiles use (keisoku's list in a page). */
+export const IDLE = new Set(['cpu_idle', 'intel_idle', 'default_idle', 'poll_idle', 'do_idle', 'swapper']);
 
 /**
  * Reference iteration over a profile's weighted stacks:
