@@ -67,10 +67,10 @@ fn record_stores_and_prints_the_findings_of_the_run_it_recorded() {
     let port = free_port();
     let server = http_server(dir.path(), port);
     // The user's load tool, then the log lines (appended while recording:
-    // lines from before the recording do not count), then a pause so the
-    // follower reads them before the command ends.
+    // lines from before the recording do not count). No pause is needed: the
+    // follower reads the log to its end once more when the recording stops.
     let script = format!(
-        "'{BIN}' bench -c 2 -d 1s http://127.0.0.1:{port}/ >/dev/null && cat '{}' >> '{}' && sleep 0.6",
+        "'{BIN}' bench -c 2 -d 1s http://127.0.0.1:{port}/ >/dev/null && cat '{}' >> '{}'",
         lines.display(),
         log.display()
     );
