@@ -4,7 +4,9 @@
 
 use crate::diff::Diff;
 use crate::error::{Error, Result};
-use crate::model::{sort_by_time, FrameKind, Location, Profile, Thread, Unit, NO_PARENT};
+use crate::model::{
+    sort_by_time, FrameKind, Location, Profile, StoredNodeError, Thread, Unit, NO_PARENT,
+};
 use serde::{Deserialize, Deserializer};
 use std::io::Write;
 
@@ -292,21 +294,15 @@ impl ProfileDoc {
         // Parents precede children (the format's rule), so one pass maps ids.
         let mut nodes: Vec<u32> = Vec::with_capacity(n.parent.len());
         for (i, (&parent, &frame)) in n.parent.iter().zip(&n.frame).enumerate() {
-            let frame = usize::try_from(frame)
-                .ok()
-                .and_then(|x| frames.get(x).copied())
-                .ok_or_else(|| format!("nodes.frame[{i}] to name a frame, not {frame}"))?;
-            let parent = if parent < 0 {
-                NO_PARENT
-            } else {
-                usize::try_from(parent)
-                    .ok()
-                    .and_then(|x| nodes.get(x).copied())
-                    .ok_or_else(|| {
+            out.rebuild_node(parent, frame, &frames, &mut nodes)
+                .map_err(|e| match e {
+                    StoredNodeError::Frame => {
+                        format!("nodes.frame[{i}] to name a frame, not {frame}")
+                    }
+                    StoredNodeError::Parent => {
                         format!("nodes.parent[{i}] to name an earlier node, not {parent}")
-                    })?
-            };
-            nodes.push(out.child(parent, frame));
+                    }
+                })?;
         }
         let node_of = |what: &str, i: usize, v: u64| -> std::result::Result<u32, String> {
             usize::try_from(v)
@@ -317,14 +313,7 @@ impl ProfileDoc {
         let threads: Vec<u32> = self
             .threads
             .iter()
-            .map(|t| {
-                // 0 is the model's "unknown" pid/tid.
-                out.thread(Thread {
-                    pid: u32::try_from(t.pid).unwrap_or(0),
-                    tid: u32::try_from(t.tid).unwrap_or(0),
-                    comm: t.comm.clone(),
-                })
-            })
+            .map(|t| out.thread(Thread::from_stored(t.pid, t.tid, t.comm.clone())))
             .collect();
         match (self.samples, self.counts) {
             (Some(s), _) => {

@@ -218,6 +218,27 @@ pub struct Profile {
     thread_index: FxHashMap<Thread, u32>,
 }
 
+/// Why a stored node could not be rebuilt ([`Profile::rebuild_node`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredNodeError {
+    /// Its frame id names no frame.
+    Frame,
+    /// Its parent id names no earlier node.
+    Parent,
+}
+
+impl Thread {
+    /// A thread from stored ids; one that does not fit a pid or tid is 0,
+    /// the model's "unknown".
+    pub fn from_stored(pid: i64, tid: i64, comm: String) -> Thread {
+        Thread {
+            pid: u32::try_from(pid).unwrap_or(0),
+            tid: u32::try_from(tid).unwrap_or(0),
+            comm,
+        }
+    }
+}
+
 /// Marks a root node's parent.
 pub const NO_PARENT: NodeId = u32::MAX;
 
@@ -276,6 +297,35 @@ impl Profile {
         self.node_frame.push(frame);
         self.child_index.insert((parent, frame), n);
         n
+    }
+
+    /// Rebuilds one node of a profile stored as columns (profile JSON, the
+    /// run store): `parent` is the column's parent (negative for a root) and
+    /// `frame` its frame, both in the stored numbering; `frames` maps stored
+    /// frame ids to interned ones and `nodes` the stored node ids seen so far,
+    /// to which the new node is appended. Parents precede children in stored
+    /// profiles, so one pass in id order rebuilds the tree.
+    pub fn rebuild_node(
+        &mut self,
+        parent: i64,
+        frame: u64,
+        frames: &[FrameId],
+        nodes: &mut Vec<NodeId>,
+    ) -> Result<(), StoredNodeError> {
+        let frame = usize::try_from(frame)
+            .ok()
+            .and_then(|x| frames.get(x).copied())
+            .ok_or(StoredNodeError::Frame)?;
+        let parent = if parent < 0 {
+            NO_PARENT
+        } else {
+            usize::try_from(parent)
+                .ok()
+                .and_then(|x| nodes.get(x).copied())
+                .ok_or(StoredNodeError::Parent)?
+        };
+        nodes.push(self.child(parent, frame));
+        Ok(())
     }
 
     /// Interns a stack given root to leaf; `None` for an empty stack.

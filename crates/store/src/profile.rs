@@ -11,7 +11,7 @@
 use crate::codec;
 use crate::error::{Result, StoreError};
 use crate::Store;
-use keisoku_stacks::model::NO_PARENT;
+use keisoku_stacks::model::{StoredNodeError, NO_PARENT};
 use keisoku_stacks::{FrameKind, Profile, Thread};
 use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -214,31 +214,22 @@ impl Store {
             .prepare("SELECT parent, frame FROM profile_nodes WHERE run_id = ?1 ORDER BY id")?;
         for row in stmt.query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
             let (parent, frame) = row?;
-            let frame = usize::try_from(frame)
-                .ok()
-                .and_then(|f| frames.get(f).copied())
-                .ok_or_else(|| corrupt(format!("node refers to missing frame {frame}")))?;
-            let parent = if parent < 0 {
-                NO_PARENT
-            } else {
-                usize::try_from(parent)
-                    .ok()
-                    .and_then(|x| nodes.get(x).copied())
-                    .ok_or_else(|| corrupt(format!("node refers to a later parent {parent}")))?
-            };
-            nodes.push(p.child(parent, frame));
+            // A negative frame id is no frame either.
+            let frame_id = u64::try_from(frame).unwrap_or(u64::MAX);
+            p.rebuild_node(parent, frame_id, &frames, &mut nodes)
+                .map_err(|e| match e {
+                    StoredNodeError::Frame => {
+                        corrupt(format!("node refers to missing frame {frame}"))
+                    }
+                    StoredNodeError::Parent => {
+                        corrupt(format!("node refers to a later parent {parent}"))
+                    }
+                })?;
         }
         let stored: Vec<StoredThread> = serde_json::from_str(&threads)?;
         let threads: Vec<u32> = stored
             .into_iter()
-            .map(|t| {
-                // 0 is the model's "unknown" pid/tid.
-                p.thread(Thread {
-                    pid: u32::try_from(t.pid).unwrap_or(0),
-                    tid: u32::try_from(t.tid).unwrap_or(0),
-                    comm: t.comm,
-                })
-            })
+            .map(|t| p.thread(Thread::from_stored(t.pid, t.tid, t.comm)))
             .collect();
         let map = |ids: &[u32], v: u32, what: &str| -> Result<u32> {
             ids.get(v as usize)
