@@ -437,9 +437,7 @@ impl Recording {
                     .map_err(|e| e.to_string())?;
                 // speedscope has no pid; py-spy watched this one. Its
                 // threads stay numbered by profile, as py-spy names them.
-                for t in &mut profile.threads {
-                    t.pid = self.py_pid;
-                }
+                profile.set_pid(self.py_pid);
                 profile.title = format!("py-spy {}", self.run);
                 // Times count from when py-spy attached.
                 let offset = i64::try_from(out.started_run_ns).unwrap_or(i64::MAX);

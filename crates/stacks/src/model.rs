@@ -337,6 +337,21 @@ impl Profile {
         (node != NO_PARENT).then_some(node)
     }
 
+    /// Gives every thread the process id `pid` (an input that names no
+    /// process, such as speedscope, recorded one known process), keeping the
+    /// thread index in step with the threads.
+    pub fn set_pid(&mut self, pid: u32) {
+        for t in &mut self.threads {
+            t.pid = pid;
+        }
+        self.thread_index = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.clone(), i as u32))
+            .collect();
+    }
+
     /// Interns a thread.
     pub fn thread(&mut self, thread: Thread) -> u32 {
         if let Some(&id) = self.thread_index.get(&thread) {
@@ -448,5 +463,23 @@ mod tests {
         }
         assert_eq!(FrameKind::from_name(Some("wasm")), FrameKind::Unknown);
         assert_eq!(FrameKind::from_name(None), FrameKind::Unknown);
+    }
+}
+
+#[cfg(test)]
+mod set_pid_tests {
+    use super::*;
+
+    #[test]
+    fn set_pid_keeps_the_thread_index_in_step() {
+        let mut p = Profile::new("t", Unit::Samples);
+        let a = p.thread(Thread::from_stored(0, 0, "main".into()));
+        let b = p.thread(Thread::from_stored(0, 1, "worker".into()));
+        p.set_pid(42);
+        assert!(p.threads.iter().all(|t| t.pid == 42));
+        // Interning a thread as it now is finds the existing one.
+        assert_eq!(p.thread(Thread::from_stored(42, 0, "main".into())), a);
+        assert_eq!(p.thread(Thread::from_stored(42, 1, "worker".into())), b);
+        assert_eq!(p.threads.len(), 2);
     }
 }

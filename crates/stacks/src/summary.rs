@@ -86,34 +86,35 @@ pub fn render_text(p: &Profile, search: Option<&regex::Regex>, top: usize) -> St
             p.unit.name()
         );
     }
-    let _ = writeln!(o, "\nTop functions by self:");
-    let _ = writeln!(o, "{:>8} {:>8}  function", "self%", "total%");
-    for f in funcs.iter().take(top) {
-        let _ = writeln!(
-            o,
-            "{:>7.2}% {:>7.2}%  {}",
-            f.self_weight as f64 * 100.0 / total,
-            f.total_weight as f64 * 100.0 / total,
-            f.name
-        );
-    }
+    // Two tables of one shape: by self weight, then by total weight.
+    let table = |o: &mut String, by: &str, rows: &[FunctionWeight], first_self: bool| {
+        let (a, b) = if first_self {
+            ("self%", "total%")
+        } else {
+            ("total%", "self%")
+        };
+        let _ = writeln!(o, "\nTop functions by {by}:");
+        let _ = writeln!(o, "{a:>8} {b:>8}  function");
+        for f in rows.iter().take(top) {
+            let (s, t) = (f.self_weight as f64, f.total_weight as f64);
+            let (x, y) = if first_self { (s, t) } else { (t, s) };
+            let _ = writeln!(
+                o,
+                "{:>7.2}% {:>7.2}%  {}",
+                x * 100.0 / total,
+                y * 100.0 / total,
+                f.name
+            );
+        }
+    };
+    table(&mut o, "self", &funcs, true);
     let mut by_total = funcs;
     by_total.sort_by(|a, b| {
         b.total_weight
             .cmp(&a.total_weight)
             .then_with(|| a.name.cmp(&b.name))
     });
-    let _ = writeln!(o, "\nTop functions by total:");
-    let _ = writeln!(o, "{:>8} {:>8}  function", "total%", "self%");
-    for f in by_total.iter().take(top) {
-        let _ = writeln!(
-            o,
-            "{:>7.2}% {:>7.2}%  {}",
-            f.total_weight as f64 * 100.0 / total,
-            f.self_weight as f64 * 100.0 / total,
-            f.name
-        );
-    }
+    table(&mut o, "total", &by_total, false);
     o
 }
 
