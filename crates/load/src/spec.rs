@@ -52,11 +52,16 @@ pub struct LoadSpec {
     pub find_max: bool,
 }
 
+/// Connections of the closed model unless told otherwise (the flag's default too).
+pub const DEFAULT_CONNECTIONS: usize = 50;
+/// Per-request timeout unless told otherwise (the flag's default too).
+pub const DEFAULT_TIMEOUT: &str = "10s";
+
 impl Default for LoadSpec {
-    /// The command line's defaults: 50 connections, a 10s timeout.
+    /// The command line's defaults: [`DEFAULT_CONNECTIONS`], [`DEFAULT_TIMEOUT`].
     fn default() -> Self {
         LoadSpec {
-            connections: 50,
+            connections: DEFAULT_CONNECTIONS,
             rate: None,
             threads: None,
             pin: false,
@@ -66,7 +71,7 @@ impl Default for LoadSpec {
             method: None,
             headers: Vec::new(),
             body: None,
-            timeout: "10s".to_string(),
+            timeout: DEFAULT_TIMEOUT.to_string(),
             no_keepalive: false,
             targets: None,
             sweep_connections: None,

@@ -14,7 +14,7 @@ use std::time::Duration;
 #[command(next_help_heading = "Load")]
 pub struct LoadArgs {
     /// Closed model: N connections. Open model: the connection cap.
-    #[arg(short = 'c', long, value_name = "N", default_value_t = 50)]
+    #[arg(short = 'c', long, value_name = "N", default_value_t = keisoku_load::spec::DEFAULT_CONNECTIONS)]
     connections: usize,
     /// Open model: RPS requests per second in total on a fixed schedule.
     #[arg(short = 'R', long, value_name = "RPS")]
@@ -44,7 +44,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "STRING|@FILE")]
     body: Option<String>,
     /// Per-request timeout (also the connect timeout).
-    #[arg(long, value_name = "DUR", default_value = "10s")]
+    #[arg(long, value_name = "DUR", default_value = keisoku_load::spec::DEFAULT_TIMEOUT)]
     timeout: String,
     /// Open a new connection for every request.
     #[arg(long)]
