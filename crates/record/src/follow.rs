@@ -5,7 +5,7 @@
 
 use hdrhistogram::Histogram;
 use keisoku_logs::group::Grouper;
-use keisoku_logs::{Aggregator, Config, FieldNames, Format, LineParser, QueryMode};
+use keisoku_logs::{Aggregator, Config, Format, LineParser, QueryMode};
 use keisoku_store::{AccessLog, LogLinesWriter, RouteRow, RouteSecond, RouteSource, Series, Store};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -38,28 +38,10 @@ const HISTOGRAM_BATCH: usize = 256;
 /// Builds the line parser for `--log-format`.
 pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> {
     Ok(LineParser::new(
-        log_format(format, regexp)?,
+        Format::named(format, regexp)?,
         QueryMode::Drop,
         1.0,
     ))
-}
-
-/// The log format of `--log-format` (and `--log-regexp`), with the default
-/// field names `keisoku logs` uses for it.
-pub fn log_format(format: &str, regexp: Option<&str>) -> Result<Format, String> {
-    Ok(match format {
-        "ltsv" => Format::Ltsv(FieldNames::ltsv()),
-        "json" => Format::Json(FieldNames::json()),
-        "regexp" => {
-            let pattern = regexp.unwrap_or(keisoku_logs::format::DEFAULT_PATTERN);
-            Format::regexp(pattern, FieldNames::json()).map_err(|e| format!("--log-regexp: {e}"))?
-        }
-        other => {
-            return Err(format!(
-                "--log-format: unknown format {other:?} (ltsv, json or regexp)"
-            ))
-        }
-    })
 }
 
 /// What to keep of the followed log's lines.
