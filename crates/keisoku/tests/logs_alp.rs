@@ -15,6 +15,7 @@ mod logs_common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,7 +137,10 @@ struct Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // The whole process group: killing the master alone left its worker
+        // running, one orphan nginx per test run.
+        // SAFETY: kill(2) on the process group this test created for nginx.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
     }
 }
@@ -184,6 +188,8 @@ http {{
     let conf_path = dir.join("nginx.conf");
     std::fs::write(&conf_path, conf).unwrap();
     let child = Command::new(nginx_bin())
+        // Its own process group, so Drop stops the master and its worker.
+        .process_group(0)
         .args([
             "-p",
             &d.to_string(),
