@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'esbuild';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -13,6 +13,7 @@ import { WEB } from './helpers/browser.mjs';
 import { syntheticProfile, weightWhere, forEachStack, IDLE } from './helpers/profiles.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'keisoku-tree-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const entry = join(dir, 'entry.ts');
 writeFileSync(entry, `export * from '${join(WEB, 'src/flame/tree.ts')}';\nexport * from '${join(WEB, 'src/flame/difftree.ts')}';\nexport { Profile, setIdleFrames } from '${join(WEB, 'src/flame/profile.ts')}';\n`);
 await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile: join(dir, 'tree.mjs'), logLevel: 'error' });

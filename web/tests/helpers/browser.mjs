@@ -3,7 +3,7 @@
 // HTML template crates/report uses), open them in headless Chromium and
 // collect console errors.
 import { spawnSync, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync, existsSync, readFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, writeFileSync, existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, dirname, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -20,6 +20,8 @@ let bundle = null;
 export function bundleDir() {
   if (bundle) return bundle;
   bundle = mkdtempSync(join(tmpdir(), 'keisoku-web-'));
+  const made = bundle;
+  process.on('exit', () => rmSync(made, { recursive: true, force: true }));
   execFileSync(process.execPath, [join(WEB, 'build.mjs'), '--outdir', bundle], { cwd: WEB, stdio: 'ignore' });
   return bundle;
 }
@@ -27,13 +29,23 @@ export function bundleDir() {
 const esc = (s) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 const escScript = (s) => s.replaceAll('</', '<\\/').replaceAll('<!--', '<\\!--');
 
+/**
+ * keisoku's idle-frame list as the pages carry it, read from its one
+ * definition (crates/common/src/idle.rs) so the template cannot drift.
+ */
+function idleFramesAttr() {
+  const src = readFileSync(join(ROOT, 'crates/common/src/idle.rs'), 'utf8');
+  const list = src.slice(src.indexOf('pub const IDLE_FRAMES'), src.indexOf('];'));
+  return [...list.matchAll(/"([^"]+)"/g)].map((m) => m[1]).join(' ');
+}
+
 /** The same page template as crates/report/src/assets.rs `page`. */
 export function templatePage(title, entry, dataJson) {
   const dir = bundleDir();
   const js = readFileSync(join(dir, `${entry}.js`), 'utf8');
   const cssPath = join(dir, `${entry}.css`);
   const css = existsSync(cssPath) ? readFileSync(cssPath, 'utf8') : '';
-  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><title>${esc(title)}</title><style>${css.replaceAll('</style', '<\\/style')}</style></head>\n<body><div id="app"></div>\n<script type="application/json" id="keisoku-data">${escScript(dataJson)}</script>\n<script>${escScript(js)}</script>\n</body></html>\n`;
+  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark"><meta name="keisoku-idle-frames" content="${esc(idleFramesAttr())}"><title>${esc(title)}</title><style>${css.replaceAll('</style', '<\\/style')}</style></head>\n<body><div id="app"></div>\n<script type="application/json" id="keisoku-data">${escScript(dataJson)}</script>\n<script>${escScript(js)}</script>\n</body></html>\n`;
 }
 
 /** Path of the keisoku binary from KEISOKU_BIN, if it exists. */
