@@ -10,10 +10,31 @@ pub fn asset(name: &str) -> Option<&'static str> {
         .map(|(_, body)| *body)
 }
 
-/// Makes text safe to place inside an inline `<script>` element: a literal
-/// `</script` (or `<!--`) in embedded data would otherwise end it early.
+/// Makes JavaScript source safe to place inside an inline `<script>`
+/// element: a literal `</script` (or `<!--`) would otherwise end it early.
+/// For JSON use [`escape_json_in_script`]: `<\!--` is not a JSON escape.
 pub fn escape_inline_script(text: &str) -> String {
     text.replace("</", "<\\/").replace("<!--", "<\\!--")
+}
+
+/// Makes JSON text safe inside any `<script>` element whatever its strings
+/// hold (`</script>`, `<!--`, `<script`, U+2028/2029): `<`, `>` and `&`
+/// become `\u003c`, `\u003e` and `\u0026`, which JSON reads back as the
+/// same characters. They can only occur inside JSON strings, where a
+/// `\uXXXX` escape is always valid, so the value is unchanged.
+pub fn escape_json_in_script(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + json.len() / 64);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// A self-contained HTML page: the page's bundled script and stylesheet
@@ -40,7 +61,7 @@ pub fn page_with_tail(title: &str, entry: &str, data_json: &str, tail: &str) -> 
         idle = idle_frames_attr(),
         title = html_escape(title),
         css = css.replace("</style", "<\\/style"),
-        data = escape_inline_script(data_json),
+        data = escape_json_in_script(data_json),
         js = escape_inline_script(js),
     ))
 }
@@ -91,5 +112,22 @@ mod tests {
     fn inline_data_cannot_close_the_script() {
         let html = page("t", "hello", r#"{"x":"</script><b>"}"#).unwrap();
         assert_eq!(html.matches("</script>").count(), 2);
+    }
+
+    #[test]
+    fn any_text_in_page_data_reads_back_unchanged() {
+        let hostile = "<!--x </script><script>alert(1)</script> a&b \u{2028}\u{2029} \\ \"";
+        let data = serde_json::json!({ "name": hostile, "tags": { hostile: hostile } }).to_string();
+        let html = page("t", "hello", &data).unwrap();
+        let start = html.find("id=\"keisoku-data\">").unwrap() + "id=\"keisoku-data\">".len();
+        let end = start + html[start..].find("</script>").unwrap();
+        let inline = &html[start..end];
+        for bad in ["<", ">", "\u{2028}", "\u{2029}"] {
+            assert!(!inline.contains(bad), "{bad:?} left raw in {inline}");
+        }
+        let back: serde_json::Value = serde_json::from_str(inline).unwrap();
+        assert_eq!(back["name"], hostile);
+        assert_eq!(back["tags"][hostile], hostile);
+        assert_eq!(html.matches("<script").count(), html.matches("</script>").count());
     }
 }

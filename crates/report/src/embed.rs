@@ -7,7 +7,7 @@
 //! call tree (the frames wide enough to see) goes into the page data, so
 //! the flame graph is drawn before the browser has even read the columns.
 
-use crate::assets::escape_inline_script;
+use crate::assets::escape_json_in_script;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -197,7 +197,7 @@ pub(crate) fn compact(profile_json: &str, preview: Option<PreviewFor>) -> Option
         if c.enc == "varint" {
             tail.push_str(&c.text);
         } else {
-            tail.push_str(&escape_inline_script(&c.text));
+            tail.push_str(&escape_json_in_script(&c.text));
         }
         tail.push_str("</script>\n");
     }
