@@ -34,6 +34,17 @@ pub enum StoreError {
         /// Highest version this build knows.
         supported: i64,
     },
+    /// A store that cannot be written holds an older schema, which reading
+    /// it would first have to migrate.
+    #[error("run store {path} is read-only and has schema version {found}; this keisoku needs {supported}: open it once where it is writable to upgrade it")]
+    ReadOnlyOld {
+        /// The store file.
+        path: PathBuf,
+        /// Version found in the file.
+        found: i64,
+        /// The version this build writes.
+        supported: i64,
+    },
     /// No run matches what the user typed.
     #[error("no run matches {spec:?}; list stored runs with `keisoku runs`")]
     UnknownRun {

@@ -93,21 +93,87 @@ impl Store {
 
     /// Opens an existing store; a missing file is [`StoreError::Missing`]
     /// rather than an empty store, so readers do not litter directories.
+    /// A store that cannot be opened for writing (a read-only mount, a
+    /// directory without write permission) is opened read-only instead:
+    /// it can be listed and read, and a write names SQLite's refusal.
     pub fn open_existing(path: &Path) -> Result<Store> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        let conn = Connection::open_with_flags(
+        let writable = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|source| StoreError::Open {
             path: path.to_path_buf(),
             source,
-        })?;
-        let store = Store::configure(conn, path)?;
-        store.migrate()?;
-        Ok(store)
+        })
+        .and_then(|conn| Store::configure(conn, path))
+        .and_then(|store| store.migrate().map(|()| store));
+        match writable {
+            Ok(store) => Ok(store),
+            Err(e @ StoreError::TooNew { .. }) => Err(e),
+            // The first error says more when read-only fails too.
+            Err(e) => Store::open_read_only(path).map_err(|ro| match ro {
+                StoreError::TooNew { .. } | StoreError::ReadOnlyOld { .. } => ro,
+                _ => e,
+            }),
+        }
+    }
+
+    /// Opens an existing store for reading only, changing nothing on disk.
+    /// `mode=ro` first, which sees a live writer's recent data; when SQLite
+    /// cannot create the shared-memory file it needs for that (a directory
+    /// without write permission, a read-only mount), `immutable=1`, which
+    /// reads the file as it is, without locks.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let mut first_err = None;
+        for mode in ["mode=ro", "immutable=1"] {
+            let uri = format!("file:{}?{mode}", uri_path(path));
+            let opened = Connection::open_with_flags(
+                &uri,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .and_then(|conn| {
+                conn.busy_timeout(Duration::from_secs(10))?;
+                let found: Option<i64> =
+                    conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| {
+                        r.get(0)
+                    })?;
+                Ok((conn, found.unwrap_or(0)))
+            });
+            match opened {
+                Ok((conn, found)) => {
+                    if found > SCHEMA_VERSION {
+                        return Err(StoreError::TooNew {
+                            found,
+                            supported: SCHEMA_VERSION,
+                        });
+                    }
+                    if found < SCHEMA_VERSION {
+                        return Err(StoreError::ReadOnlyOld {
+                            path: path.to_path_buf(),
+                            found,
+                            supported: SCHEMA_VERSION,
+                        });
+                    }
+                    conn.pragma_update(None, "foreign_keys", "ON")?;
+                    return Ok(Store {
+                        conn,
+                        path: path.to_path_buf(),
+                    });
+                }
+                Err(source) => {
+                    first_err.get_or_insert(source);
+                }
+            }
+        }
+        Err(StoreError::Open {
+            path: path.to_path_buf(),
+            source: first_err.unwrap_or(rusqlite::Error::InvalidQuery),
+        })
     }
 
     fn configure(conn: Connection, path: &Path) -> Result<Store> {
@@ -786,6 +852,22 @@ fn effective_status(stored: &str, pid: Option<i64>, host: Option<&str>) -> &'sta
         Some(s) => s.as_str(),
         None => "interrupted",
     }
+}
+
+/// A path as the path part of an SQLite `file:` URI: bytes other than
+/// unreserved characters and `/` percent-encoded (`?`, `#`, `%` and spaces
+/// occur in real directory names).
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// This machine's host name (from /proc, "" when unknown).
