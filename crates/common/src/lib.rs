@@ -4,6 +4,8 @@
 //! SLO's `p99<=1s` accept the same durations; `--log-lines-max` and friends
 //! the same sizes; SLOs, regression gates and `--fail-if` the same clauses.
 //!
+//! Terminal output of recorded text goes through [`terminal_safe`].
+//!
 //! The crate has no dependencies on the rest of the workspace and no I/O.
 
 #![deny(missing_docs)]
@@ -12,10 +14,12 @@ pub mod duration;
 pub mod gate;
 pub mod idle;
 pub mod size;
+pub mod text;
 pub mod time;
 
 pub use duration::{parse_duration, DurationError};
 pub use gate::{Clause, GateError, Op, Quantity};
 pub use idle::{is_idle_frame, IDLE_FRAMES};
 pub use size::parse_size;
+pub use text::terminal_safe;
 pub use time::{civil_from_unix, human_duration, utc, utc_iso};

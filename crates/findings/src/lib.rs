@@ -83,14 +83,19 @@ pub fn render_text(findings: &[Finding]) -> String {
             "{:>2}. [{}] {}  ({})",
             i + 1,
             f.severity.as_str(),
-            f.title,
+            keisoku_common::terminal_safe(&f.title),
             f.id
         );
         for t in &f.evidence.text {
-            let _ = writeln!(s, "      - {t}");
+            let _ = writeln!(s, "      - {}", keisoku_common::terminal_safe(t));
         }
         for fr in f.evidence.frames.iter().take(3) {
-            let _ = writeln!(s, "      - {:5.1}%  {}", fr.share * 100.0, fr.name);
+            let _ = writeln!(
+                s,
+                "      - {:5.1}%  {}",
+                fr.share * 100.0,
+                keisoku_common::terminal_safe(&fr.name)
+            );
         }
         if let Some([a, b]) = f.evidence.range_ms {
             let _ = writeln!(s, "      time {:.1}-{:.1} s", a / 1000.0, b / 1000.0);

@@ -87,7 +87,9 @@ fn ok(out: &Output, what: &str) -> String {
 fn read_everything(db: &Path, id: &str) {
     let s = db.to_str().unwrap();
     let runs = ok(
-        &keisoku_unprivileged(&["runs", "--store", s]).output().unwrap(),
+        &keisoku_unprivileged(&["runs", "--store", s])
+            .output()
+            .unwrap(),
         "runs",
     );
     assert!(runs.contains("ro-run") && runs.contains(id), "{runs}");
@@ -138,7 +140,10 @@ fn read_everything(db: &Path, id: &str) {
         .unwrap();
     assert!(!rm.status.success(), "rm on a read-only store succeeded");
     let err = String::from_utf8_lossy(&rm.stderr);
-    assert!(err.contains("readonly") || err.contains("read-only"), "{err}");
+    assert!(
+        err.contains("readonly") || err.contains("read-only"),
+        "{err}"
+    );
 }
 
 #[test]

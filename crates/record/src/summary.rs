@@ -2,6 +2,7 @@
 //! `keisoku show`: computed from the stored run alone, so both agree.
 
 use super::{human_duration, utc};
+use keisoku_common::terminal_safe;
 use keisoku_stacks::Profile;
 use keisoku_store::{RunJson, Series, SeriesThread};
 use std::collections::BTreeMap;
@@ -42,7 +43,7 @@ pub fn header(run: &RunJson) -> String {
     let name = if r.name.is_empty() {
         String::new()
     } else {
-        format!(" \"{}\"", r.name)
+        format!(" \"{}\"", terminal_safe(&r.name))
     };
     let _ = writeln!(
         out,
@@ -53,14 +54,14 @@ pub fn header(run: &RunJson) -> String {
         human_duration(r.duration_ms)
     );
     if let Some(t) = &r.target {
-        let _ = writeln!(out, "  target   {t}");
+        let _ = writeln!(out, "  target   {}", terminal_safe(t));
     }
     if !r.command.is_empty() {
-        let _ = writeln!(out, "  command  {}", r.command);
+        let _ = writeln!(out, "  command  {}", terminal_safe(&r.command));
     }
     if !r.tags.is_empty() {
         let tags: Vec<String> = r.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(out, "  tags     {}", tags.join(" "));
+        let _ = writeln!(out, "  tags     {}", terminal_safe(&tags.join(" ")));
     }
     out
 }
@@ -198,7 +199,12 @@ pub fn server(run: &RunJson) -> String {
                 } else {
                     format!("  [{module}]")
                 };
-                let _ = writeln!(out, "  {share:5.1}%  {name}{module}");
+                let _ = writeln!(
+                    out,
+                    "  {share:5.1}%  {}{}",
+                    terminal_safe(&name),
+                    terminal_safe(&module)
+                );
             }
         }
     }
@@ -360,10 +366,12 @@ pub fn runs_table(runs: &[keisoku_store::RunListing]) -> String {
         .map(|r| {
             [
                 r.id.clone(),
-                r.name.clone(),
+                terminal_safe(&r.name).into_owned(),
                 utc(r.started_unix_ms),
                 human_duration(r.duration_ms),
-                r.target.clone().unwrap_or_else(|| "-".into()),
+                r.target
+                    .as_deref()
+                    .map_or("-".into(), |t| terminal_safe(t).into_owned()),
                 r.status.clone(),
                 r.rps.map_or("-".into(), |v| format!("{v:.1}")),
                 r.p99_ms.map_or("-".into(), |v| format!("{v:.2}ms")),

@@ -128,6 +128,9 @@ mod tests {
         let back: serde_json::Value = serde_json::from_str(inline).unwrap();
         assert_eq!(back["name"], hostile);
         assert_eq!(back["tags"][hostile], hostile);
-        assert_eq!(html.matches("<script").count(), html.matches("</script>").count());
+        assert_eq!(
+            html.matches("<script").count(),
+            html.matches("</script>").count()
+        );
     }
 }

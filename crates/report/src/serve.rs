@@ -28,10 +28,10 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::assets;
 use crate::compare;
 use crate::compare_page;
 use crate::run_page::{self, PageContext};
-use crate::assets;
 
 /// One line of the run list.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -164,7 +164,9 @@ impl Site {
         }
         match req.header(TOKEN_HEADER) {
             Some(t) if constant_time_eq(t.as_bytes(), self.token.as_bytes()) => None,
-            Some(_) => Some(format!("refused: wrong {TOKEN_HEADER}; reload the run list")),
+            Some(_) => Some(format!(
+                "refused: wrong {TOKEN_HEADER}; reload the run list"
+            )),
             None => Some(format!(
                 "refused: a delete needs the {TOKEN_HEADER} header from the run list page"
             )),
@@ -261,7 +263,9 @@ base-uri 'none'; frame-ancestors 'none'"
         .headers
         .push(("X-Content-Type-Options", "nosniff".into()));
     reply.headers.push(("X-Frame-Options", "DENY".into()));
-    reply.headers.push(("Referrer-Policy", "no-referrer".into()));
+    reply
+        .headers
+        .push(("Referrer-Policy", "no-referrer".into()));
     reply
         .headers
         .push(("Cross-Origin-Opener-Policy", "same-origin".into()));
@@ -580,7 +584,13 @@ mod tests {
 
     impl RunSource for Fixed {
         fn list(&self) -> Result<Vec<RunListing>, String> {
-            Ok(self.0.lock().unwrap().iter().map(|(l, _)| l.clone()).collect())
+            Ok(self
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(l, _)| l.clone())
+                .collect())
         }
         fn load(&self, id: &str) -> Result<Option<String>, String> {
             Ok(self
@@ -623,7 +633,12 @@ mod tests {
         };
         Fixed(Mutex::new(vec![
             run("a1", 10.0, "name-a1", "complete"),
-            run("b2", 20.0, "<!--x </script><script>alert(1)</script>\u{2028}", "complete"),
+            run(
+                "b2",
+                20.0,
+                "<!--x </script><script>alert(1)</script>\u{2028}",
+                "complete",
+            ),
             run("c3", 20.0, "busy", "running"),
         ]))
     }
@@ -748,7 +763,11 @@ mod tests {
         }
         let src = source();
         let app = App::new(&src, &s);
-        let rebound = app.handle(&request("GET", "/api/runs/a1", &[("Host", "evil.example:7070")]));
+        let rebound = app.handle(&request(
+            "GET",
+            "/api/runs/a1",
+            &[("Host", "evil.example:7070")],
+        ));
         assert_eq!(rebound.status, 421);
         assert!(text(&rebound).contains("--allow-host"));
         let mut no_host = request("GET", "/", &[]);
@@ -762,16 +781,23 @@ mod tests {
         let s = site();
         let app = App::new(&src, &s);
         let token = s.token().to_string();
-        let del = |url: &str, method: &str, hs: &[(&str, &str)]| app.handle(&request(method, url, hs));
+        let del =
+            |url: &str, method: &str, hs: &[(&str, &str)]| app.handle(&request(method, url, hs));
         for (hs, why) in [
             (vec![], "needs the X-Keisoku-Token"),
             (vec![(TOKEN_HEADER, "00")], "wrong"),
             (
-                vec![(TOKEN_HEADER, token.as_str()), ("Sec-Fetch-Site", "cross-site")],
+                vec![
+                    (TOKEN_HEADER, token.as_str()),
+                    ("Sec-Fetch-Site", "cross-site"),
+                ],
                 "cross-site",
             ),
             (
-                vec![(TOKEN_HEADER, token.as_str()), ("Origin", "http://evil.example")],
+                vec![
+                    (TOKEN_HEADER, token.as_str()),
+                    ("Origin", "http://evil.example"),
+                ],
                 "origin",
             ),
         ] {
@@ -863,7 +889,10 @@ mod tests {
             let idle: Vec<_> = (0..20)
                 .map(|_| std::net::TcpStream::connect(addr).unwrap())
                 .collect();
-            let resp = exchange(addr, format!("GET /api/runs HTTP/1.1\r\n{host}\r\n").as_bytes());
+            let resp = exchange(
+                addr,
+                format!("GET /api/runs HTTP/1.1\r\n{host}\r\n").as_bytes(),
+            );
             assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
             // A silent connection is closed by the server (EOF, not a hang).
             let mut last = idle.into_iter().last().unwrap();

@@ -331,7 +331,7 @@ pub fn render_table(d: &Diff, top: usize) -> String {
                 pct(r.delta_total_pct),
                 pct(r.delta_self_pct),
                 if r.noisy { "noise?" } else { "" },
-                r.frame
+                keisoku_common::terminal_safe(&r.frame)
             );
         }
     }

@@ -70,7 +70,7 @@ pub fn render_text(p: &Profile, search: Option<&regex::Regex>, top: usize) -> St
     let _ = writeln!(
         o,
         "{}: {} {}{dur}, {} functions, {} distinct stacks",
-        p.title,
+        keisoku_common::terminal_safe(&p.title),
         p.total_weight(),
         p.unit.name(),
         p.frames.len(),
@@ -103,7 +103,7 @@ pub fn render_text(p: &Profile, search: Option<&regex::Regex>, top: usize) -> St
                 "{:>7.2}% {:>7.2}%  {}",
                 x * 100.0 / total,
                 y * 100.0 / total,
-                f.name
+                keisoku_common::terminal_safe(&f.name)
             );
         }
     };

@@ -139,9 +139,7 @@ impl Store {
             .and_then(|conn| {
                 conn.busy_timeout(Duration::from_secs(10))?;
                 let found: Option<i64> =
-                    conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| {
-                        r.get(0)
-                    })?;
+                    conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
                 Ok((conn, found.unwrap_or(0)))
             });
             match opened {

@@ -21,8 +21,8 @@ Listens on loopback unless told otherwise: the pages show everything
 recorded (commands, targets, profiles). Requests must name the server in
 Host: by an IP address, localhost, or a name given with --allow-host
 (a page elsewhere whose name resolves to this machine is refused).
-Connections idle for 10 s are closed; at --max-connections the one idle
-longest gives way.
+Connections idle for --idle-timeout are closed; at --max-connections the
+one idle longest gives way, so idle sockets cannot lock out a request.
 
 Examples:
   keisoku serve
@@ -42,6 +42,10 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_connections: u32,
+
+    /// Close a connection that sends nothing for this long.
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    pub idle_timeout: String,
 
     #[command(flatten)]
     pub store: StoreArg,
@@ -165,8 +169,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let path = args.store.path();
     // Fail now, not on the first request, when there is no store.
     keisoku_store::Store::open_existing(&path).map_err(store_error)?;
+    let idle_timeout = keisoku_common::parse_duration(&args.idle_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            bad_input(format!(
+                "--idle-timeout {:?} is not a positive duration (e.g. 10s, 500ms)",
+                args.idle_timeout
+            ))
+        })?;
     let limits = Limits {
         max_connections: connection_cap(args.max_connections as usize),
+        idle_timeout,
+        request_timeout: Limits::default().request_timeout.max(idle_timeout),
         ..Limits::default()
     };
     let server = Server::bind(&addr.to_string(), limits)?;
@@ -214,6 +229,8 @@ fn connection_cap(wanted: usize) -> usize {
         lim.rlim_cur
     };
     // Room for the store, the listener and the poller.
-    let room = usize::try_from(soft).unwrap_or(usize::MAX).saturating_sub(64);
+    let room = usize::try_from(soft)
+        .unwrap_or(usize::MAX)
+        .saturating_sub(64);
     wanted.min(room.max(1))
 }

@@ -560,10 +560,16 @@ mod tests {
 
     #[test]
     fn parses_requests_and_refuses_malformed_ones() {
-        assert!(matches!(parse(b"GET / HTTP/1.1\r\nHost: a"), Parsed::Incomplete));
+        assert!(matches!(
+            parse(b"GET / HTTP/1.1\r\nHost: a"),
+            Parsed::Incomplete
+        ));
         let r = done(b"GET /x?y=1 HTTP/1.1\r\nHost: a:1\r\nX-A:  b \r\n\r\n").unwrap();
         assert_eq!((r.method.as_str(), r.target.as_str()), ("GET", "/x?y=1"));
-        assert_eq!((r.header("host"), r.header("x-a")), (Some("a:1"), Some("b")));
+        assert_eq!(
+            (r.header("host"), r.header("x-a")),
+            (Some("a:1"), Some("b"))
+        );
         let post = b"POST /d HTTP/1.1\r\nContent-Length: 3\r\n\r\nab";
         assert!(matches!(parse(post), Parsed::Incomplete));
         let mut full = post.to_vec();
@@ -576,7 +582,10 @@ mod tests {
             (b"GET / HTTP/1.1\r\nno colon\r\n\r\n", 400),
             (b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400),
             (b"POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413),
-            (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+            (
+                b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                411,
+            ),
         ] {
             let e = done(raw).unwrap_err();
             assert_eq!(e.status, status, "{}", String::from_utf8_lossy(raw));
@@ -594,6 +603,8 @@ mod tests {
         assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"));
         assert!(text.contains("X-Good: 1\r\n") && !text.contains("Set-Cookie"));
         assert!(text.ends_with("\r\n\r\nnope\n"));
-        assert!(String::from_utf8(wire(&r, true)).unwrap().ends_with("\r\n\r\n"));
+        assert!(String::from_utf8(wire(&r, true))
+            .unwrap()
+            .ends_with("\r\n\r\n"));
     }
 }
