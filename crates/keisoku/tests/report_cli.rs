@@ -215,7 +215,8 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     write!(
         c,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        // serve answers only requests that name it (DNS rebinding).
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut resp = String::new();

@@ -143,7 +143,7 @@ impl Site {
         let bare = name.trim_start_matches('[').trim_end_matches(']');
         let name_ok = bare.parse::<std::net::IpAddr>().is_ok()
             || name == "localhost"
-            || self.names.iter().any(|n| *n == name);
+            || self.names.contains(&name);
         port_ok && name_ok
     }
 
