@@ -172,7 +172,7 @@ try {
       return h('td', { class: 'ks-name' }, box);
     } },
     { key: 'id', label: 'id', name: true, sort: (r) => r.id, cell: (r) => h('td', { class: 'ks-name' }, h('a', { href: `/runs/${encodeURIComponent(r.id)}`, text: r.id })) },
-    { key: 'name', label: 'name', name: true, sort: (r) => r.name, cell: (r) => h('td', { class: 'ks-name', text: r.name }) },
+    { key: 'name', label: 'name', name: true, sort: (r) => r.name, cell: (r) => h('td', { class: 'ks-name', title: r.name, text: r.name }) },
     { key: 'started', label: 'started (UTC)', sort: (r) => r.started_unix_ms, cell: (r) => h('td', { text: fmtDate(r.started_unix_ms) }) },
     { key: 'duration', label: 'duration', sort: (r) => r.duration_ms, cell: (r) => h('td', { text: fmtValue(r.duration_ms, 'ms') }) },
     { key: 'status', label: 'status', name: true, sort: (r) => r.status, cell: (r) => h('td', { class: `ks-name ${r.status === 'complete' ? '' : 'ks-bad'}`, text: r.status }) },
@@ -259,7 +259,8 @@ try {
     // Three across on a desktop, two on a tablet, one filling a phone.
     const avail = app.clientWidth || window.innerWidth;
     const across = avail >= 900 ? 3 : avail >= 560 ? 2 : 1;
-    const width = Math.max(240, Math.min(440, Math.floor(avail / across) - 18));
+    // Room for the page's padding, the gaps between charts and their borders.
+    const width = Math.max(240, Math.min(440, Math.floor((avail - 48) / across) - 20));
     const colors = axisColors();
     for (const [name, rs] of named) {
       const series = [...rs].sort((a, b) => a.started_unix_ms - b.started_unix_ms);
