@@ -529,6 +529,24 @@ mod tests {
     }
 
     #[test]
+    fn hostile_frame_names_stay_inside_their_column() {
+        let name = "<!--x </script><script>alert(1)</script>\u{2028}&";
+        let p = profile(3).replace("\"f1\"", &serde_json::to_string(name).unwrap());
+        let c = compact(&p, None).unwrap();
+        let open = "id=\"keisoku-col-frames\" data-enc=\"json\">";
+        let start = c.tail.find(open).unwrap() + open.len();
+        let end = start + c.tail[start..].find("</script>").unwrap();
+        let text = &c.tail[start..end];
+        assert!(!text.contains(['<', '>', '\u{2028}']), "{text}");
+        let frames: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(frames["name"][1], name);
+        assert_eq!(
+            c.tail.matches("<script").count(),
+            c.tail.matches("</script>").count()
+        );
+    }
+
+    #[test]
     fn compact_page_data_names_its_columns() {
         let c = compact(&profile(60_001), Some(PreviewFor { hide_idle: true })).unwrap();
         let h: Value = serde_json::from_str(&c.header).unwrap();
