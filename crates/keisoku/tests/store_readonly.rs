@@ -192,7 +192,12 @@ fn a_store_on_a_read_only_mount_can_be_read() {
         .arg(&mnt)
         .status()
         .unwrap();
-    assert!(mounted.success(), "mount -t tmpfs failed");
+    if !mounted.success() {
+        // Root without CAP_SYS_ADMIN (an unprivileged container): the
+        // permission test above still runs.
+        eprintln!("skipped: this root may not mount a tmpfs");
+        return;
+    }
     let guard = Mount(mnt.clone());
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let db = mnt.join("runs.db");
