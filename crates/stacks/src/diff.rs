@@ -27,6 +27,50 @@ pub struct DiffRow {
     /// Whether the change is within sampling noise (|a-b| < 2·sqrt(a+b),
     /// Poisson counts, after scaling in normalised mode).
     pub noisy: bool,
+    /// Share of all samples through the function, before, in percent.
+    pub before_share_pct: f64,
+    /// Share of all samples through the function, after, in percent.
+    pub after_share_pct: f64,
+}
+
+/// Share changes smaller than this (in percentage points) are rounding
+/// dust of the division, not a change.
+const SHARE_DUST: f64 = 1e-9;
+
+impl DiffRow {
+    /// Change of the function's share of all samples, in percentage points:
+    /// the ranking key. A relative change ranks a 1 -> 3 sample function
+    /// above `[libz.so]` going from 63% to 92%; a share change does not.
+    pub fn delta_share_pp(&self) -> f64 {
+        self.after_share_pct - self.before_share_pct
+    }
+
+    /// Whether the function's share grew (a regression); a function that
+    /// only kept its share is neither a regression nor an improvement.
+    pub fn grew(&self) -> bool {
+        self.delta_share_pp() > SHARE_DUST
+    }
+
+    /// Whether the function's share fell (an improvement).
+    pub fn shrank(&self) -> bool {
+        self.delta_share_pp() < -SHARE_DUST
+    }
+}
+
+/// Orders rows as every table shows them: rows that can be told from noise
+/// first, then by the absolute change of share (percentage points), largest
+/// first; ties by name so the order is stable.
+pub fn rank_rows(rows: &mut [DiffRow]) {
+    rows.sort_by(|x, y| {
+        x.noisy
+            .cmp(&y.noisy)
+            .then_with(|| {
+                y.delta_share_pp()
+                    .abs()
+                    .total_cmp(&x.delta_share_pp().abs())
+            })
+            .then_with(|| x.frame.cmp(&y.frame))
+    });
 }
 
 /// Two profiles and their per-function comparison.
@@ -37,7 +81,8 @@ pub struct Diff {
     pub after: Profile,
     /// Compare shares of each total instead of absolute weights.
     pub normalized: bool,
-    /// Rows sorted by the size of the total change, largest first.
+    /// Rows in [`rank_rows`] order: beyond noise first, then by the
+    /// absolute change of share in percentage points.
     pub table: Vec<DiffRow>,
 }
 
@@ -149,15 +194,13 @@ pub fn diff(before: Profile, after: Profile, normalized: bool) -> Diff {
                 delta_self_pct: rel_change(bs as f64, as_ as f64 * scale),
                 delta_total_pct: rel_change(bt as f64, at_s),
                 noisy,
+                before_share_pct: 100.0 * bt as f64 / tb,
+                after_share_pct: 100.0 * at as f64 / ta,
             }
         })
         .filter(|r| r.before_total != r.after_total || r.before_self != r.after_self || normalized)
         .collect();
-    table.sort_by(|x, y| {
-        let dx = (x.after_total as f64 * scale - x.before_total as f64).abs();
-        let dy = (y.after_total as f64 * scale - y.before_total as f64).abs();
-        dy.total_cmp(&dx).then_with(|| x.frame.cmp(&y.frame))
-    });
+    rank_rows(&mut table);
     Diff {
         before,
         after,
@@ -276,9 +319,14 @@ impl Gate {
     }
 }
 
+/// A share change in percentage points, e.g. `+29.3pp`.
+fn pp(v: f64) -> String {
+    format!("{v:+.1}pp")
+}
+
 /// The terminal table of `keisoku diff` without `-o`: the totals, then the
-/// `top` largest regressions and improvements by total weight, with a
-/// note when some of them may be sampling noise.
+/// `top` largest regressions and improvements ranked as [`rank_rows`] does
+/// (share change in percentage points, rows within noise last and marked).
 pub fn render_table(d: &Diff, top: usize) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -295,39 +343,34 @@ pub fn render_table(d: &Diff, top: usize) -> String {
             "absolute"
         }
     );
-    // In normalised mode a function grew when its share did.
-    let scale = if d.normalized {
-        tb.max(1) as f64 / ta.max(1) as f64
-    } else {
-        1.0
-    };
-    let grew = |r: &&DiffRow| r.after_total as f64 * scale > r.before_total as f64;
     for (title, rows) in [
         (
-            "Largest regressions (total):",
-            d.table.iter().filter(grew).take(top).collect::<Vec<_>>(),
-        ),
-        (
-            "Largest improvements (total):",
+            "Largest regressions (share of all samples):",
             d.table
                 .iter()
-                .filter(|r| !grew(r) && r.before_total != 0)
+                .filter(|r| r.grew())
                 .take(top)
-                .collect(),
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "Largest improvements (share of all samples):",
+            d.table.iter().filter(|r| r.shrank()).take(top).collect(),
         ),
     ] {
         let _ = writeln!(o, "\n{title}");
         let _ = writeln!(
             o,
-            "{:>9} {:>9} {:>8} {:>8} {:>8}  function",
-            "before", "after", "total", "self", ""
+            "{:>9} {:>9} {:>17} {:>9} {:>8} {:>8} {:>6}  function",
+            "before", "after", "share", "change", "total", "self", ""
         );
         for r in rows {
             let _ = writeln!(
                 o,
-                "{:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+                "{:>9} {:>9} {:>17} {:>9} {:>8} {:>8} {:>6}  {}",
                 r.before_total,
                 r.after_total,
+                format!("{:.1}% -> {:.1}%", r.before_share_pct, r.after_share_pct),
+                pp(r.delta_share_pp()),
                 pct(r.delta_total_pct),
                 pct(r.delta_self_pct),
                 if r.noisy { "noise?" } else { "" },
@@ -338,7 +381,7 @@ pub fn render_table(d: &Diff, top: usize) -> String {
     if d.table.iter().take(top * 2).any(|r| r.noisy) {
         let _ = writeln!(
             o,
-            "\nnoise?: too few samples on either side to tell the change from sampling noise."
+            "\nnoise?: too few samples on either side to tell the change from sampling noise (listed last)."
         );
     }
     o
@@ -370,18 +413,31 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("before: 200 "), "{t}");
         assert!(lines[0].ends_with(" (absolute comparison)"), "{t}");
-        assert_eq!(lines[2], "Largest regressions (total):");
+        assert_eq!(lines[2], "Largest regressions (share of all samples):");
         assert_eq!(
             lines[3],
-            "   before     after    total     self           function"
+            "   before     after             share    change    total     self         function"
         );
-        assert!(
-            t.contains("      100       300  +200.0%  +200.0%           a\n"),
+        assert_eq!(
+            lines[4], "      100       300    50.0% -> 96.8%   +46.8pp  +200.0%  +200.0%         a",
             "{t}"
         );
-        assert!(t.contains("        0        10      new      new"), "{t}");
-        assert!(t.contains("Largest improvements (total):"), "{t}");
-        assert!(t.contains("      100         0"), "{t}");
+        assert!(
+            t.contains(
+                "        0        10      0.0% -> 3.2%    +3.2pp      new      new         c\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("Largest improvements (share of all samples):"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "      100         0     50.0% -> 0.0%   -50.0pp  -100.0%  -100.0%         b\n"
+            ),
+            "{t}"
+        );
         assert_eq!(
             diff_folded_text(&d),
             "main;a 100 300\nmain;b 100 0\nmain;c 0 10\n"
@@ -391,5 +447,39 @@ mod tests {
             g.failure_messages(&d),
             vec!["gate failed: a grew +200.0% (total 100 -> 300), limit +5% for /^a$/".to_string()]
         );
+    }
+
+    /// Issue 13: `_int_malloc` 56 -> 246 samples must rank above functions
+    /// that went from nothing to a handful of samples, whose relative
+    /// change is infinite but whose share barely moved.
+    #[test]
+    fn share_change_ranks_above_new_handfuls_and_noise_goes_last() {
+        let mut before = String::from("main;work 900\nmain;_int_malloc 56\nmain;old 3\n");
+        let mut after = String::from("main;work 700\nmain;_int_malloc 246\n");
+        for i in 0..30 {
+            after.push_str(&format!("main;fresh{i} 6\n"));
+            before.push_str(&format!("main;tiny{i} 1\n"));
+            after.push_str(&format!("main;tiny{i} 3\n"));
+        }
+        let p = |t: &str| crate::folded::parse(&mut t.as_bytes(), "t").unwrap();
+        for normalized in [false, true] {
+            let d = diff(p(&before), p(&after), normalized);
+            let first: Vec<&str> = d.table.iter().take(2).map(|r| r.frame.as_str()).collect();
+            assert_eq!(first, ["work", "_int_malloc"], "{normalized}");
+            let t = render_table(&d, 5);
+            let reg = t
+                .lines()
+                .skip_while(|l| !l.starts_with("Largest regressions"))
+                .nth(2)
+                .unwrap();
+            assert!(reg.ends_with("  _int_malloc"), "{t}");
+            let noisy_from = d.table.iter().position(|r| r.noisy).unwrap();
+            assert!(
+                d.table[noisy_from..].iter().all(|r| r.noisy),
+                "noisy rows last"
+            );
+            assert!(d.table[..noisy_from].iter().any(|r| r.frame == "fresh0"));
+            assert!(d.table[noisy_from..].iter().any(|r| r.frame == "tiny0"));
+        }
     }
 }
