@@ -450,6 +450,8 @@ pub fn diff_json(d: &Diff) -> Vec<u8> {
             ("before_share_pct", r.before_share_pct),
             ("after_share_pct", r.after_share_pct),
             ("delta_share_pp", r.delta_share_pp()),
+            ("before_self_share_pct", r.before_self_share_pct),
+            ("after_self_share_pct", r.after_self_share_pct),
         ] {
             let _ = write!(out, ",\"{k}\":");
             push_f64(&mut out, Some(v));

@@ -653,11 +653,13 @@ export class FlameGraph extends Emitter<FlameEvents> {
     } else parts.push(`${fmtWeight(total, unit)} in view`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);
     if (this.matched) {
-      parts.push(`matched ${fmtPct(this.matched.all, total)} of all, ${fmtPct(this.matched.zoom, t.total[this.zoomNode])} of view`);
+      // "Of all" is of the whole profile, also when a focus dropped stacks.
+      parts.push(`matched ${fmtPct(this.matched.all, t.allTotal)} of all, ${fmtPct(this.matched.zoom, t.total[this.zoomNode])} of view`);
     }
     this.status.textContent = parts.join(' · ');
     const s = this.status.dataset;
     s.total = String(total);
+    s.allTotal = String(t.allTotal);
     s.zoomTotal = String(t.total[this.zoomNode]);
     s.samples = String(t.sampleCount ?? '');
     s.matchedAll = this.matched ? String(this.matched.all) : '';
