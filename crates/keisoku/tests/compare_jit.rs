@@ -1,0 +1,185 @@
+//! `keisoku diff` and `compare` on two real runs of the same Node program,
+//! one with a planted hot function: V8 re-tiers functions between runs
+//! (`JS:*f` in one, `JS:^f` in the other), and without normalising names
+//! the real change is buried under renamed functions (issue 14). With the
+//! default normalisation the planted function is the top mover and the
+//! first regression row.
+
+mod common;
+use common::{free_port, BIN};
+
+use std::path::Path;
+use std::process::Command;
+
+/// The server: builds and renders a list per request; with PLANT=1 it
+/// also checksums the body 40 times (the planted change).
+const SERVER: &str = r#"const http = require('http');
+const port = Number(process.argv[2]);
+const plant = process.env.PLANT === '1';
+function parseQuery(url) {
+  const out = {};
+  const q = url.split('?')[1] || 'a=1&b=2&c=3';
+  for (const kv of q.split('&')) { const [k, v] = kv.split('='); out[k] = v; }
+  return out;
+}
+function renderBody(items) {
+  let s = '';
+  for (let i = 0; i < items.length; i++) s += `<li>${items[i].name}:${items[i].v.toFixed(2)}</li>`;
+  return s;
+}
+function buildItems(n) {
+  const items = [];
+  for (let i = 0; i < n; i++) items.push({ name: 'item' + i, v: Math.sqrt(i * 7919 % 104729) });
+  return items;
+}
+function plantedChecksum(body) {
+  let h = 2166136261;
+  for (let r = 0; r < 40; r++) for (let i = 0; i < body.length; i++) { h ^= body.charCodeAt(i); h = Math.imul(h, 16777619) >>> 0; }
+  return h;
+}
+http.createServer((req, res) => {
+  const q = parseQuery(req.url);
+  const body = renderBody(buildItems(300 + (q.a | 0)));
+  const sum = plant ? plantedChecksum(body) : 0;
+  res.setHeader('x-sum', String(sum));
+  res.end(body);
+}).listen(port, '127.0.0.1');
+"#;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Records one profiled run named `name` of the server into `store`.
+fn record(dir: &Path, store: &Path, name: &str, plant: bool) {
+    let script = dir.join("server.js");
+    std::fs::write(&script, SERVER).unwrap();
+    let port = free_port();
+    let out = Command::new(BIN)
+        .env("PLANT", if plant { "1" } else { "0" })
+        .args(["run", "--target", &format!("http://127.0.0.1:{port}/")])
+        .args(["-c", "4", "-d", "5s", "--name", name, "--server-cmd"])
+        .arg(format!(
+            "exec node --perf-basic-prof {} {port}",
+            script.display()
+        ))
+        .args(["--profile", "perf", "--profile-hz", "499", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn keisoku(args: &[&str], store: &Path) -> (i32, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.code().is_some_and(|c| c == 0),
+        "keisoku {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// The first row under "Largest regressions" of `keisoku diff`'s table.
+fn first_regression(table: &str) -> &str {
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with("Largest regressions"))
+        .nth(2)
+        .unwrap_or("")
+}
+
+#[test]
+fn planted_node_function_is_the_top_mover_after_normalising_jit_names() {
+    assert!(
+        have("node") && have("perf"),
+        "node and perf are required: run scripts/setup.sh"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("runs.db");
+    record(dir.path(), &store, "node-base", false);
+    record(dir.path(), &store, "node-planted", true);
+
+    let (_, table) = keisoku(&["diff", "node-base", "node-planted"], &store);
+    assert!(
+        first_regression(&table).contains("JS:plantedChecksum "),
+        "{table}"
+    );
+    assert!(
+        !table.contains("JS:*") && !table.contains("JS:^") && !table.contains("JS:~"),
+        "tier markers are normalised away:\n{table}"
+    );
+    // Raw names keep the markers, so the normalisation did something.
+    let (_, raw) = keisoku(
+        &["diff", "node-base", "node-planted", "--no-normalise"],
+        &store,
+    );
+    assert!(
+        raw.contains("JS:*") || raw.contains("JS:^") || raw.contains("JS:~"),
+        "{raw}"
+    );
+
+    let html = dir.path().join("compare.html");
+    let (_, json) = keisoku(
+        &[
+            "compare",
+            "node-base",
+            "node-planted",
+            "--json",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        &store,
+    );
+    let v: serde_json::Value = serde_json::from_str(&json).expect("compare --json is JSON");
+    let top = v["top_mover"]["frame"].as_str().unwrap_or_default();
+    assert!(top.starts_with("JS:plantedChecksum "), "top mover {top}");
+    assert!(
+        v["top_mover"]["after_self_share_pct"]
+            .as_f64()
+            .unwrap_or(0.0)
+            > 20.0,
+        "{}",
+        v["top_mover"]
+    );
+    let rows = v["profile_changes"].as_array().expect("profile changes");
+    let first_growth = rows
+        .iter()
+        .find(|r| r["delta_share_pp"].as_f64().unwrap_or(0.0) > 0.0)
+        .expect("a growing function");
+    assert_eq!(first_growth["frame"].as_str(), Some(top));
+    assert!(v.get("diff").is_none(), "no embedded profiles in --json");
+    assert!(v["findings"].is_array());
+    assert!(v["timelines"]["a"]["t_s"]
+        .as_array()
+        .is_some_and(|t| t.len() >= 4));
+    // The text summary states the top mover too.
+    let (_, text) = keisoku(
+        &[
+            "compare",
+            "node-base",
+            "node-planted",
+            "-o",
+            html.to_str().unwrap(),
+        ],
+        &store,
+    );
+    assert!(text.contains("top mover: JS:plantedChecksum "), "{text}");
+}
