@@ -55,36 +55,49 @@ impl DiffRow {
         self.after_self_share_pct - self.before_self_share_pct
     }
 
+    /// The change that ranks and classifies the row: of the self share
+    /// when it moved, else of the total share (a caller whose callees grew).
+    pub fn ranking_change_pp(&self) -> f64 {
+        let s = self.delta_self_share_pp();
+        if s.abs() > SHARE_DUST {
+            s
+        } else {
+            self.delta_share_pp()
+        }
+    }
+
     /// Whether the function's share grew (a regression); a function that
     /// only kept its share is neither a regression nor an improvement.
     pub fn grew(&self) -> bool {
-        self.delta_share_pp() > SHARE_DUST
+        self.ranking_change_pp() > SHARE_DUST
     }
 
     /// Whether the function's share fell (an improvement).
     pub fn shrank(&self) -> bool {
-        self.delta_share_pp() < -SHARE_DUST
+        self.ranking_change_pp() < -SHARE_DUST
     }
 }
 
 /// Orders rows as every table shows them: rows that can be told from noise
-/// first, then by the absolute change of share (percentage points), largest
-/// first. A caller that only passes a change on has the same share change
-/// as the function where it lands; the one whose own (self) share moved
-/// more goes first. Ties by name so the order is stable.
+/// first, then by the absolute change of the function's own (self) share
+/// in percentage points, then of its total share, largest first; ties by
+/// name so the order is stable. Self first because it is where time is
+/// spent and it does not depend on how well callers were unwound: in JIT
+/// profiles a caller such as `emit` may be cut from most of A's stacks and
+/// present in B's, so its total share "grows" more than the planted change.
 pub fn rank_rows(rows: &mut [DiffRow]) {
     rows.sort_by(|x, y| {
         x.noisy
             .cmp(&y.noisy)
             .then_with(|| {
-                y.delta_share_pp()
-                    .abs()
-                    .total_cmp(&x.delta_share_pp().abs())
-            })
-            .then_with(|| {
                 y.delta_self_share_pp()
                     .abs()
                     .total_cmp(&x.delta_self_share_pp().abs())
+            })
+            .then_with(|| {
+                y.delta_share_pp()
+                    .abs()
+                    .total_cmp(&x.delta_share_pp().abs())
             })
             .then_with(|| x.frame.cmp(&y.frame))
     });
@@ -114,7 +127,8 @@ pub struct Diff {
     /// Compare shares of each total instead of absolute weights.
     pub normalized: bool,
     /// Rows in [`rank_rows`] order: beyond noise first, then by the
-    /// absolute change of share in percentage points.
+    /// absolute change of self share, then of total share, in percentage
+    /// points.
     pub table: Vec<DiffRow>,
 }
 
@@ -564,7 +578,8 @@ fn pp(v: f64) -> String {
 
 /// The terminal table of `keisoku diff` without `-o`: the totals, then the
 /// `top` largest regressions and improvements ranked as [`rank_rows`] does
-/// (share change in percentage points, rows within noise last and marked).
+/// (change of self share, then of total share, in percentage points; rows
+/// within noise last and marked).
 pub fn render_table(d: &Diff, top: usize) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -598,17 +613,18 @@ pub fn render_table(d: &Diff, top: usize) -> String {
         let _ = writeln!(o, "\n{title}");
         let _ = writeln!(
             o,
-            "{:>9} {:>9} {:>17} {:>9} {:>8} {:>8} {:>6}  function",
-            "before", "after", "share", "change", "total", "self", ""
+            "{:>9} {:>9} {:>17} {:>9} {:>9} {:>8} {:>8} {:>6}  function",
+            "before", "after", "share", "change", "self chg", "total", "self", ""
         );
         for r in rows {
             let _ = writeln!(
                 o,
-                "{:>9} {:>9} {:>17} {:>9} {:>8} {:>8} {:>6}  {}",
+                "{:>9} {:>9} {:>17} {:>9} {:>9} {:>8} {:>8} {:>6}  {}",
                 r.before_total,
                 r.after_total,
                 format!("{:.1}% -> {:.1}%", r.before_share_pct, r.after_share_pct),
                 pp(r.delta_share_pp()),
+                pp(r.delta_self_share_pp()),
                 pct(r.delta_total_pct),
                 pct(r.delta_self_pct),
                 if r.noisy { "noise?" } else { "" },
@@ -654,15 +670,16 @@ mod tests {
         assert_eq!(lines[2], "Largest regressions (share of all samples):");
         assert_eq!(
             lines[3],
-            "   before     after             share    change    total     self         function"
+            "   before     after             share    change  self chg    total     self         function"
         );
         assert_eq!(
-            lines[4], "      100       300    50.0% -> 96.8%   +46.8pp  +200.0%  +200.0%         a",
+            lines[4],
+            "      100       300    50.0% -> 96.8%   +46.8pp   +46.8pp  +200.0%  +200.0%         a",
             "{t}"
         );
         assert!(
             t.contains(
-                "        0        10      0.0% -> 3.2%    +3.2pp      new      new         c\n"
+                "        0        10      0.0% -> 3.2%    +3.2pp    +3.2pp      new      new         c\n"
             ),
             "{t}"
         );
@@ -672,7 +689,7 @@ mod tests {
         );
         assert!(
             t.contains(
-                "      100         0     50.0% -> 0.0%   -50.0pp  -100.0%  -100.0%         b\n"
+                "      100         0     50.0% -> 0.0%   -50.0pp   -50.0pp  -100.0%  -100.0%         b\n"
             ),
             "{t}"
         );

@@ -2,8 +2,8 @@
  * Tables of the largest regressions and improvements of a differential
  * profile (rows computed by crates/stacks), ranked as `keisoku diff` ranks
  * them: by the change of each function's share of all samples in
- * percentage points, rows too small to tell from sampling noise last and
- * marked. A relative change would put every 1 -> 3 sample function above
+ * percentage points (its own, then with callees), rows too small to tell
+ * from sampling noise last and marked. A relative change would put every 1 -> 3 sample function above
  * a library going from 63% to 92% of the samples.
  */
 import { h } from '../common/dom';
@@ -26,25 +26,38 @@ export interface RankedRow extends DiffRow {
   before_share_pct: number;
   after_share_pct: number;
   delta_share_pp: number;
+  before_self_share_pct: number;
+  after_self_share_pct: number;
+  /** Change of self share (pp) when it moved, else of total share: ranks and classifies. */
+  key_pp: number;
 }
 
 /**
- * Regressions (share grew) and improvements (share fell), each in ranking
- * order: beyond noise first, then by |change in pp|, then by name.
+ * Regressions (share grew) and improvements (share fell), each in the
+ * order crates/stacks ranks them (`rank_rows`): beyond noise first, then by
+ * |change of self share|, then |change of total share| (pp), then by name.
+ * Self first: it is where the time is spent and does not depend on how
+ * well a JIT profile's callers were unwound.
  */
 export function rankRows(rows: DiffRow[], beforeSum = 0, afterSum = 0): { grew: RankedRow[]; shrank: RankedRow[] } {
   const share = (v: number, sum: number): number => (sum > 0 ? (100 * v) / sum : 0);
+  const num = (v: unknown, fallback: number): number => (typeof v === 'number' ? v : fallback);
   const ranked: RankedRow[] = rows
     .filter((r) => r && typeof r.frame === 'string')
     .map((r) => {
-      const b = typeof r.before_share_pct === 'number' ? r.before_share_pct : share(r.before_total, beforeSum);
-      const a = typeof r.after_share_pct === 'number' ? r.after_share_pct : share(r.after_total, afterSum);
-      const d = typeof r.delta_share_pp === 'number' ? r.delta_share_pp : a - b;
-      return { ...r, before_share_pct: b, after_share_pct: a, delta_share_pp: d };
+      const x = r as DiffRow & { before_self_share_pct?: number; after_self_share_pct?: number };
+      const b = num(x.before_share_pct, share(x.before_total, beforeSum));
+      const a = num(x.after_share_pct, share(x.after_total, afterSum));
+      const bs = num(x.before_self_share_pct, share(x.before_self, beforeSum));
+      const as = num(x.after_self_share_pct, share(x.after_self, afterSum));
+      const d = num(x.delta_share_pp, a - b);
+      const ds = as - bs;
+      return { ...x, before_share_pct: b, after_share_pct: a, delta_share_pp: d, before_self_share_pct: bs, after_self_share_pct: as, key_pp: Math.abs(ds) > 1e-9 ? ds : d };
     });
-  ranked.sort((x, y) => Number(x.noisy) - Number(y.noisy) || Math.abs(y.delta_share_pp) - Math.abs(x.delta_share_pp) || (x.frame < y.frame ? -1 : x.frame > y.frame ? 1 : 0));
+  const selfPp = (r: RankedRow): number => Math.abs(r.after_self_share_pct - r.before_self_share_pct);
+  ranked.sort((x, y) => Number(x.noisy) - Number(y.noisy) || selfPp(y) - selfPp(x) || Math.abs(y.delta_share_pp) - Math.abs(x.delta_share_pp) || (x.frame < y.frame ? -1 : x.frame > y.frame ? 1 : 0));
   // Rows are written with three decimals: below that a share did not move.
-  return { grew: ranked.filter((r) => r.delta_share_pp > 1e-9), shrank: ranked.filter((r) => r.delta_share_pp < -1e-9) };
+  return { grew: ranked.filter((r) => r.key_pp > 1e-9), shrank: ranked.filter((r) => r.key_pp < -1e-9) };
 }
 
 /** A change of share in percentage points, e.g. `+29.3 pp`. */
@@ -69,10 +82,12 @@ export function regressionTables(container: HTMLElement, rows: DiffRow[], opts: 
         const text = v === null || !Number.isFinite(v) || Math.abs(v) >= 1e9 ? (before === 0 && after > 0 ? 'new' : after === 0 && before > 0 ? 'gone' : 'n/a') : fmtSignedPct(v);
         return h('td', { class: after === before ? '' : grew ? 'ks-grew' : 'ks-shrank', text });
       };
-      const tr = h('tr', { 'data-frame': r.frame, 'data-pp': r.delta_share_pp.toFixed(3) },
+      const tr = h('tr', { 'data-frame': r.frame, 'data-pp': r.key_pp.toFixed(3), 'data-self-pp': (r.after_self_share_pct - r.before_self_share_pct).toFixed(3), 'data-total-pp': r.delta_share_pp.toFixed(3) },
         h('td', { class: 'ks-name', title: r.module || '' }, r.frame, r.noisy ? h('span', { class: 'ks-noisy', title: 'too few samples to tell change from noise', text: ' ⚠ noisy' }) : null),
+        h('td', { class: 'ks-share', text: `${r.before_self_share_pct.toFixed(1)}% → ${r.after_self_share_pct.toFixed(1)}%` }),
+        h('td', { class: r.key_pp > 0 ? 'ks-grew ks-pp' : 'ks-shrank ks-pp', text: fmtPp(r.after_self_share_pct - r.before_self_share_pct) }),
         h('td', { class: 'ks-share', text: `${r.before_share_pct.toFixed(1)}% → ${r.after_share_pct.toFixed(1)}%` }),
-        h('td', { class: r.delta_share_pp > 0 ? 'ks-grew ks-pp' : 'ks-shrank ks-pp', text: fmtPp(r.delta_share_pp) }),
+        h('td', { class: r.delta_share_pp > 0 ? 'ks-grew ks-pp' : r.delta_share_pp < 0 ? 'ks-shrank ks-pp' : 'ks-pp', text: fmtPp(r.delta_share_pp) }),
         h('td', { text: fmtCount(r.before_self) }),
         h('td', { text: fmtCount(r.after_self) }),
         pct(r.delta_self_pct, r.before_self, r.after_self),
@@ -89,9 +104,10 @@ export function regressionTables(container: HTMLElement, rows: DiffRow[], opts: 
       h('table', { class: `ks-table ks-diff-table ${cls}` },
         h('thead', {}, h('tr', {},
           h('th', { class: 'ks-name', text: 'function' }),
-          h('th', { text: 'share of all', title: 'stacks through the function, as a percent of each side\'s samples' }), h('th', { text: 'Δ share', title: 'change of share in percentage points: the ranking' }),
-          h('th', { text: 'self before' }), h('th', { text: 'self after' }), h('th', { text: 'Δ self' }),
-          h('th', { text: 'total before' }), h('th', { text: 'total after' }), h('th', { text: 'Δ total' }))),
+          h('th', { text: 'self share', title: 'samples in the function itself, as a percent of each side\'s samples' }), h('th', { text: 'Δ self', title: 'change of self share in percentage points: the ranking' }),
+          h('th', { text: 'total share', title: 'stacks through the function, as a percent of each side\'s samples' }), h('th', { text: 'Δ total', title: 'change of total share in percentage points: ranks rows whose self share did not move' }),
+          h('th', { text: 'self before' }), h('th', { text: 'self after' }), h('th', { text: 'self %' }),
+          h('th', { text: 'total before' }), h('th', { text: 'total after' }), h('th', { text: 'total %' }))),
         tbody));
   };
   const noisy = valid.some((r) => r.noisy);
