@@ -3,7 +3,8 @@
 //! (`JS:*f` in one, `JS:^f` in the other), and without normalising names
 //! the real change is buried under renamed functions (issue 14). With the
 //! default normalisation the planted function is the top mover and the
-//! first regression row.
+//! first regression row. The same for Java, whose lambda classes are
+//! numbered per run (`KeisokuCmp$$Lambda$12/0x00007fd118009c00`).
 
 mod common;
 use common::{free_port, BIN};
@@ -185,4 +186,115 @@ fn planted_node_function_is_the_top_mover_after_normalising_jit_names() {
         &store,
     );
     assert!(text.contains("top mover: JS:plantedChecksum "), "{text}");
+}
+
+/// A JDK HttpServer whose handler sums a stream through two lambdas; with
+/// PLANT=1 it also hashes the body 60 times.
+const JAVA_SERVER: &str = r#"import com.sun.net.httpserver.*;
+import java.io.*;
+import java.net.InetSocketAddress;
+import java.util.concurrent.Executors;
+import java.util.function.DoubleUnaryOperator;
+import java.util.stream.IntStream;
+
+public class KeisokuCmp {
+    static final boolean PLANT = "1".equals(System.getenv("PLANT"));
+    static long plantedHash(byte[] b) {
+        long h = 1469598103934665603L;
+        for (int r = 0; r < 60; r++) for (byte x : b) { h ^= x; h *= 1099511628211L; }
+        return h;
+    }
+    public static void main(String[] args) throws Exception {
+        DoubleUnaryOperator f = x -> Math.sqrt(x) * 1.0001;
+        HttpServer s = HttpServer.create(new InetSocketAddress("127.0.0.1", Integer.parseInt(args[0])), 64);
+        s.createContext("/", ex -> {
+            double v = IntStream.range(0, 20000).mapToDouble(i -> f.applyAsDouble(i)).sum();
+            byte[] body = String.valueOf(v).repeat(40).getBytes();
+            long h = PLANT ? plantedHash(body) : 0;
+            ex.getResponseHeaders().add("x-h", Long.toString(h));
+            ex.sendResponseHeaders(200, body.length);
+            try (OutputStream o = ex.getResponseBody()) { o.write(body); }
+        });
+        s.setExecutor(Executors.newFixedThreadPool(2));
+        s.start();
+    }
+}
+"#;
+
+/// Records one profiled Java run. The lambda classes' methods are kept out
+/// of inlining so they have frames of their own, named per run.
+fn record_java(dir: &Path, store: &Path, name: &str, plant: bool) {
+    let port = free_port();
+    let out = Command::new(BIN)
+        .env("PLANT", if plant { "1" } else { "0" })
+        .args(["run", "--target", &format!("http://127.0.0.1:{port}/")])
+        .args(["-c", "4", "-d", "6s", "--name", name, "--server-cmd"])
+        .arg(format!(
+            "exec java -XX:+PreserveFramePointer -XX:CompileCommand=quiet '-XX:CompileCommand=dontinline,*Lambda*::*' -cp {} KeisokuCmp {port}",
+            dir.display()
+        ))
+        .args(["--profile", "perf", "--profile-hz", "999", "--store"])
+        .arg(store)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn java_lambda_numbering_is_normalised_and_the_planted_method_leads() {
+    assert!(
+        have("javac") && have("java") && have("perf"),
+        "JDK 17 (javac, java) and perf are required: run scripts/setup.sh"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("KeisokuCmp.java"), JAVA_SERVER).unwrap();
+    let javac = Command::new("javac")
+        .arg("-d")
+        .arg(dir.path())
+        .arg(dir.path().join("KeisokuCmp.java"))
+        .output()
+        .unwrap();
+    assert!(
+        javac.status.success(),
+        "{}",
+        String::from_utf8_lossy(&javac.stderr)
+    );
+    let store = dir.path().join("runs.db");
+    record_java(dir.path(), &store, "java-base", false);
+    record_java(dir.path(), &store, "java-planted", true);
+
+    let numbered = regex::Regex::new(r"\$\$Lambda\$\d+/0x[0-9a-f]+").unwrap();
+    let (_, raw) = keisoku(
+        &[
+            "diff",
+            "java-base",
+            "java-planted",
+            "--no-normalise",
+            "--top",
+            "500",
+        ],
+        &store,
+    );
+    assert!(
+        numbered.is_match(&raw),
+        "lambda frames with per-run names:\n{raw}"
+    );
+    let (_, table) = keisoku(
+        &["diff", "java-base", "java-planted", "--top", "500"],
+        &store,
+    );
+    assert!(!numbered.is_match(&table), "normalised:\n{table}");
+    assert!(
+        table.contains("KeisokuCmp$$Lambda.applyAsDouble"),
+        "{table}"
+    );
+    assert!(
+        first_regression(&table).ends_with("KeisokuCmp.plantedHash"),
+        "{table}"
+    );
 }
