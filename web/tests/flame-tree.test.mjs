@@ -123,3 +123,33 @@ test('diff: vanished stacks keep their before width; normalised deltas are share
   assert.equal(n.delta[0], 0);
   assert.ok(Math.abs(n.beforeTotal[0] - b.total[0]) < 1e-6);
 });
+
+test('inverted trees give self weight to leaf functions; focus keeps the whole for "of all"', () => {
+  // Self weight per function as `perf report --no-children` counts it.
+  const leafSelf = new Map();
+  forEachStack(data, (names, w) => leafSelf.set(names.at(-1), (leafSelf.get(names.at(-1)) ?? 0) + w));
+  const top = [...leafSelf.entries()].sort((a, b) => b[1] - a[1])[0];
+  for (const split of ['merge', 'thread']) {
+    const inv = buildTree(profile, { invert: true, split });
+    assert.equal(inv.inverted, true);
+    const st = funcStats(inv, 0);
+    const self = new Map();
+    st.self.forEach((w, f) => w > 0 && self.set(inv.funcs.name[f], (self.get(inv.funcs.name[f]) ?? 0) + w));
+    const best = [...self.entries()].sort((a, b) => b[1] - a[1])[0];
+    assert.deepEqual(best, top, `${split}: top self function of the inverted tree is the top leaf`);
+    for (const [name, w] of leafSelf) assert.equal(self.get(name), w, `${split}: self of ${name}`);
+    // The outermost caller of every stack has no self weight of its own.
+    const outer = new Set();
+    forEachStack(data, (names) => outer.add(names[0]));
+    for (const o of outer) if (!leafSelf.has(o)) assert.equal(self.get(o) ?? 0, 0, o);
+  }
+  const plain = buildTree(profile, {});
+  const foc = buildTree(profile, { focus: 'memcpy' });
+  assert.equal(foc.allTotal, plain.total[0], 'focus keeps the whole profile as "all"');
+  assert.equal(plain.allTotal, plain.total[0]);
+  const m = new Uint8Array(foc.funcs.name.length);
+  m[foc.funcs.name.indexOf('memcpy')] = 1;
+  const share = matchShare(foc, m, 0).all / foc.allTotal;
+  assert.ok(Math.abs(share - weightWhere(data, { match: /^memcpy$/ }) / plain.total[0]) < 1e-12, `memcpy share ${share}`);
+  assert.ok(share < 0.5, 'a minor function is not "100% of all" after focus');
+});

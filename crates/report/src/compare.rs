@@ -506,6 +506,226 @@ pub(crate) fn str_of(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_string)
 }
 
+// ---- Findings of both runs: resolved, new, unchanged (issue 14) ----
+
+/// One finding as a comparison names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingRef {
+    /// The finding's stable id: rule plus qualifier (`hot-code.json-parse`).
+    pub id: String,
+    /// The rule that produced it.
+    pub rule: String,
+    /// What is wrong, in one line.
+    pub title: String,
+    /// `high`, `warning` or `info`.
+    pub severity: String,
+    /// Ranking score, 0-100.
+    pub score: f64,
+}
+
+/// How a finding moved from A to B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FindingChange {
+    /// In B only: a problem that appeared.
+    New,
+    /// In A only: a problem that went away.
+    Resolved,
+    /// In both runs.
+    Unchanged,
+}
+
+impl FindingChange {
+    /// The word shown in the terminal and on the page.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingChange::New => "new",
+            FindingChange::Resolved => "resolved",
+            FindingChange::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One finding of either run, matched across both by id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FindingDelta {
+    /// The id both runs share (rule plus qualifier).
+    pub id: String,
+    /// Whether it appeared, went away or stayed.
+    pub change: FindingChange,
+    /// The finding in A, when A has it.
+    pub a: Option<FindingRef>,
+    /// The finding in B, when B has it.
+    pub b: Option<FindingRef>,
+}
+
+/// The findings of a Run JSON, read leniently: a run stored before findings
+/// existed, or one whose findings array is malformed, has none; an entry
+/// without an id is keyed by its rule.
+pub fn findings_of(run: &Value) -> Vec<FindingRef> {
+    let Some(list) = run.get("findings").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|f| {
+            let rule = str_of(f.get("rule")).unwrap_or_default();
+            let id = str_of(f.get("id"))
+                .filter(|i| !i.is_empty())
+                .unwrap_or_else(|| rule.clone());
+            (!id.is_empty()).then(|| FindingRef {
+                id,
+                rule,
+                title: str_of(f.get("title")).unwrap_or_default(),
+                severity: str_of(f.get("severity")).unwrap_or_else(|| "info".into()),
+                score: num(f.get("score")).unwrap_or(0.0),
+            })
+        })
+        .collect()
+}
+
+fn severity_rank(s: &str) -> u8 {
+    match s {
+        "high" => 0,
+        "warning" => 1,
+        "info" => 2,
+        _ => 3,
+    }
+}
+
+/// Matches the findings of A and B by id (rule plus qualifier): new ones
+/// first, then resolved, then unchanged; within each, the most severe and
+/// highest-scored first. A run listing one id twice is matched once.
+pub fn finding_changes(a: &[FindingRef], b: &[FindingRef]) -> Vec<FindingDelta> {
+    let mut joined: BTreeMap<&str, (Option<&FindingRef>, Option<&FindingRef>)> = BTreeMap::new();
+    for f in a {
+        joined.entry(f.id.as_str()).or_default().0.get_or_insert(f);
+    }
+    for f in b {
+        joined.entry(f.id.as_str()).or_default().1.get_or_insert(f);
+    }
+    let mut out: Vec<FindingDelta> = joined
+        .into_iter()
+        .map(|(id, (fa, fb))| FindingDelta {
+            id: id.to_string(),
+            change: match (fa, fb) {
+                (Some(_), Some(_)) => FindingChange::Unchanged,
+                (Some(_), None) => FindingChange::Resolved,
+                _ => FindingChange::New,
+            },
+            a: fa.cloned(),
+            b: fb.cloned(),
+        })
+        .collect();
+    let order = |d: &FindingDelta| {
+        let f = d.b.as_ref().or(d.a.as_ref());
+        let change = match d.change {
+            FindingChange::New => 0,
+            FindingChange::Resolved => 1,
+            FindingChange::Unchanged => 2,
+        };
+        (
+            change,
+            f.map_or(3, |f| severity_rank(&f.severity)),
+            f.map_or(0.0, |f| f.score),
+        )
+    };
+    out.sort_by(|x, y| {
+        let (cx, sx, fx) = order(x);
+        let (cy, sy, fy) = order(y);
+        cx.cmp(&cy)
+            .then(sx.cmp(&sy))
+            .then(fy.total_cmp(&fx))
+            .then_with(|| x.id.cmp(&y.id))
+    });
+    out
+}
+
+// ---- Both runs' timelines on one relative axis ----
+
+/// One run's headline series on seconds since its load started, so two
+/// runs that started at different times (and whose seconds sit on
+/// different sub-second offsets) share one x axis.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RelativeTimeline {
+    /// Where the series came from: `client` or `log` (the access log, for
+    /// runs without client series), or "" when the run has neither.
+    pub source: String,
+    /// Whole seconds since the load started, one per point (the end of
+    /// each second).
+    pub t_s: Vec<f64>,
+    /// Responses per second.
+    pub rps: Vec<Option<f64>>,
+    /// 99th percentile latency per second, ms.
+    pub p99_ms: Vec<Option<f64>>,
+    /// Errors per second (transport errors plus 5xx).
+    pub errors: Vec<Option<f64>>,
+}
+
+/// A series of the Run JSON by name: its times and values.
+fn series_of<'v>(run: &'v Value, name: &str) -> Option<(&'v Vec<Value>, &'v Vec<Value>)> {
+    let s = run
+        .get("series")?
+        .as_array()?
+        .iter()
+        .find(|s| s.get("name").and_then(Value::as_str) == Some(name))?;
+    Some((s.get("t_ms")?.as_array()?, s.get("v")?.as_array()?))
+}
+
+/// When the load started on the run's clock, ms: its first phase, else
+/// one second before the first client point (points mark a second's end).
+fn load_start_ms(run: &Value, first_point_ms: Option<f64>) -> f64 {
+    run.get("phases")
+        .and_then(Value::as_array)
+        .and_then(|p| p.first())
+        .and_then(|p| num(p.get("start_ms")))
+        .or_else(|| first_point_ms.map(|t| (t - 1000.0).max(0.0)))
+        .unwrap_or(0.0)
+}
+
+/// The run's rps, p99 and errors per second on seconds since its load
+/// started, each point rounded to its whole second so both runs land on
+/// one grid; client series when recorded, else the access log's.
+pub fn relative_timeline(run: &Value) -> RelativeTimeline {
+    for (source, names) in [
+        ("client", ["client.rps", "client.p99_ms", "client.errors"]),
+        ("log", ["log.rps", "log.p99_ms", "log.errors"]),
+    ] {
+        let Some((t_rps, _)) = series_of(run, names[0]) else {
+            continue;
+        };
+        let first = t_rps.first().and_then(Value::as_f64);
+        let start = load_start_ms(run, first);
+        let mut grid: BTreeMap<i64, [Option<f64>; 3]> = BTreeMap::new();
+        for (k, name) in names.iter().enumerate() {
+            let Some((ts, vs)) = series_of(run, name) else {
+                continue;
+            };
+            for (t, v) in ts.iter().zip(vs) {
+                let (Some(t), Some(v)) = (t.as_f64(), v.as_f64()) else {
+                    continue;
+                };
+                if !t.is_finite() || !v.is_finite() {
+                    continue;
+                }
+                let sec = ((t - start) / 1000.0).round() as i64;
+                grid.entry(sec).or_default()[k] = Some(v);
+            }
+        }
+        let mut out = RelativeTimeline {
+            source: source.into(),
+            ..RelativeTimeline::default()
+        };
+        for (sec, [rps, p99, errors]) in grid {
+            out.t_s.push(sec as f64);
+            out.rps.push(rps);
+            out.p99_ms.push(p99);
+            out.errors.push(errors);
+        }
+        return out;
+    }
+    RelativeTimeline::default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -610,5 +830,84 @@ mod tests {
         assert_eq!(d[0].p99_pct, Some(50.0));
         assert!(d.iter().any(|r| r.uri == "/gone" && r.count_b.is_none()));
         assert!(d.iter().any(|r| r.uri == "/new" && r.count_a.is_none()));
+    }
+
+    fn finding(id: &str, severity: &str, score: f64) -> Value {
+        json!({"id": id, "rule": id.split('.').next().unwrap_or(id), "title": format!("t {id}"),
+               "severity": severity, "score": score})
+    }
+
+    #[test]
+    fn findings_are_matched_by_rule_and_qualifier() {
+        let a = json!({"findings": [finding("hot-code.json-parse", "warning", 40.0),
+                                     finding("saturation", "high", 90.0),
+                                     finding("hot-code.regex", "warning", 30.0)]});
+        let b = json!({"findings": [finding("hot-code.regex", "warning", 35.0),
+                                     finding("log-rollover-stall", "high", 80.0),
+                                     finding("hot-code.compression", "info", 10.0),
+                                     finding("saturation", "high", 70.0)]});
+        let d = finding_changes(&findings_of(&a), &findings_of(&b));
+        let got: Vec<(&str, &str)> = d
+            .iter()
+            .map(|d| (d.id.as_str(), d.change.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("log-rollover-stall", "new"),
+                ("hot-code.compression", "new"),
+                ("hot-code.json-parse", "resolved"),
+                ("saturation", "unchanged"),
+                ("hot-code.regex", "unchanged"),
+            ]
+        );
+        let sat = &d[3];
+        assert_eq!(
+            (sat.a.as_ref().unwrap().score, sat.b.as_ref().unwrap().score),
+            (90.0, 70.0)
+        );
+        assert!(d[0].a.is_none() && d[2].b.is_none());
+    }
+
+    #[test]
+    fn findings_are_read_leniently() {
+        assert!(findings_of(&json!({})).is_empty());
+        assert!(findings_of(&json!({"findings": "nope"})).is_empty());
+        let f = findings_of(&json!({"findings": [{"rule": "saturation"}, {"title": "no id"}]}));
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].id.as_str(), f[0].severity.as_str()),
+            ("saturation", "info")
+        );
+        let twice = [f[0].clone(), f[0].clone()];
+        assert_eq!(finding_changes(&twice, &[]).len(), 1);
+    }
+
+    #[test]
+    fn timelines_share_one_relative_axis() {
+        // Load starts at 2 s; client points at x.586 s; the log at whole seconds.
+        let run = json!({
+            "phases": [{"index": 0, "start_ms": 2000.0, "end_ms": 5000.0}],
+            "series": [
+                {"name": "client.rps", "unit": "/s", "t_ms": [2586.0, 3586.0, 4586.0], "v": [10.0, 0.0, 12.0]},
+                {"name": "client.p99_ms", "unit": "ms", "t_ms": [2586.0, 4586.0], "v": [5.0, 7.0]},
+                {"name": "client.errors", "unit": "/s", "t_ms": [2586.0, 3586.0, 4586.0], "v": [0.0, 3.0, 0.0]},
+                {"name": "log.rps", "unit": "/s", "t_ms": [3000.0], "v": [9.0]}
+            ]
+        });
+        let t = relative_timeline(&run);
+        assert_eq!(t.source, "client");
+        assert_eq!(t.t_s, [1.0, 2.0, 3.0]);
+        assert_eq!(t.rps, [Some(10.0), Some(0.0), Some(12.0)]);
+        assert_eq!(t.p99_ms, [Some(5.0), None, Some(7.0)]);
+        assert_eq!(t.errors, [Some(0.0), Some(3.0), Some(0.0)]);
+        // Without client series the access log's are used; without phases
+        // the load starts a second before the first point.
+        let log_only =
+            json!({"series": [{"name": "log.rps", "t_ms": [6000.0, 7000.0], "v": [4.0, 5.0]}]});
+        let t = relative_timeline(&log_only);
+        assert_eq!((t.source.as_str(), t.t_s.clone()), ("log", vec![1.0, 2.0]));
+        assert_eq!(t.p99_ms, [None, None]);
+        assert_eq!(relative_timeline(&json!({})).source, "");
     }
 }

@@ -7,7 +7,9 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::assets;
-use crate::compare::{self, Delta, GateClause, GateVerdict, RouteDelta, RunSummary};
+use crate::compare::{
+    self, Delta, FindingDelta, GateClause, GateVerdict, RelativeTimeline, RouteDelta, RunSummary,
+};
 use crate::run_page::check_version;
 use crate::ReportError;
 
@@ -28,6 +30,93 @@ pub struct Comparison {
     /// Differential profile (docs/profile-json.md, "Differential profile"),
     /// when both runs have a profile.
     pub diff: Option<Value>,
+    /// The findings of both runs matched by id: new, resolved, unchanged.
+    pub findings: Vec<FindingDelta>,
+    /// Both runs' rps, p99 and errors on seconds since each load started.
+    pub timelines: Timelines,
+    /// The function where the largest change of the profile landed.
+    pub top_mover: Option<TopMover>,
+    /// Whether JIT and per-run names were normalised before diffing.
+    pub names_normalised: bool,
+}
+
+/// Both runs' headline series on one relative time axis.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timelines {
+    /// The baseline's.
+    pub a: RelativeTimeline,
+    /// B's.
+    pub b: RelativeTimeline,
+}
+
+/// The top mover of a differential profile, as the gate box states it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopMover {
+    /// Function name.
+    pub frame: String,
+    /// Module, "" when unknown.
+    pub module: String,
+    /// Share of A's samples in the function itself, percent.
+    pub before_self_share_pct: f64,
+    /// Share of B's samples in the function itself, percent.
+    pub after_self_share_pct: f64,
+    /// Share of A's samples through the function, percent.
+    pub before_share_pct: f64,
+    /// Share of B's samples through the function, percent.
+    pub after_share_pct: f64,
+}
+
+impl TopMover {
+    /// The change of self share in percentage points.
+    pub fn delta_self_pp(&self) -> f64 {
+        self.after_self_share_pct - self.before_self_share_pct
+    }
+}
+
+/// How a comparison is computed.
+#[derive(Debug, Clone, Copy)]
+pub struct CompareOptions {
+    /// Map JIT tier markers, lambda numbering and addresses to one name on
+    /// both sides before diffing the profiles (`--no-normalise` turns it off).
+    pub normalise_names: bool,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            normalise_names: true,
+        }
+    }
+}
+
+/// Rows of the regression table in the terminal and `--json`.
+const JSON_REGRESSION_ROWS: usize = 25;
+
+impl Comparison {
+    /// The comparison for `keisoku compare --json`: everything but the two
+    /// embedded profiles, with the differential table cut to its top rows.
+    pub fn summary_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or(Value::Null);
+        let rows = self
+            .diff
+            .as_ref()
+            .and_then(|d| d.get("table"))
+            .and_then(Value::as_array)
+            .map(|t| {
+                t.iter()
+                    .take(JSON_REGRESSION_ROWS)
+                    .cloned()
+                    .collect::<Vec<_>>()
+            });
+        if let Some(o) = v.as_object_mut() {
+            o.remove("diff");
+            o.insert(
+                "profile_changes".into(),
+                rows.map_or(Value::Null, Value::Array),
+            );
+        }
+        v
+    }
 }
 
 impl std::fmt::Display for Comparison {
@@ -53,6 +142,32 @@ impl std::fmt::Display for Comparison {
                 d.metric, d.a, d.b, unit, pct
             )?;
         }
+        if let Some(m) = &self.top_mover {
+            writeln!(
+                f,
+                "top mover: {} {:+.1}pp of samples in the function itself ({:.1}% -> {:.1}%)",
+                m.frame,
+                m.delta_self_pp(),
+                m.before_self_share_pct,
+                m.after_self_share_pct
+            )?;
+        }
+        if !self.findings.is_empty() {
+            writeln!(f, "findings:")?;
+            for d in &self.findings {
+                let Some(x) = d.b.as_ref().or(d.a.as_ref()) else {
+                    continue;
+                };
+                writeln!(
+                    f,
+                    "  {:<9} {:<7} {}  [{}]",
+                    d.change.as_str(),
+                    x.severity,
+                    x.title,
+                    d.id
+                )?;
+            }
+        }
         if let Some(v) = &self.gate {
             writeln!(f, "{v}")?;
         }
@@ -66,6 +181,16 @@ pub fn compare(
     b_json: &str,
     gate: Option<&[GateClause]>,
 ) -> Result<Comparison, ReportError> {
+    compare_with(a_json, b_json, gate, CompareOptions::default())
+}
+
+/// [`compare`] with options.
+pub fn compare_with(
+    a_json: &str,
+    b_json: &str,
+    gate: Option<&[GateClause]>,
+    opts: CompareOptions,
+) -> Result<Comparison, ReportError> {
     let a: Value = serde_json::from_str(a_json)?;
     let b: Value = serde_json::from_str(b_json)?;
     check_version(&a)?;
@@ -74,9 +199,9 @@ pub fn compare(
     let gate = gate
         .map(|clauses| compare::judge_gate(clauses, &sa, &sb))
         .transpose()?;
-    let diff = match (profile_of(&a), profile_of(&b)) {
-        (Some(pa), Some(pb)) => diff_profiles(pa, pb),
-        _ => None,
+    let (diff, top_mover) = match (profile_of(&a), profile_of(&b)) {
+        (Some(pa), Some(pb)) => diff_profiles(pa, pb, opts.normalise_names),
+        _ => (None, None),
     };
     Ok(Comparison {
         deltas: compare::deltas(&sa, &sb),
@@ -85,6 +210,13 @@ pub fn compare(
         b: sb,
         gate,
         diff,
+        findings: compare::finding_changes(&compare::findings_of(&a), &compare::findings_of(&b)),
+        timelines: Timelines {
+            a: compare::relative_timeline(&a),
+            b: compare::relative_timeline(&b),
+        },
+        top_mover,
+        names_normalised: opts.normalise_names,
     })
 }
 
@@ -104,12 +236,36 @@ fn profile_of(run: &Value) -> Option<&Value> {
 }
 
 /// A normalised differential profile (crates/stacks computes it, with the
-/// regression table): runs differ in length and load, so shares of each
-/// total are what is comparable. `None` when either profile is unreadable.
-fn diff_profiles(a: &Value, b: &Value) -> Option<Value> {
-    let read = |p: &Value| keisoku_stacks::json::deserialize_profile(p).ok();
-    let d = keisoku_stacks::diff::diff(read(a)?, read(b)?, true);
-    serde_json::from_slice(&keisoku_stacks::json::diff_json(&d)).ok()
+/// regression table) and its top mover: runs differ in length and load, so
+/// shares of each total are what is comparable. Frame names are normalised
+/// first when asked (JIT tiers and per-run numbering would otherwise split
+/// one function in two). `None` when either profile is unreadable.
+fn diff_profiles(a: &Value, b: &Value, normalise_names: bool) -> (Option<Value>, Option<TopMover>) {
+    let read = |p: &Value| {
+        keisoku_stacks::json::deserialize_profile(p).ok().map(|p| {
+            if normalise_names {
+                keisoku_stacks::normalise::normalise(&p)
+            } else {
+                p
+            }
+        })
+    };
+    let (Some(pa), Some(pb)) = (read(a), read(b)) else {
+        return (None, None);
+    };
+    let d = keisoku_stacks::diff::diff(pa, pb, true);
+    let top = keisoku_stacks::diff::top_mover(&d).map(|r| TopMover {
+        frame: r.frame.clone(),
+        module: r.module.clone(),
+        before_self_share_pct: r.before_self_share_pct,
+        after_self_share_pct: r.after_self_share_pct,
+        before_share_pct: r.before_share_pct,
+        after_share_pct: r.after_share_pct,
+    });
+    (
+        serde_json::from_slice(&keisoku_stacks::json::diff_json(&d)).ok(),
+        top,
+    )
 }
 
 #[cfg(test)]

@@ -27,6 +27,95 @@ pub struct DiffRow {
     /// Whether the change is within sampling noise (|a-b| < 2·sqrt(a+b),
     /// Poisson counts, after scaling in normalised mode).
     pub noisy: bool,
+    /// Share of all samples through the function, before, in percent.
+    pub before_share_pct: f64,
+    /// Share of all samples through the function, after, in percent.
+    pub after_share_pct: f64,
+    /// Share of all samples in the function itself, before, in percent.
+    pub before_self_share_pct: f64,
+    /// Share of all samples in the function itself, after, in percent.
+    pub after_self_share_pct: f64,
+}
+
+/// Share changes smaller than this (in percentage points) are rounding
+/// dust of the division, not a change.
+const SHARE_DUST: f64 = 1e-9;
+
+impl DiffRow {
+    /// Change of the function's share of all samples, in percentage points:
+    /// the ranking key. A relative change ranks a 1 -> 3 sample function
+    /// above `[libz.so]` going from 63% to 92%; a share change does not.
+    pub fn delta_share_pp(&self) -> f64 {
+        self.after_share_pct - self.before_share_pct
+    }
+
+    /// Change of the share of samples in the function itself, in
+    /// percentage points: where a change lands when callers only pass it on.
+    pub fn delta_self_share_pp(&self) -> f64 {
+        self.after_self_share_pct - self.before_self_share_pct
+    }
+
+    /// The change that ranks and classifies the row: of the self share
+    /// when it moved, else of the total share (a caller whose callees grew).
+    pub fn ranking_change_pp(&self) -> f64 {
+        let s = self.delta_self_share_pp();
+        if s.abs() > SHARE_DUST {
+            s
+        } else {
+            self.delta_share_pp()
+        }
+    }
+
+    /// Whether the function's share grew (a regression); a function that
+    /// only kept its share is neither a regression nor an improvement.
+    pub fn grew(&self) -> bool {
+        self.ranking_change_pp() > SHARE_DUST
+    }
+
+    /// Whether the function's share fell (an improvement).
+    pub fn shrank(&self) -> bool {
+        self.ranking_change_pp() < -SHARE_DUST
+    }
+}
+
+/// Orders rows as every table shows them: rows that can be told from noise
+/// first, then by the absolute change of the function's own (self) share
+/// in percentage points, then of its total share, largest first; ties by
+/// name so the order is stable. Self first because it is where time is
+/// spent and it does not depend on how well callers were unwound: in JIT
+/// profiles a caller such as `emit` may be cut from most of A's stacks and
+/// present in B's, so its total share "grows" more than the planted change.
+pub fn rank_rows(rows: &mut [DiffRow]) {
+    rows.sort_by(|x, y| {
+        x.noisy
+            .cmp(&y.noisy)
+            .then_with(|| {
+                y.delta_self_share_pp()
+                    .abs()
+                    .total_cmp(&x.delta_self_share_pp().abs())
+            })
+            .then_with(|| {
+                y.delta_share_pp()
+                    .abs()
+                    .total_cmp(&x.delta_share_pp().abs())
+            })
+            .then_with(|| x.frame.cmp(&y.frame))
+    });
+}
+
+/// The function where the largest change landed: the row beyond noise
+/// whose own (self) share moved most, since every caller on its path shows
+/// the same change of total share. `None` when nothing moved beyond noise.
+pub fn top_mover(d: &Diff) -> Option<&DiffRow> {
+    d.table
+        .iter()
+        .filter(|r| !r.noisy && r.delta_self_share_pp().abs() > SHARE_DUST)
+        .max_by(|x, y| {
+            x.delta_self_share_pp()
+                .abs()
+                .total_cmp(&y.delta_self_share_pp().abs())
+                .then_with(|| y.frame.cmp(&x.frame))
+        })
 }
 
 /// Two profiles and their per-function comparison.
@@ -37,7 +126,9 @@ pub struct Diff {
     pub after: Profile,
     /// Compare shares of each total instead of absolute weights.
     pub normalized: bool,
-    /// Rows sorted by the size of the total change, largest first.
+    /// Rows in [`rank_rows`] order: beyond noise first, then by the
+    /// absolute change of self share, then of total share, in percentage
+    /// points.
     pub table: Vec<DiffRow>,
 }
 
@@ -149,15 +240,15 @@ pub fn diff(before: Profile, after: Profile, normalized: bool) -> Diff {
                 delta_self_pct: rel_change(bs as f64, as_ as f64 * scale),
                 delta_total_pct: rel_change(bt as f64, at_s),
                 noisy,
+                before_share_pct: 100.0 * bt as f64 / tb,
+                after_share_pct: 100.0 * at as f64 / ta,
+                before_self_share_pct: 100.0 * bs as f64 / tb,
+                after_self_share_pct: 100.0 * as_ as f64 / ta,
             }
         })
         .filter(|r| r.before_total != r.after_total || r.before_self != r.after_self || normalized)
         .collect();
-    table.sort_by(|x, y| {
-        let dx = (x.after_total as f64 * scale - x.before_total as f64).abs();
-        let dy = (y.after_total as f64 * scale - y.before_total as f64).abs();
-        dy.total_cmp(&dx).then_with(|| x.frame.cmp(&y.frame))
-    });
+    rank_rows(&mut table);
     Diff {
         before,
         after,
@@ -250,6 +341,210 @@ pub fn diff_folded_text(d: &Diff) -> String {
     text
 }
 
+/// One frame of the differential SVG's merged tree.
+struct SvgNode {
+    name: String,
+    children: std::collections::BTreeMap<String, usize>,
+    /// Before, scaled to after's total in normalised mode (unrounded, so
+    /// an unchanged frame shows no change).
+    before: f64,
+    after: u64,
+    /// Layout width: after's weight, or before's for stacks that vanished.
+    width: u64,
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            // Control characters are not allowed in XML 1.0.
+            c if (c as u32) < 0x20 && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// The colour of a frame whose weight changed by `delta` when the largest
+/// change anywhere is `max`: saturation scales with the largest change, not
+/// a fixed 100%, so the frame that moved most is always fully red or blue
+/// (inferno colours only each stack's leaf by its own line's change, and
+/// the graph comes out almost white). The square root spreads small changes.
+fn svg_diff_colour(delta: f64, max: f64) -> String {
+    if delta == 0.0 || max <= 0.0 {
+        return "rgb(228,228,224)".into();
+    }
+    let f = (delta.abs() / max).clamp(0.0, 1.0).sqrt();
+    let s = 0.15 + 0.85 * f;
+    let low = (245.0 - s * 190.0).round() as u8;
+    if delta > 0.0 {
+        format!("rgb(245,{low},{low})")
+    } else {
+        format!("rgb({low},{low},245)")
+    }
+}
+
+/// A differential flame graph as a standalone SVG: frame widths from
+/// after (vanished stacks at their before width, so they are still drawn),
+/// colour from the change of each frame's total, red grew and blue shrank,
+/// saturated by the largest change. Shares when normalised, else samples.
+pub fn diff_svg(d: &Diff, title: &str) -> String {
+    use std::fmt::Write;
+    let mut nodes = vec![SvgNode {
+        name: "all".into(),
+        children: Default::default(),
+        before: 0.0,
+        after: 0,
+        width: 0,
+    }];
+    let tb = d.before.total_weight().max(1) as f64;
+    let ta = d.after.total_weight().max(1) as f64;
+    let scale_before = if d.normalized { ta / tb } else { 1.0 };
+    let mut lines: std::collections::BTreeMap<String, (f64, u64)> = Default::default();
+    for (s, w) in crate::collapse::fold_profile(&d.before, false) {
+        lines.entry(s).or_default().0 += w as f64 * scale_before;
+    }
+    for (s, w) in crate::collapse::fold_profile(&d.after, false) {
+        let e = lines.entry(s).or_default();
+        e.1 = e.1.saturating_add(w);
+    }
+    for (stack, (b, a)) in lines {
+        // Vanished stacks keep their (scaled) before width.
+        let w = if a > 0 { a } else { b.round().max(1.0) as u64 };
+        let mut cur = 0;
+        for part in std::iter::once(None).chain(stack.split(';').map(Some)) {
+            if let Some(name) = part {
+                cur = match nodes[cur].children.get(name) {
+                    Some(&c) => c,
+                    None => {
+                        nodes.push(SvgNode {
+                            name: name.to_string(),
+                            children: Default::default(),
+                            before: 0.0,
+                            after: 0,
+                            width: 0,
+                        });
+                        let id = nodes.len() - 1;
+                        nodes[cur].children.insert(name.to_string(), id);
+                        id
+                    }
+                };
+            }
+            let n = &mut nodes[cur];
+            n.before += b;
+            n.after = n.after.saturating_add(a);
+            n.width = n.width.saturating_add(w);
+        }
+    }
+    let delta = |n: &SvgNode| {
+        let x = n.after as f64 - n.before;
+        // Scaling leaves rounding dust: it must not colour unchanged frames.
+        let x = if x.abs() < 1e-6 * ta { 0.0 } else { x };
+        if d.normalized {
+            100.0 * x / ta
+        } else {
+            x
+        }
+    };
+    let max = nodes
+        .iter()
+        .skip(1)
+        .map(|n| delta(n).abs())
+        .fold(0.0, f64::max);
+    // Depth-first layout: (node, depth, x in weight units).
+    let mut depth_max = 0usize;
+    let mut placed: Vec<(usize, usize, u64)> = Vec::new();
+    let mut stack = vec![(0usize, 0usize, 0u64)];
+    while let Some((n, depth, x)) = stack.pop() {
+        placed.push((n, depth, x));
+        depth_max = depth_max.max(depth);
+        let mut cx = x;
+        for &c in nodes[n].children.values() {
+            stack.push((c, depth + 1, cx));
+            cx = cx.saturating_add(nodes[c].width);
+        }
+    }
+    const WIDTH: f64 = 1200.0;
+    const PAD: f64 = 10.0;
+    const ROW: f64 = 16.0;
+    const HEAD: f64 = 56.0;
+    let height = HEAD + (depth_max + 1) as f64 * ROW + 2.0 * PAD;
+    let scale = (WIDTH - 2.0 * PAD) / nodes[0].width.max(1) as f64;
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"Verdana, sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n"
+    );
+    let what = if d.normalized {
+        "change of share of all samples, normalised"
+    } else {
+        "change in samples"
+    };
+    let _ = writeln!(
+        o,
+        "<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"17\">{}</text>\n<text x=\"{}\" y=\"42\" text-anchor=\"middle\" fill=\"#555\">red grew, blue shrank ({what}); the strongest colour is the largest change, {}</text>",
+        WIDTH / 2.0,
+        xml_escape(title),
+        WIDTH / 2.0,
+        if d.normalized {
+            format!("{max:.1} pp")
+        } else {
+            format!("{max:.0} samples")
+        }
+    );
+    for (n, depth, x) in placed {
+        let node = &nodes[n];
+        let w = node.width as f64 * scale;
+        if w < 0.1 {
+            continue;
+        }
+        let px = PAD + x as f64 * scale;
+        let y = HEAD + (depth_max - depth) as f64 * ROW + PAD;
+        let dv = delta(node);
+        let change = if d.normalized {
+            format!("{dv:+.2} pp")
+        } else {
+            format!("{dv:+.0}")
+        };
+        let _ = write!(
+            o,
+            "<g><title>{} (before {:.0}, after {}, {change})</title><rect x=\"{px:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"{:.1}\" fill=\"{}\" rx=\"2\"/>",
+            xml_escape(&node.name),
+            node.before,
+            node.after,
+            (w - 0.5).max(0.1),
+            ROW - 1.0,
+            svg_diff_colour(dv, max)
+        );
+        // Verdana at 12 px: about 7 px a character.
+        let fits = ((w - 6.0) / 7.0).floor();
+        if fits >= 3.0 {
+            let fits = fits as usize;
+            let label: String = if node.name.chars().count() > fits {
+                let mut l: String = node.name.chars().take(fits.saturating_sub(2)).collect();
+                l.push_str("..");
+                l
+            } else {
+                node.name.clone()
+            };
+            let _ = write!(
+                o,
+                "<text x=\"{:.2}\" y=\"{:.1}\">{}</text>",
+                px + 3.0,
+                y + ROW - 4.5,
+                xml_escape(&label)
+            );
+        }
+        o.push_str("</g>\n");
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
 /// A change in percent as the table shows it; `new` when it grew from nothing.
 fn pct(p: Option<f64>) -> String {
     p.map_or("new".into(), |p| format!("{p:+.1}%"))
@@ -276,9 +571,15 @@ impl Gate {
     }
 }
 
+/// A share change in percentage points, e.g. `+29.3pp`.
+fn pp(v: f64) -> String {
+    format!("{v:+.1}pp")
+}
+
 /// The terminal table of `keisoku diff` without `-o`: the totals, then the
-/// `top` largest regressions and improvements by total weight, with a
-/// note when some of them may be sampling noise.
+/// `top` largest regressions and improvements ranked as [`rank_rows`] does
+/// (change of self share, then of total share, in percentage points; rows
+/// within noise last and marked).
 pub fn render_table(d: &Diff, top: usize) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -295,39 +596,35 @@ pub fn render_table(d: &Diff, top: usize) -> String {
             "absolute"
         }
     );
-    // In normalised mode a function grew when its share did.
-    let scale = if d.normalized {
-        tb.max(1) as f64 / ta.max(1) as f64
-    } else {
-        1.0
-    };
-    let grew = |r: &&DiffRow| r.after_total as f64 * scale > r.before_total as f64;
     for (title, rows) in [
         (
-            "Largest regressions (total):",
-            d.table.iter().filter(grew).take(top).collect::<Vec<_>>(),
-        ),
-        (
-            "Largest improvements (total):",
+            "Largest regressions (share of all samples):",
             d.table
                 .iter()
-                .filter(|r| !grew(r) && r.before_total != 0)
+                .filter(|r| r.grew())
                 .take(top)
-                .collect(),
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "Largest improvements (share of all samples):",
+            d.table.iter().filter(|r| r.shrank()).take(top).collect(),
         ),
     ] {
         let _ = writeln!(o, "\n{title}");
         let _ = writeln!(
             o,
-            "{:>9} {:>9} {:>8} {:>8} {:>8}  function",
-            "before", "after", "total", "self", ""
+            "{:>9} {:>9} {:>17} {:>9} {:>9} {:>8} {:>8} {:>6}  function",
+            "before", "after", "share", "change", "self chg", "total", "self", ""
         );
         for r in rows {
             let _ = writeln!(
                 o,
-                "{:>9} {:>9} {:>8} {:>8} {:>8}  {}",
+                "{:>9} {:>9} {:>17} {:>9} {:>9} {:>8} {:>8} {:>6}  {}",
                 r.before_total,
                 r.after_total,
+                format!("{:.1}% -> {:.1}%", r.before_share_pct, r.after_share_pct),
+                pp(r.delta_share_pp()),
+                pp(r.delta_self_share_pp()),
                 pct(r.delta_total_pct),
                 pct(r.delta_self_pct),
                 if r.noisy { "noise?" } else { "" },
@@ -338,7 +635,7 @@ pub fn render_table(d: &Diff, top: usize) -> String {
     if d.table.iter().take(top * 2).any(|r| r.noisy) {
         let _ = writeln!(
             o,
-            "\nnoise?: too few samples on either side to tell the change from sampling noise."
+            "\nnoise?: too few samples on either side to tell the change from sampling noise (listed last)."
         );
     }
     o
@@ -370,18 +667,32 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert!(lines[0].starts_with("before: 200 "), "{t}");
         assert!(lines[0].ends_with(" (absolute comparison)"), "{t}");
-        assert_eq!(lines[2], "Largest regressions (total):");
+        assert_eq!(lines[2], "Largest regressions (share of all samples):");
         assert_eq!(
             lines[3],
-            "   before     after    total     self           function"
+            "   before     after             share    change  self chg    total     self         function"
         );
-        assert!(
-            t.contains("      100       300  +200.0%  +200.0%           a\n"),
+        assert_eq!(
+            lines[4],
+            "      100       300    50.0% -> 96.8%   +46.8pp   +46.8pp  +200.0%  +200.0%         a",
             "{t}"
         );
-        assert!(t.contains("        0        10      new      new"), "{t}");
-        assert!(t.contains("Largest improvements (total):"), "{t}");
-        assert!(t.contains("      100         0"), "{t}");
+        assert!(
+            t.contains(
+                "        0        10      0.0% -> 3.2%    +3.2pp    +3.2pp      new      new         c\n"
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains("Largest improvements (share of all samples):"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "      100         0     50.0% -> 0.0%   -50.0pp   -50.0pp  -100.0%  -100.0%         b\n"
+            ),
+            "{t}"
+        );
         assert_eq!(
             diff_folded_text(&d),
             "main;a 100 300\nmain;b 100 0\nmain;c 0 10\n"
@@ -390,6 +701,99 @@ mod tests {
         assert_eq!(
             g.failure_messages(&d),
             vec!["gate failed: a grew +200.0% (total 100 -> 300), limit +5% for /^a$/".to_string()]
+        );
+    }
+
+    /// Issue 13: `_int_malloc` 56 -> 246 samples must rank above functions
+    /// that went from nothing to a handful of samples, whose relative
+    /// change is infinite but whose share barely moved.
+    #[test]
+    fn share_change_ranks_above_new_handfuls_and_noise_goes_last() {
+        let mut before = String::from("main;work 900\nmain;_int_malloc 56\nmain;old 3\n");
+        let mut after = String::from("main;work 700\nmain;_int_malloc 246\n");
+        for i in 0..30 {
+            after.push_str(&format!("main;fresh{i} 6\n"));
+            before.push_str(&format!("main;tiny{i} 1\n"));
+            after.push_str(&format!("main;tiny{i} 3\n"));
+        }
+        let p = |t: &str| crate::folded::parse(&mut t.as_bytes(), "t").unwrap();
+        for normalized in [false, true] {
+            let d = diff(p(&before), p(&after), normalized);
+            let first: Vec<&str> = d.table.iter().take(2).map(|r| r.frame.as_str()).collect();
+            assert_eq!(first, ["work", "_int_malloc"], "{normalized}");
+            let t = render_table(&d, 5);
+            let reg = t
+                .lines()
+                .skip_while(|l| !l.starts_with("Largest regressions"))
+                .nth(2)
+                .unwrap();
+            assert!(reg.ends_with("  _int_malloc"), "{t}");
+            let noisy_from = d.table.iter().position(|r| r.noisy).unwrap();
+            assert!(
+                d.table[noisy_from..].iter().all(|r| r.noisy),
+                "noisy rows last"
+            );
+            assert!(d.table[..noisy_from].iter().any(|r| r.frame == "fresh0"));
+            assert!(d.table[noisy_from..].iter().any(|r| r.frame == "tiny0"));
+        }
+    }
+
+    #[test]
+    fn top_mover_is_where_the_change_lands_not_its_callers() {
+        let p = |t: &str| crate::folded::parse(&mut t.as_bytes(), "t").unwrap();
+        let d = diff(
+            p("main;serve;handler;work 500\nmain;serve;idle 500\n"),
+            p("main;serve;handler;work 500\nmain;serve;handler;hot 400\nmain;serve;idle 100\n"),
+            true,
+        );
+        // handler and hot gained the same share; hot is where it landed.
+        let top = top_mover(&d).unwrap();
+        assert_eq!(top.frame, "hot");
+        assert!(
+            (top.delta_share_pp() - 40.0).abs() < 1e-9,
+            "{}",
+            top.delta_share_pp()
+        );
+        let pos = |f: &str| d.table.iter().position(|r| r.frame == f).unwrap();
+        assert!(
+            pos("hot") < pos("handler"),
+            "the same share change: self decides"
+        );
+        let same = diff(p("main;a 10\n"), p("main;a 20\n"), true);
+        assert!(top_mover(&same).is_none());
+    }
+
+    /// Issue 13: the differential SVG was almost white. The frame with the
+    /// largest change is drawn fully saturated, and a vanished stack is drawn.
+    #[test]
+    fn diff_svg_saturates_the_largest_change() {
+        let p = |t: &str| crate::folded::parse(&mut t.as_bytes(), "t").unwrap();
+        let d = diff(
+            p("main;work 700\nmain;deflate 300\nmain;gone 20\n"),
+            p("main;work 700\nmain;deflate 600\n"),
+            true,
+        );
+        let svg = diff_svg(&d, "t <1>");
+        assert!(svg.starts_with("<?xml"));
+        assert!(svg.contains("t &lt;1&gt;"));
+        let fill = |name: &str| {
+            let at = svg.find(&format!("<title>{name} (")).unwrap();
+            let f = &svg[at..];
+            let s = f.find("fill=\"").unwrap() + 6;
+            f[s..s + f[s..].find('"').unwrap()].to_string()
+        };
+        assert_eq!(
+            fill("deflate"),
+            "rgb(245,55,55)",
+            "largest change: saturated red"
+        );
+        assert!(fill("work").starts_with("rgb("), "{svg}");
+        assert!(fill("work").ends_with(",245)"), "work lost share: blue");
+        assert!(svg.contains("<title>gone ("), "vanished stack drawn");
+        assert_eq!(
+            fill("all"),
+            "rgb(228,228,224)",
+            "the root's share never changes"
         );
     }
 }

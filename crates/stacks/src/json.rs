@@ -444,6 +444,18 @@ pub fn diff_json(d: &Diff) -> Vec<u8> {
         push_f64(&mut out, r.delta_total_pct);
         out.extend_from_slice(b",\"noisy\":");
         out.extend_from_slice(if r.noisy { b"true" } else { b"false" });
+        // Shares in percent and their change in percentage points: the
+        // ranking key of every regression table.
+        for (k, v) in [
+            ("before_share_pct", r.before_share_pct),
+            ("after_share_pct", r.after_share_pct),
+            ("delta_share_pp", r.delta_share_pp()),
+            ("before_self_share_pct", r.before_self_share_pct),
+            ("after_self_share_pct", r.after_self_share_pct),
+        ] {
+            let _ = write!(out, ",\"{k}\":");
+            push_f64(&mut out, Some(v));
+        }
         out.push(b'}');
     }
     out.extend_from_slice(b"]}");

@@ -20,6 +20,7 @@ pub mod format;
 pub mod input;
 pub mod json;
 pub mod model;
+pub mod normalise;
 pub mod perf;
 pub mod pprof;
 pub mod scope;

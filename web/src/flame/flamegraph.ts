@@ -140,6 +140,12 @@ export class FlameGraph extends Emitter<FlameEvents> {
   private widthPx = 0;
   private raf = 0;
   private resizeObserver: ResizeObserver;
+  /**
+   * The root row still has to be scrolled into view: a graph built before
+   * its container joins the page has no scroll height yet, and would open
+   * at its deepest frames, away from the root (issue 13).
+   */
+  private rootScrollPending = true;
 
   constructor(container: HTMLElement, source: Profile | DiffSource | PendingProfile, options: FlameOptions = {}) {
     super();
@@ -185,7 +191,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.renderCrumbs();
     if (options.search && !big && !pending) this.search(options.search);
     this.draw();
-    if (!this.icicle) this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.showRoot();
     if (pending) {
       // The full tree is built in its own task, after the last column.
       this.ready = (async () => {
@@ -315,7 +321,28 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.icicle = on;
     this.root.querySelector('.ks-btn-icicle')?.setAttribute('aria-pressed', String(on));
     this.draw();
-    if (!on) this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.showRoot();
+  }
+
+  /**
+   * Scrolls the graph's own area so the root row is in view (bottom of a
+   * flame graph, top of an icicle). Deferred to the first draw with a laid
+   * out scroller when the graph is not on the page yet.
+   */
+  showRoot(): void {
+    if (!this.scroller.isConnected || this.scroller.clientHeight === 0) {
+      this.rootScrollPending = true;
+      return;
+    }
+    this.rootScrollPending = false;
+    this.scroller.scrollTop = this.icicle ? 0 : this.scroller.scrollHeight;
+  }
+
+  /** Whether the root row is inside the visible part of the scroller. */
+  rootInView(): boolean {
+    const y = this.rowY(0);
+    const top = this.scroller.scrollTop;
+    return y >= top - 1 && y + ROW <= top + this.scroller.clientHeight + 1;
   }
 
   /** Highlights frames matching a regex (string is compiled, case-sensitive). */
@@ -626,11 +653,13 @@ export class FlameGraph extends Emitter<FlameEvents> {
     } else parts.push(`${fmtWeight(total, unit)} in view`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);
     if (this.matched) {
-      parts.push(`matched ${fmtPct(this.matched.all, total)} of all, ${fmtPct(this.matched.zoom, t.total[this.zoomNode])} of view`);
+      // "Of all" is of the whole profile, also when a focus dropped stacks.
+      parts.push(`matched ${fmtPct(this.matched.all, t.allTotal)} of all, ${fmtPct(this.matched.zoom, t.total[this.zoomNode])} of view`);
     }
     this.status.textContent = parts.join(' · ');
     const s = this.status.dataset;
     s.total = String(total);
+    s.allTotal = String(t.allTotal);
     s.zoomTotal = String(t.total[this.zoomNode]);
     s.samples = String(t.sampleCount ?? '');
     s.matchedAll = this.matched ? String(this.matched.all) : '';
@@ -901,6 +930,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       pushKids(n);
     }
     const ms = performance.now() - t0;
+    if (this.rootScrollPending) this.showRoot();
     markFirstPaint(t.n);
     this.emit('paint', { ms, frames });
   }

@@ -36,6 +36,11 @@ export interface DiffRow {
   delta_self_pct: number | null;
   delta_total_pct: number | null;
   noisy: boolean;
+  /** Total as a percent of its side's samples (absent in older files). */
+  before_share_pct?: number;
+  after_share_pct?: number;
+  /** after_share_pct - before_share_pct, percentage points: the ranking key. */
+  delta_share_pp?: number;
 }
 
 /** Differential profile JSON (`keisoku diff`). */

@@ -61,6 +61,23 @@ export class CallTree {
   readonly maxDepth: number;
   /** Samples (not weight) that went into the tree, when known. */
   sampleCount: number | null = null;
+  /**
+   * Leaf-first (inverted) stacks: a function's own (self) weight is then
+   * where it sits right under the root or a process/thread group, not at
+   * the end of a path (which is the outermost caller).
+   */
+  inverted = false;
+  /**
+   * Weight of every sample the tree was built from before a focus dropped
+   * the stacks not through the focused function; null when nothing was
+   * dropped. "Of all" shares divide by it, so a 1% function stays 1%.
+   */
+  wholeTotal: number | null = null;
+
+  /** The weight "of all" shares divide by: the whole before any focus. */
+  get allTotal(): number {
+    return this.wholeTotal ?? this.total[0];
+  }
 
   constructor(funcs: FuncTable, parent: Int32Array, func: Int32Array, self: Float64Array, ranks?: Int32Array) {
     this.funcs = funcs;
@@ -424,10 +441,12 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     return t;
   };
   const map = opts.invert || focusing ? mapPath : mapPrefix;
+  let whole = 0;
   if (groupWeight !== null) {
     for (const [key, w] of groupWeight) {
       const g = Math.floor(key / nNodes);
       const t = map(g, key - g * nNodes);
+      whole += w;
       if (t >= 0) b.self[t] += w;
     }
   } else {
@@ -435,11 +454,14 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       const w = weight[n];
       if (w === 0) continue;
       const t = map(0, n);
+      whole += w;
       if (t >= 0) b.self[t] += w;
     }
   }
   const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name.length));
   tree.sampleCount = sampleCount;
+  tree.inverted = !!opts.invert;
+  if (focusing) tree.wholeTotal = whole;
   return tree;
 }
 
@@ -449,7 +471,18 @@ export interface FuncStats {
   total: Float64Array;
 }
 
-/** Self and total weight per function over the subtree under `root`. */
+/** The root or a synthetic process/thread group frame (not a function). */
+function isGroupOrRoot(tree: CallTree, n: number): boolean {
+  if (n === 0) return true;
+  const k = tree.funcs.kind[tree.func[n]];
+  return k === 'root' || k === 'process' || k === 'thread';
+}
+
+/**
+ * Self and total weight per function over the subtree under `root`. In an
+ * inverted tree a function's self weight is its weight as a leaf (right
+ * under the root or a group), as `perf report --no-children` counts it.
+ */
 export function funcStats(tree: CallTree, root = 0): FuncStats {
   const nf = tree.funcs.name.length;
   const self = new Float64Array(nf);
@@ -464,7 +497,8 @@ export function funcStats(tree: CallTree, root = 0): FuncStats {
       continue;
     }
     const f = tree.func[v];
-    self[f] += tree.self[v];
+    if (!tree.inverted) self[f] += tree.self[v];
+    else if (v !== 0 && isGroupOrRoot(tree, tree.parent[v]) && !isGroupOrRoot(tree, v)) self[f] += tree.total[v];
     if (onStack[f] === 0) total[f] += tree.total[v];
     onStack[f]++;
     stack.push(~v);

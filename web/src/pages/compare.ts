@@ -1,6 +1,8 @@
 // `keisoku compare` (and serve's /compare): run B against baseline A:
-// regression gate, headline deltas, both sweeps on the same axes, per-route
-// deltas and the differential flame graph.
+// regression gate with the profile's top mover, findings that went away or
+// appeared, headline deltas, both runs' timelines on one relative time
+// axis, both sweeps on the same axes, per-route deltas and the
+// differential flame graph, opened at its root.
 import '../common/base.css';
 import '../report/report.css';
 import { h, pageData, showFatal } from '../common/dom';
@@ -11,14 +13,22 @@ import { fmtValue } from '../charts/units';
 import { FlameGraph } from '../flame/flamegraph';
 import { regexEscape } from '../flame/functable';
 import { Profile, type DiffJson } from '../flame/profile';
-import { regressionTables } from '../flame/regressions';
+import { fmtPp, regressionTables } from '../flame/regressions';
 
 interface SweepPoint { label: string; connections: number | null; rate: number | null; rps: number | null; p50: number | null; p80: number | null; p99: number | null }
 interface Summary { id: string; name: string; target: string; started_unix_ms: number; duration_ms: number; interrupted: boolean; metrics: Record<string, number>; sweep: SweepPoint[] }
 interface Delta { metric: string; unit: string; a: number; b: number; abs: number; pct: number | null; better: boolean | null }
 interface RouteDelta { method: string; uri: string; count_a: number | null; count_b: number | null; avg_a: number | null; avg_b: number | null; p99_a: number | null; p99_b: number | null; p99_pct: number | null }
 interface ClauseVerdict { clause: { text: string; relative: boolean }; change: number | null; pass: boolean }
-interface Comparison { a: Summary; b: Summary; deltas: Delta[]; routes: RouteDelta[]; gate: { pass: boolean; clauses: ClauseVerdict[] } | null; diff: DiffJson | null }
+interface FindingRef { id: string; rule: string; title: string; severity: string; score: number }
+interface FindingDelta { id: string; change: 'new' | 'resolved' | 'unchanged'; a: FindingRef | null; b: FindingRef | null }
+interface RelTimeline { source: string; t_s: number[]; rps: (number | null)[]; p99_ms: (number | null)[]; errors: (number | null)[] }
+interface TopMover { frame: string; module: string; before_self_share_pct: number; after_self_share_pct: number; before_share_pct: number; after_share_pct: number }
+interface Comparison {
+  a: Summary; b: Summary; deltas: Delta[]; routes: RouteDelta[]; gate: { pass: boolean; clauses: ClauseVerdict[] } | null; diff: DiffJson | null;
+  // Absent in pages written by an older keisoku.
+  findings?: FindingDelta[]; timelines?: { a: RelTimeline; b: RelTimeline }; top_mover?: TopMover | null; names_normalised?: boolean;
+}
 
 const app = document.getElementById('app') as HTMLElement;
 
@@ -32,6 +42,7 @@ function runLink(s: Summary, served: boolean): HTMLElement {
 
 try {
   const { served, comparison: c } = pageData<{ served: boolean; comparison: Comparison }>();
+  let graph: FlameGraph | null = null;
   const nav = h('nav', {});
   if (served) nav.append(h('a', { href: '/', text: '← all runs' }));
   app.append(
@@ -54,7 +65,39 @@ try {
   } else {
     gateSec.append(h('p', { class: 'ks-muted', text: 'No gate given (keisoku compare A B --fail-on-regression \'p99>+10%,rps<-5%\').' }));
   }
+  // What moved in the profile, next to what the gate judged: the function
+  // where the largest change of share landed.
+  const tm = c.top_mover;
+  if (tm) {
+    const d = tm.after_self_share_pct - tm.before_self_share_pct;
+    const mover = h('p', { class: 'ks-top-mover' },
+      h('strong', { text: 'Top mover in the profile: ' }),
+      h('a', { href: '#profile', class: 'ks-top-mover-frame', text: tm.frame }),
+      ` ${fmtPp(d)} of samples in the function itself (${tm.before_self_share_pct.toFixed(1)}% → ${tm.after_self_share_pct.toFixed(1)}%), ${tm.before_share_pct.toFixed(1)}% → ${tm.after_share_pct.toFixed(1)}% with its callees.`);
+    mover.querySelector('a')?.addEventListener('click', () => graph?.search(`^${regexEscape(tm.frame)}$`));
+    gateSec.append(mover);
+  } else if (c.diff) gateSec.append(h('p', { class: 'ks-muted ks-top-mover', text: 'Top mover in the profile: no function moved beyond sampling noise.' }));
   app.append(gateSec);
+
+  // Findings of both runs: what went away, what appeared, what stayed.
+  const findSec = h('section', { id: 'findings', class: 'ks-section' }, h('h2', { text: 'Findings' }));
+  const fds = c.findings ?? [];
+  if (fds.length) {
+    const count = (k: string): number => fds.filter((d) => d.change === k).length;
+    findSec.append(h('p', { class: 'ks-muted', text: `${count('new')} new in B · ${count('resolved')} resolved (in A only) · ${count('unchanged')} in both` }));
+    findSec.append(h('table', { class: 'ks-table ks-finding-changes' },
+      h('thead', {}, h('tr', {}, h('th', { class: 'ks-name', text: '' }), h('th', { class: 'ks-name', text: 'severity' }), h('th', { class: 'ks-name', text: 'finding' }), h('th', { text: 'score A' }), h('th', { text: 'score B' }))),
+      h('tbody', {}, ...fds.map((d) => {
+        const f = (d.b ?? d.a) as FindingRef;
+        return h('tr', { 'data-change': d.change, 'data-id': d.id },
+          h('td', { class: 'ks-name' }, h('span', { class: `ks-badge ks-change-${d.change} ${d.change === 'new' ? 'ks-badge-fail' : d.change === 'resolved' ? 'ks-badge-pass' : ''}`, text: d.change })),
+          h('td', { class: `ks-name ks-sev-${f.severity}`, text: f.severity }),
+          h('td', { class: 'ks-name', title: d.id }, f.title, h('span', { class: 'ks-muted', text: ` ${d.id}` })),
+          h('td', { text: d.a ? d.a.score.toFixed(0) : '—' }),
+          h('td', { text: d.b ? d.b.score.toFixed(0) : '—' }));
+      }))));
+  } else findSec.append(h('p', { class: 'ks-muted ks-empty', text: 'Neither run has findings.' }));
+  app.append(findSec);
 
   const head = h('section', { id: 'headline', class: 'ks-section' }, h('h2', { text: 'Headline' }));
   if (c.deltas.length) {
@@ -72,6 +115,23 @@ try {
       }))));
   } else head.append(h('p', { class: 'ks-muted ks-empty', text: 'Neither run has load results to compare.' }));
   app.append(head);
+
+  // Both runs' timelines on seconds since each load started: seconds are
+  // whole on both sides (crates/report aligns them), so lines are drawn.
+  const tlSec = h('section', { id: 'timelines', class: 'ks-section' }, h('h2', { text: 'Timelines (seconds since each run\'s load started)' }));
+  const ta = c.timelines?.a;
+  const tb = c.timelines?.b;
+  if (ta && tb && ta.t_s.length + tb.t_s.length >= 2) {
+    const grid = h('div', { class: 'ks-sweeps ks-compare-timelines' });
+    tlSec.append(grid);
+    const width = Math.max(320, Math.floor((app.clientWidth - 36) / 3));
+    const xLabel = 's since load start';
+    const line = (label: string, t: RelTimeline, key: 'rps' | 'p99_ms' | 'errors', color: number): SweepCurve => ({ label, x: t.t_s, y: t[key], color, dash: false });
+    for (const [title, key, unit] of [['Throughput', 'rps', 'req/s'], ['p99 latency', 'p99_ms', 'ms'], ['Errors (transport + 5xx)', 'errors', '/s']] as const) {
+      sweepChart(grid, { title, xLabel, unit, width, integerX: true, curves: [line(`A ${c.a.name}`, ta, key, 0), line(`B ${c.b.name}`, tb, key, 1)] });
+    }
+  } else tlSec.append(h('p', { class: 'ks-muted ks-empty', text: 'No per-second client or access-log series to compare.' }));
+  app.append(tlSec);
 
   const sweepSec = h('section', { id: 'sweep', class: 'ks-section' }, h('h2', { text: 'Sweeps' }));
   const usable = (s: Summary): SweepPoint[] => s.sweep.filter((p) => typeof (p.rate ?? p.connections) === 'number');
@@ -107,7 +167,8 @@ try {
   app.append(routeSec);
 
   const flameSec = h('section', { id: 'profile', class: 'ks-section' }, h('h2', { text: 'Differential flame graph' }));
-  let graph: FlameGraph | null = null;
+  // On the page before the graph is built, so it opens laid out, at its root.
+  app.append(flameSec);
   if (c.diff) {
     const before = Profile.from(c.diff.before);
     const after = Profile.from(c.diff.after);
@@ -117,13 +178,14 @@ try {
     flameSec.append(box);
     const g = new FlameGraph(box, { before, after, mode }, { maxHeight: '60vh' });
     graph = g;
+    g.showRoot();
     if (Array.isArray(c.diff.table) && c.diff.table.length) {
       const tables = h('div');
       flameSec.append(tables);
       regressionTables(tables, c.diff.table, { onPick: (r) => g.search(`^${regexEscape(r.frame)}$`) });
     }
+    if (c.names_normalised) flameSec.append(h('p', { class: 'ks-muted ks-hint', text: 'JIT tier markers, lambda/proxy numbers and addresses are mapped to one name on both sides (keisoku compare --no-normalise shows raw names).' }));
   } else flameSec.append(h('p', { class: 'ks-muted ks-empty', text: 'A differential flame graph needs a profile in both runs (run with --profile perf).' }));
-  app.append(flameSec);
   app.append(h('footer', { class: 'ks-muted ks-foot', text: 'keys: / search frames · Esc reset' }));
   installKeys({ search: () => graph?.focusSearch(), reset: () => graph?.reset() });
   (window as unknown as { keisoku: unknown }).keisoku = { comparison: c, flame: graph };

@@ -7,7 +7,7 @@ use crate::shared::output;
 use crate::shared::page::{page_error, write_page};
 use crate::shared::store::StoreArg;
 use keisoku_report::compare::parse_gate;
-use keisoku_report::compare_page::{compare, compare_page};
+use keisoku_report::compare_page::{compare_page, compare_with, CompareOptions};
 
 /// Flags of `keisoku compare`.
 #[derive(clap::Args, Debug)]
@@ -38,6 +38,16 @@ pub struct Args {
     #[arg(long, value_name = "GATE")]
     pub fail_on_regression: Option<String>,
 
+    /// Print the comparison as JSON (deltas, routes, findings new/resolved/
+    /// unchanged, top profile changes, gate) instead of the text summary.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Diff the profiles with raw frame names: keep JIT tier markers
+    /// (`JS:*f` vs `JS:^f`), lambda/proxy numbers and addresses.
+    #[arg(long = "no-normalise", alias = "no-normalize")]
+    pub no_normalise: bool,
+
     #[command(flatten)]
     pub store: StoreArg,
 }
@@ -52,13 +62,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .map_err(bad_input)?;
     let a = args.store.run_json(&args.run_a)?;
     let b = args.store.run_json(&args.run_b)?;
-    let cmp = compare(&a, &b, gate.as_deref()).map_err(|e| page_error("compare", e))?;
+    let opts = CompareOptions {
+        normalise_names: !args.no_normalise,
+    };
+    let cmp = compare_with(&a, &b, gate.as_deref(), opts).map_err(|e| page_error("compare", e))?;
     let html = compare_page(&cmp, false).map_err(|e| page_error("compare", e))?;
     write_page(&args.output, html.as_bytes())?;
 
     // The terminal gets the headline deltas and the verdict (stderr when
     // the page itself went to stdout).
-    let text = cmp.to_string();
+    let text = if args.json {
+        format!("{}\n", cmp.summary_json())
+    } else {
+        cmp.to_string()
+    };
     if output::is_stdout(&args.output) {
         eprint!("{text}");
     } else {

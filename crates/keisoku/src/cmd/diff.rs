@@ -6,7 +6,8 @@ use crate::shared::output::write_to;
 use crate::shared::profile::{self, FormatArg};
 use crate::shared::store::StoreArg;
 use anyhow::Context;
-use keisoku_stacks::diff::{diff, diff_folded_text, render_table, Gate};
+use keisoku_stacks::diff::{diff, diff_folded_text, diff_svg, render_table, Gate};
+use keisoku_stacks::normalise::normalise;
 use keisoku_stacks::Format;
 
 /// Flags of `keisoku diff`.
@@ -27,6 +28,12 @@ pub struct Args {
     /// Compare shares of each profile's total instead of absolute weights.
     #[arg(long)]
     normalize: bool,
+    /// Keep raw frame names: by default JIT tier markers (`JS:*f` vs
+    /// `JS:^f`), Java lambda/proxy numbers, addresses and perf-map pids are
+    /// mapped to one name on both sides, so a re-JITted function is not
+    /// reported as one vanished and one new function.
+    #[arg(long = "no-normalise", alias = "no-normalize-names")]
+    no_normalise: bool,
     /// Fail (exit 3) when a function matching REGEX grew by more than N percent
     /// of its total weight (of its share with --normalize), e.g. 'malloc>+5%'. Repeatable.
     #[arg(long = "fail-if", value_name = "REGEX>+N%")]
@@ -67,6 +74,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let before = profile::load(&args.before, args.format, args.event.clone(), &args.store)?;
     let after = profile::load(&args.after, args.format, args.event.clone(), &args.store)?;
+    let (before, after) = if args.no_normalise {
+        (before, after)
+    } else {
+        (normalise(&before), normalise(&after))
+    };
     let d = diff(before, after, args.normalize);
     match (args.output.as_deref(), ext.as_deref()) {
         (None, _) => crate::shared::output::print(&render_table(&d, args.top))?,
@@ -83,21 +95,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), Some("svg")) => {
-            let lines = diff_folded_text(&d);
-            let mut opts = inferno::flamegraph::Options::default();
-            opts.title = args
+            let title = args
                 .title
                 .clone()
-                .unwrap_or_else(|| "Differential flame graph".into());
-            opts.subtitle =
-                Some(format!(
-                "red grew, blue shrank ({}); stacks that vanished are not drawn in SVG, use .html",
-                if d.normalized { "normalised: shares of each total" } else { "absolute counts" }
-            ));
-            let mut svg = Vec::new();
-            inferno::flamegraph::from_lines(&mut opts, lines.lines(), &mut svg)
-                .map_err(|e| anyhow::anyhow!("drawing the differential SVG: {e}"))?;
-            write_to(std::path::Path::new(out), &svg)?;
+                .unwrap_or_else(|| format!("{} → {}", args.before, args.after));
+            write_to(std::path::Path::new(out), diff_svg(&d, &title).as_bytes())?;
             eprintln!("keisoku: wrote {out}");
         }
         (Some(out), _) => {

@@ -88,8 +88,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let profile = load(&args.input, args.format, args.event.clone(), &args.store)?;
-    let mut profile = select(&profile, &sel).map_err(bad_input)?;
+    let loaded = load(&args.input, args.format, args.event.clone(), &args.store)?;
+    // The summary and the HTML page read the stacks root first: inverted,
+    // a stack's last frame is its outermost caller, and the summary would
+    // name `__libc_start_call_main` as the top self function (issue 13).
+    // The page inverts in the browser, where its function table knows.
+    let drawn_inverted = args.invert && matches!(kind, Some("svg" | "folded" | "txt"));
+    let sel = keisoku_stacks::filter::Selection {
+        invert: drawn_inverted,
+        ..sel
+    };
+    let mut profile = select(&loaded, &sel).map_err(bad_input)?;
+    drop(loaded);
     if let Some(t) = &args.title {
         profile.title = t.clone();
     }
@@ -111,7 +121,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let view = keisoku_report::profile_pages::FlameView {
                 search: args.search.clone(),
                 icicle: false,
-                invert: false,
+                invert: args.invert,
             };
             keisoku_report::profile_pages::flame_page_with(&profile.title, &json, &view)
                 .map_err(|e| anyhow::anyhow!("rendering the flame graph page: {e}"))?
