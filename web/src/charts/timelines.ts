@@ -80,8 +80,17 @@ interface Built {
 
 let groups = 0;
 
-/** Merges series sampled at possibly different times onto one x array (seconds). */
-export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null> }[]): { x: number[]; ys: (number | null)[][] } {
+/**
+ * Merges series sampled at possibly different times onto one x array
+ * (seconds). Series on different clocks (the client stamps seconds at
+ * 5.586, 6.586, ... and the access log at 5, 6, ...) share no x: a series
+ * gets `undefined` where it has no sample of its own, which uPlot spans
+ * over, so each still draws as a line between its own points. A `null`
+ * (uPlot: a gap) is kept only for what the series itself says is missing:
+ * its own null values, and any stretch between two of its samples longer
+ * than 1.5 of its usual step (a second the recorder did not write).
+ */
+export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null> }[]): { x: number[]; ys: (number | null | undefined)[][] } {
   const first = series[0];
   const same =
     !!first &&
@@ -101,11 +110,42 @@ export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null
   const pos = new Map<number, number>();
   ts.forEach((t, i) => pos.set(t, i));
   const ys = series.map((s) => {
-    const out: (number | null)[] = new Array(ts.length).fill(null);
-    for (let i = 0; i < s.t.length; i++) out[pos.get(s.t[i]) as number] = num(s.v[i]);
+    const out: (number | null | undefined)[] = new Array(ts.length).fill(undefined);
+    const step = usualStep(s.t);
+    for (let i = 0; i < s.t.length; i++) {
+      const at = pos.get(s.t[i]) as number;
+      out[at] = num(s.v[i]);
+      // A hole in the series' own sampling stays a hole: mark the merged
+      // points inside it as gaps.
+      if (i > 0 && step > 0 && s.t[i] - s.t[i - 1] > 1.5 * step) {
+        for (let j = (pos.get(s.t[i - 1]) as number) + 1; j < at; j++) out[j] = null;
+      }
+    }
     return out;
   });
   return { x: ts.map((t) => t / 1000), ys };
+}
+
+/** The median distance between consecutive times (0 for fewer than two). */
+function usualStep(t: ArrayLike<number>): number {
+  if (t.length < 2) return 0;
+  const d: number[] = [];
+  for (let i = 1; i < t.length; i++) d.push(t[i] - t[i - 1]);
+  d.sort((a, b) => a - b);
+  return d[Math.floor(d.length / 2)];
+}
+
+/**
+ * The value of series `si` (1-based, as uPlot counts) nearest the cursor:
+ * on merged clocks the cursor's own index may fall between two of this
+ * series' samples, so uPlot's per-series index (`cursor.idxs`) is used,
+ * which skips the points the series does not have.
+ */
+export function valueAtCursor(u: uPlot, si: number): { t: number; v: number | null } | null {
+  const idx = u.cursor.idxs?.[si] ?? u.cursor.idx;
+  if (idx === null || idx === undefined) return null;
+  const v = u.data[si][idx];
+  return { t: u.data[0][idx], v: typeof v === 'number' ? v : null };
 }
 
 function num(v: number | null | undefined): number | null {
@@ -347,7 +387,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     ctx.restore();
   }
 
-  private paintStrip(u: uPlot, spec: StripSpec, x: number[], ys: (number | null)[][]): void {
+  private paintStrip(u: uPlot, spec: StripSpec, x: number[], ys: (number | null | undefined)[][]): void {
     const { ctx } = u;
     const { left, top, width, height } = u.bbox;
     ctx.save();
@@ -360,7 +400,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       const y1 = u.valToPos(r, 'row', true);
       for (let i = 0; i < x.length; i++) {
         const v = row[i];
-        if (v === null) continue;
+        if (v === null || v === undefined) continue;
         const xa = u.valToPos(x[i], 'x', true);
         const xb = u.valToPos(i + 1 < x.length ? x[i + 1] : x[i] + step, 'x', true);
         if (xb < left || xa > left + width) continue;
@@ -400,7 +440,12 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     const t = u.data[0][idx];
     const rows: [string, string, string][] = [];
     if (spec.kind === 'lines') {
-      spec.lines.forEach((l, i) => rows.push([seriesColor(i), l.label, fmtValue(u.data[i + 1][idx] as number | null, l.unit, true)]));
+      spec.lines.forEach((l, i) => {
+        const at = valueAtCursor(u, i + 1);
+        // A series on another clock shows its own nearest sample, and when it is.
+        const when = at && Math.abs(at.t - t) > 1e-6 ? ` @ ${+at.t.toFixed(3)} s` : '';
+        rows.push([seriesColor(i), l.label, `${fmtValue(at?.v ?? null, l.unit, true)}${when}`]);
+      });
     } else {
       const top = u.cursor.top ?? 0;
       const r = Math.floor(u.posToVal(top, 'row'));
