@@ -42,6 +42,8 @@ export interface LineChartSpec {
   lines: Line[];
   /** Optional note under the title (what the chart answers). */
   note?: string;
+  /** Optional sentence above the chart: the answer it supports, in words. */
+  lead?: string;
 }
 
 /** A heat strip: one row per core (or any index), colour = value / max. */
@@ -196,7 +198,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       if (units.length > 2) {
         const keep = units.slice(0, 2);
         this.add({ ...spec, lines: spec.lines.filter((l) => keep.includes(l.unit)) });
-        this.add({ ...spec, key: `${spec.key}+`, title: `${spec.title} (cont.)`, note: undefined, lines: spec.lines.filter((l) => !keep.includes(l.unit)) });
+        this.add({ ...spec, key: `${spec.key}+`, title: `${spec.title} (cont.)`, note: undefined, lead: undefined, lines: spec.lines.filter((l) => !keep.includes(l.unit)) });
         return;
       }
     }
@@ -204,6 +206,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     const title = h('figcaption', {}, h('span', { class: 'ks-chart-title', text: spec.title }));
     if (spec.note) title.append(h('span', { class: 'ks-muted ks-chart-note', text: ` · ${spec.note}` }));
     box.append(title);
+    if (spec.kind === 'lines' && spec.lead) box.append(h('p', { class: 'ks-chart-lead', text: spec.lead }));
     this.root.append(box);
     const u = this.build(spec, box);
     this.built.push({ spec, u, box });
@@ -326,9 +329,13 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       hooks.draw = [(u) => this.paintStrip(u, spec, x, ys)];
       height = Math.max(90, Math.min(300, n * 14)) + 52;
     }
+    // Every chart reserves the right axis' width, used or not, so one
+    // second sits at the same x in every chart of the group.
+    const rightAxis = spec.kind === 'lines' && axes.length > 2;
     const opts: uPlot.Options = {
       width: this.width(),
       height,
+      padding: [null, rightAxis ? null : 62, null, null],
       scales,
       series,
       axes,
