@@ -14,7 +14,7 @@ import { Emitter } from '../common/events';
 import { h } from '../common/dom';
 import { isDark, onThemeChange } from '../common/theme';
 import { axisColors, seriesColor, utilColor } from './theme';
-import { axisLabel, fmtValue, isBytes } from './units';
+import { axisLabel, fmtTick, fmtValue } from './units';
 import './charts.css';
 
 /** A shaded interval of the run (a sweep step, the warm-up). */
@@ -270,7 +270,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       label: axisLabel(unit),
       labelSize: 16,
       size: 62,
-      values: (_u, splits) => splits.map((s) => fmtValue(s, isBytes(unit) || unit === 'ms' || unit === '%' ? unit : '')),
+      values: (_u, splits) => splits.map((s) => fmtTick(s, unit)),
     });
     let data: uPlot.AlignedData;
     let series: uPlot.Series[];
@@ -386,10 +386,12 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       if (x1 < left || x0 > left + width) return;
       ctx.fillStyle = p.warmup ? 'rgba(128,128,128,0.22)' : i % 2 ? 'rgba(128,128,128,0.10)' : 'rgba(128,128,128,0.03)';
       ctx.fillRect(x0, top, x1 - x0, height);
-      if (x1 - x0 > 40 * pr) {
-        ctx.fillStyle = axisColors().stroke;
-        ctx.fillText(p.warmup ? `${p.label} (warm-up)` : p.label, Math.max(x0, left) + 3 * pr, top + 2 * pr);
-      }
+      // A label is drawn only where it fits inside its phase (shortened
+      // first), so neighbouring phase names never overlap.
+      ctx.fillStyle = axisColors().stroke;
+      const room = Math.min(x1, left + width) - Math.max(x0, left) - 6 * pr;
+      const label = [p.warmup ? `${p.label} (warm-up)` : p.label, p.label].find((t) => ctx.measureText(t).width <= room);
+      if (label) ctx.fillText(label, Math.max(x0, left) + 3 * pr, top + 2 * pr);
     });
     ctx.restore();
   }

@@ -59,7 +59,7 @@ export function histCount(hist: Hist): number {
 export function histPercentileMs(hist: Hist, q: number): number | null {
   const n = histCount(hist);
   if (!n) return null;
-  const rank = Math.max(1, Math.ceil((q / 100) * n));
+  const rank = Math.max(1, Math.ceil((Math.min(100, Math.max(0, q)) / 100) * n));
   const keys = Array.from(hist.keys()).sort((a, b) => a - b);
   let seen = 0;
   for (const k of keys) {
