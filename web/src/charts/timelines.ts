@@ -123,6 +123,13 @@ export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null
         for (let j = (pos.get(s.t[i - 1]) as number) + 1; j < at; j++) out[j] = null;
       }
     }
+    // An own null is a gap from the sample before it to the one after: the
+    // merged points around it (undefined, which uPlot would span) are gaps too.
+    for (let i = 0; i < out.length; i++) {
+      if (out[i] !== null) continue;
+      for (let j = i - 1; j >= 0 && out[j] === undefined; j--) out[j] = null;
+      for (let j = i + 1; j < out.length && out[j] === undefined; j++) out[j] = null;
+    }
     return out;
   });
   return { x: ts.map((t) => t / 1000), ys };
