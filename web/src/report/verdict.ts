@@ -122,7 +122,7 @@ export class VerdictView {
     this.tiles.append(
       stat('throughput', fmtValue(t.rps, 'req/s')),
       stat('requests', t.requests === null ? '—' : Math.round(t.requests).toLocaleString('en-US')),
-      stat('errors (transport + 5xx)', t.errors, t.errorsBad ? 'ks-bad' : ''),
+      stat('errors (incl. 5xx)', t.errors, t.errorsBad ? 'ks-bad' : ''),
       stat('p50', fmtValue(t.lat.p50, 'ms')),
       stat('p80', fmtValue(t.lat.p80, 'ms')),
       stat('p99', fmtValue(t.lat.p99, 'ms')),
