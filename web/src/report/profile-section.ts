@@ -147,7 +147,7 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
     const sel = this.heat?.selections();
     if (!this.profile || !sel?.a || !sel.b || !this.diffBox || !this.flameBox || !this.flameTitle) return;
     this.diff?.destroy();
-    this.diff = new FlameGraph(this.diffBox, { before: this.profile, after: this.profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { maxHeight: '60vh' });
+    this.diff = new FlameGraph(this.diffBox, { before: this.profile, after: this.profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { maxHeight: '60vh', hideIdle: true });
     if (this.threads) this.diff.setThreads(this.threads);
     this.flameBox.style.display = 'none';
     const heat = this.heat as HeatMap;
