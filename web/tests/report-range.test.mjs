@@ -131,3 +131,21 @@ test('shift+drag on the heat map shows B against A as a differential flame graph
   assert.deepEqual(errors, []);
   await ctx.close();
 });
+
+test('a top finding on the first screen selects its range and zooms the flame graph to its frame', async () => {
+  const { page, errors, ctx } = await open(browser, html, { width: 1280, height: 800 });
+  const stall = run.findings.find((f) => f.id === 'stall');
+  const item = page.locator('.ks-top-finding', { hasText: stall.title });
+  const box = await item.boundingBox();
+  assert.ok(box && box.y + box.height <= 800, `the finding is on the first screen: ${JSON.stringify(box)}`);
+  await item.click();
+  const got = await page.evaluate(() => ({ range: window.keisoku.range(), stats: window.keisoku.profile.flame.stats(), hash: location.hash }));
+  assert.deepEqual([got.range.fromMs, got.range.toMs], stall.evidence.range_ms);
+  assert.equal(got.hash, `#from=${Math.round(stall.evidence.range_ms[0])}&to=${Math.round(stall.evidence.range_ms[1])}`);
+  assert.ok(got.stats.matched && got.stats.matched.zoom > 0, `its frame is highlighted: ${JSON.stringify(got.stats.matched)}`);
+  // Zoomed to the frame's caller: the path ends one above the finding's frame.
+  assert.notEqual(got.stats.zoomNode, 0, 'zoomed');
+  assert.ok(got.stats.zoomTotal < got.stats.total, 'the zoomed view is part of the graph');
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});
