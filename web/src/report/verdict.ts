@@ -163,7 +163,7 @@ export class VerdictView {
       } else if (phases.length >= 3) {
         sec.append(h('p', { class: 'ks-knee ks-muted', text: 'Knee: none found; throughput kept rising with load.' }));
       } else {
-        sec.append(h('p', { class: 'ks-knee ks-muted', text: 'Knee: not measured (a sweep of three or more steps finds it: --sweep-connections 1..64:x2).' }));
+        sec.append(h('p', { class: 'ks-knee ks-muted', text: 'Knee: not measured (a sweep of three or more steps finds it: --sweep-connections or --sweep-rate).' }));
       }
       if (typeof r.best_passing_phase === 'number' && phases[r.best_passing_phase]) {
         sec.append(h('p', {}, h('strong', { text: 'Highest phase meeting the SLO: ' }), phases[r.best_passing_phase].label ?? String(r.best_passing_phase)));
