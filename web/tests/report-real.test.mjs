@@ -198,6 +198,16 @@ http {
   assert.ok(lines.checked.includes('rps/client.rps') && lines.checked.includes('rps/log.rps'), `checked: ${lines.checked}`);
   assert.deepEqual(lines.undrawn, [], `series with data but no line: ${lines.undrawn}`);
 
+  // The cursor shows both clocks' series: each its nearest sample, a number, not "—".
+  const over = page.locator('#timelines .ks-chart[data-key="rps"] .u-over');
+  await over.scrollIntoViewIfNeeded();
+  const ob = await over.boundingBox();
+  await page.mouse.move(ob.x + ob.width * 0.55, ob.y + ob.height / 2);
+  const tip = await page.locator('#timelines .ks-chart[data-key="rps"] .ks-chart-tip').textContent();
+  assert.match(tip, /client\.rps[\d.]+ ?k?/, `tooltip: ${tip}`);
+  assert.match(tip, /log\.rps[\d.]+ ?k?/, `tooltip: ${tip}`);
+  await page.evaluate(() => window.scrollTo(0, 0));
+
   // The verdict counts 5xx as errors (contract 1) and names the split.
   const fs = await firstScreen(page);
   const errTile = fs.tiles.find((x) => /^errors/.test(x.label ?? ''));
