@@ -47,6 +47,9 @@ export class RoutesTable {
     this.body = h('tbody');
     this.root = h('div', { class: 'ks-routes-wrap' }, h('table', { class: 'ks-table ks-routes' }, h('thead', {}, this.head), this.body));
     container.append(this.root);
+    if (COLUMNS.some((c) => c.key.endsWith('_body') && this.rows.some((r) => typeof r[c.key] === 'number') && this.unmeasured(c.key))) {
+      container.append(h('p', { class: 'ks-muted ks-routes-note', text: 'Body sizes: not measured by this source.' }));
+    }
     this.render();
   }
 
@@ -68,7 +71,9 @@ export class RoutesTable {
 
   /** Columns present in the data (body sizes only when recorded). */
   private columns(): typeof COLUMNS {
-    return COLUMNS.filter((c) => c.unit === null || c.key === 'count' || this.rows.some((r) => typeof r[c.key] === 'number'));
+    // Columns the source did not measure are left out (and named under the
+    // table), so the measured ones fit instead of being clipped at the edge.
+    return COLUMNS.filter((c) => c.unit === null || c.key === 'count' || (this.rows.some((r) => typeof r[c.key] === 'number') && !this.unmeasured(c.key)));
   }
 
   /**
@@ -103,7 +108,6 @@ export class RoutesTable {
         h('tr', {}, ...cols.map((c) => {
           const v = r[c.key];
           if (c.unit === null) return h('td', { class: 'ks-name', text: String(v ?? '') });
-          if (this.unmeasured(c.key)) return h('td', { class: 'ks-muted', text: 'not measured' });
           return h('td', { class: c.key === '5xx' && typeof v === 'number' && v > 0 ? 'ks-bad' : '', text: typeof v === 'number' ? (c.unit === '' ? v.toLocaleString('en-US') : fmtValue(v, c.unit)) : '—' });
         })),
       );
