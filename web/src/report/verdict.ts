@@ -88,7 +88,11 @@ export class VerdictView {
       this.tilesNote.textContent = '';
       return;
     }
-    const routes = this.run.route_seconds?.client ?? [];
+    // The client's view when it drove the load, else the access log's.
+    const client = this.run.route_seconds?.client;
+    const log = this.run.route_seconds?.access_log;
+    const fromLog = !(Array.isArray(client) && client.length) && Array.isArray(log) && log.length > 0;
+    const routes = (fromLog ? log : client) ?? [];
     const label = `${fmtValue(range.fromMs, 'ms')} – ${fmtValue(range.toMs, 'ms')}`;
     if (!routes.length) {
       this.tilesNote.textContent = `Range ${label} selected; this run has no per-second route data, so the numbers above are the whole run's.`;
@@ -114,7 +118,7 @@ export class VerdictView {
       errorsBad: errors > 0,
       lat: histCount(hist) ? { p50: q(50), p80: q(80), p99: q(99), 'p99.9': q(99.9), max: max ?? undefined } : {},
     });
-    this.tilesNote.textContent = `Numbers for the selected range ${label} (percentiles from per-second histograms, ±9%); Esc for the whole run.`;
+    this.tilesNote.textContent = `Numbers for the selected range ${label}${fromLog ? ', from the access log' : ''} (percentiles from per-second histograms, within 9%); Esc for the whole run.`;
   }
 
   private renderTiles(t: Tiles): void {
