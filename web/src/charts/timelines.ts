@@ -32,6 +32,8 @@ export interface Line {
   t: ArrayLike<number>;
   v: ArrayLike<number | null>;
   dash?: boolean;
+  /** A fixed colour (status classes: 5xx red); default: the palette by position. */
+  color?: string;
 }
 
 /** A chart of lines; up to two units (left and right axes). */
@@ -299,7 +301,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
         ...spec.lines.map((l, i) => ({
           label: l.label,
           scale: l.unit,
-          stroke: seriesColor(i),
+          stroke: l.color ?? seriesColor(i),
           width: 1.5,
           dash: l.dash ? [5, 4] : undefined,
           spanGaps: false,
@@ -342,7 +344,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     const opts: uPlot.Options = {
       width: this.width(),
       height,
-      padding: [null, rightAxis ? null : 62, null, null],
+      padding: [null, rightAxis ? null : 62 + 16, null, null],
       scales,
       series,
       axes,
@@ -460,7 +462,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
         const at = valueAtCursor(u, i + 1);
         // A series on another clock shows its own nearest sample, and when it is.
         const when = at && Math.abs(at.t - t) > 1e-6 ? ` @ ${+at.t.toFixed(3)} s` : '';
-        rows.push([seriesColor(i), l.label, `${fmtValue(at?.v ?? null, l.unit, true)}${when}`]);
+        rows.push([l.color ?? seriesColor(i), l.label, `${fmtValue(at?.v ?? null, l.unit, true)}${when}`]);
       });
     } else {
       const top = u.cursor.top ?? 0;

@@ -14,6 +14,9 @@ function line(s: Series, label?: string, dash = false): Line {
   return { label: label ?? s.name, unit: s.unit ?? '', t: s.t_ms, v: s.v, dash };
 }
 
+/** Status classes keep their colour in every run: 2xx green, 5xx red. */
+const STATUS_COLORS: Record<string, string> = { '1xx': '#868e96', '2xx': '#2b8a3e', '3xx': '#1f6fb4', '4xx': '#e8590c', '5xx': '#c92a2a', errors_transport: '#7048e8', timeouts: '#862e9c' };
+
 /** Per-core busy % from cpu.<n>.* (everything but idle and iowait). */
 export function coreBusy(idx: SeriesIndex): { label: string; t: number[]; v: (number | null)[] }[] {
   const cores = new Set<number>();
@@ -62,7 +65,21 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
     specs.push({ kind: 'lines', key, title, note, lines: present.map((n) => line(idx.get(n) as Series, labels ? labels(n) : n, n.startsWith('log.'))) });
   };
   lines('rps', 'Throughput and errors', ['client.rps', 'log.rps', 'client.errors', 'log.errors'], 'client (solid) and access log (dashed); errors = transport + HTTP 5xx');
-  lines('status', 'Status codes per second', ['client.status_1xx', 'client.status_2xx', 'client.status_3xx', 'client.status_4xx', 'client.status_5xx', 'client.errors_transport', 'client.timeouts', 'log.status_2xx', 'log.status_3xx', 'log.status_4xx', 'log.status_5xx'], 'responses by class, and requests that got none (transport errors, timeouts)');
+  // Status codes: answered requests on the left axis, failures (4xx, 5xx,
+  // transport errors, timeouts) on their own right axis so a 4% error rate
+  // is not a flat line at the bottom of 20k req/s.
+  const failure = /(4xx|5xx|errors_transport|timeouts)$/;
+  const statusNames = ['client.status_1xx', 'client.status_2xx', 'client.status_3xx', 'client.status_4xx', 'client.status_5xx', 'client.errors_transport', 'client.timeouts', 'log.status_2xx', 'log.status_3xx', 'log.status_4xx', 'log.status_5xx'].filter((n) => idx.get(n));
+  if (statusNames.length) {
+    statusNames.forEach((n) => used.add(n));
+    specs.push({
+      kind: 'lines',
+      key: 'status',
+      title: 'Status codes per second',
+      note: 'answered by class (left), failures: 4xx, 5xx, transport errors, timeouts (right); access log dashed',
+      lines: statusNames.map((n) => ({ ...line(idx.get(n) as Series, n, n.startsWith('log.')), unit: failure.test(n) ? 'errors/s' : '/s', color: STATUS_COLORS[n.replace(/^(client|log)\.(status_)?/, '')] })),
+    });
+  } else missing.push('Status codes per second');
   lines('latency', 'Latency percentiles', [...idx.matching(/^client\.(p[\d.]+|max)_ms$/), ...idx.matching(/^log\.p[\d.]+_ms$/)], 'client (solid), access log (dashed)');
   lines('inflight', 'Requests in flight', ['client.inflight', 'log.inflight', 'client.connections'], 'client: most in flight within each second; access log: requests whose service time overlaps the second; open connections');
   const cores = coreBusy(idx);
