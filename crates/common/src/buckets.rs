@@ -49,7 +49,9 @@ pub fn bucket_percentile_us(buckets: &[(u32, u64)], q: f64) -> f64 {
     let mut sorted: Vec<(u32, u64)> = buckets.to_vec();
     sorted.sort_unstable_by_key(|&(k, _)| k);
     // The rank of the q-th percentile, 1-based, at least the first value.
-    let rank = ((q.clamp(0.0, 100.0) / 100.0) * total as f64).ceil().max(1.0) as u64;
+    let rank = ((q.clamp(0.0, 100.0) / 100.0) * total as f64)
+        .ceil()
+        .max(1.0) as u64;
     let mut seen = 0u64;
     for &(k, n) in &sorted {
         seen += n;
@@ -78,7 +80,11 @@ mod tests {
         for k in 0..400 {
             let lo = bucket_lower_us(k);
             assert_eq!(latency_bucket(lo), k, "lower edge of {k}");
-            assert_eq!(latency_bucket(bucket_upper_us(k)), k + 1, "upper edge of {k}");
+            assert_eq!(
+                latency_bucket(bucket_upper_us(k)),
+                k + 1,
+                "upper edge of {k}"
+            );
             let mid = (lo + bucket_upper_us(k)) / 2.0;
             assert_eq!(latency_bucket(mid), k);
         }
