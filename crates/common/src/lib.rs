@@ -8,12 +8,14 @@
 
 #![deny(missing_docs)]
 
+pub mod buckets;
 pub mod duration;
 pub mod gate;
 pub mod idle;
 pub mod size;
 pub mod time;
 
+pub use buckets::{bucket_percentile_us, bucket_upper_us, latency_bucket};
 pub use duration::{parse_duration, DurationError};
 pub use gate::{Clause, GateError, Op, Quantity};
 pub use idle::{is_idle_frame, IDLE_FRAMES};
