@@ -99,16 +99,15 @@ export interface ErrorCount {
 }
 
 /** The errors of a run, a phase or a target (null when the stats carry no error count). */
-export function errorsOf(stats: (PhaseStats & { status?: Record<string, number>; status_codes?: Record<string, number>; errors_by_kind?: Record<string, number> }) | null | undefined): ErrorCount | null {
+export function errorsOf(stats: (PhaseStats & { errors_transport?: number }) | null | undefined): ErrorCount | null {
   if (!stats) return null;
   const counted = errorCount(stats.errors);
   if (counted === null) return null;
   const http5xx = typeof stats.status?.['5xx'] === 'number' ? stats.status['5xx'] : 0;
-  const contract = !!stats.status_codes && typeof stats.status_codes === 'object';
+  const contract = typeof stats.errors_transport === 'number' || (!!stats.status_codes && typeof stats.status_codes === 'object');
   const total = contract ? Math.max(counted, http5xx) : counted + http5xx;
   const byKind = Object.entries(stats.errors_by_kind ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0);
-  const kinds = byKind.reduce((a, [, n]) => a + n, 0);
-  const transport = contract ? (byKind.length ? kinds : total - http5xx) : counted;
+  const transport = !contract ? counted : typeof stats.errors_transport === 'number' ? stats.errors_transport : Math.max(0, total - http5xx);
   const codes5xx = Object.entries(stats.status_codes ?? {}).filter((e): e is [string, number] => /^5\d\d$/.test(e[0]) && typeof e[1] === 'number' && e[1] > 0);
   return { total, transport, http5xx, codes5xx, byKind };
 }

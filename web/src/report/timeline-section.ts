@@ -81,7 +81,8 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
     });
   } else missing.push('Status codes per second');
   lines('latency', 'Latency percentiles', [...idx.matching(/^client\.(p[\d.]+|max)_ms$/), ...idx.matching(/^log\.p[\d.]+_ms$/)], 'client (solid), access log (dashed)');
-  lines('inflight', 'Requests in flight', ['client.inflight', 'log.inflight', 'client.connections'], 'client: most in flight within each second; access log: requests whose service time overlaps the second; open connections');
+  lines('inflight', 'Requests in flight', ['client.inflight', 'log.inflight', 'client.connections'], 'client: the most in flight within each second; access log (dashed): the mean in service (service time logged per second); open connections');
+  lines('churn', 'Connection churn', ['client.connects', 'client.server_closed'], 'connections the client opened, and responses or connections the server closed, per second');
   const cores = coreBusy(idx);
   if (cores.length) {
     idx.matching(/^cpu\.\d+\./).forEach((n) => used.add(n));
