@@ -126,11 +126,10 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
    */
   highlight(names: string[] | null, zoom = false): void {
     if (!this.flame) return;
+    // Reset clears the search too, so it goes first.
+    if (zoom) this.flame.reset();
     this.flame.search(names && names.length ? `^(${names.map(regexEscape).join('|')})$` : null);
-    if (!zoom) return;
-    this.flame.reset();
-    this.flame.search(names && names.length ? `^(${names.map(regexEscape).join('|')})$` : null);
-    if (!names?.length) return;
+    if (!zoom || !names?.length) return;
     const tree = this.flame.tree;
     const want = new Set(names);
     let best = -1;
