@@ -11,7 +11,7 @@ use keisoku_load::{Live, LiveFn, PhaseReport, Report, Second, Span};
 use keisoku_store::{Phase, RouteRow, RouteSecond, RouteSource, RunStatus, SeriesBuffer, Store};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 impl Recording {
@@ -67,7 +67,7 @@ impl Recording {
             .name("keisoku-load-writer".into())
             .spawn(move || write_live(rx, &store_path, &run, started, &routes))?;
         Ok(LoadStream {
-            tx: Mutex::new(Some(tx)),
+            tx: Arc::new(Mutex::new(Some(tx))),
             handle: Mutex::new(Some(handle)),
         })
     }
@@ -83,7 +83,9 @@ enum Msg {
 
 /// A load's results on their way to the store while it runs.
 pub struct LoadStream {
-    tx: Mutex<Option<Sender<Msg>>>,
+    /// The one sender, shared with the callback, so ending the stream ends
+    /// the writer even while the callback is still alive.
+    tx: Arc<Mutex<Option<Sender<Msg>>>>,
     handle: Mutex<Option<JoinHandle<(Vec<String>, bool)>>>,
 }
 
@@ -91,8 +93,7 @@ impl LoadStream {
     /// The callback for `RunControl::live`: hands each final second and
     /// phase to the writer thread (the load never waits for the store).
     pub fn live(&self) -> LiveFn {
-        let tx = self.tx.lock().ok().and_then(|t| t.clone());
-        let tx = Mutex::new(tx);
+        let tx = Arc::clone(&self.tx);
         Box::new(move |ev: Live<'_>| {
             let msg = match ev {
                 Live::Started(ms) => Msg::Started(ms),
