@@ -78,6 +78,7 @@ enum Msg {
     Started(u64),
     Second(Box<Second>),
     Warmup(Span),
+    PhaseStart(Phase),
     Phase(Box<PhaseReport>),
 }
 
@@ -99,6 +100,20 @@ impl LoadStream {
                 Live::Started(ms) => Msg::Started(ms),
                 Live::Second(s) => Msg::Second(Box::new(s.clone())),
                 Live::Warmup(w) => Msg::Warmup(w.clone()),
+                Live::PhaseStart {
+                    label,
+                    connections,
+                    rate,
+                    start_ms,
+                } => Msg::PhaseStart(Phase {
+                    index: 0,
+                    label,
+                    start_ms,
+                    end_ms: start_ms,
+                    warmup: false,
+                    connections: Some(connections as u64),
+                    rate,
+                }),
                 Live::Phase(p) => Msg::Phase(Box::new(p.clone())),
             };
             if let Ok(guard) = tx.lock() {
@@ -205,6 +220,9 @@ fn write_live(
     let mut offset = 0.0;
     let mut index = 0u32;
     let mut warmup_end = None;
+    // The phase running now: stored when it starts and its end moved on
+    // with every second, so a killed run has the phase it was in.
+    let mut open_phase: Option<Phase> = None;
     let mut buf = SeriesBuffer::default();
     let mut so_far = SoFar {
         requests: 0,
@@ -229,6 +247,12 @@ fn write_live(
                 let seconds = route_seconds(routes, std::slice::from_ref(&s), offset);
                 if let Err(e) = store.put_route_seconds(run, RouteSource::Client, &seconds) {
                     fail("route seconds", e, &mut notes);
+                }
+                if let Some(p) = open_phase.as_mut() {
+                    p.end_ms = p.end_ms.max(offset + (s.t_s as f64 + 1.0) * 1000.0);
+                    if let Err(e) = store.put_phase(run, p) {
+                        fail("phases", e, &mut notes);
+                    }
                 }
                 so_far.add(&s, warmup_end);
                 let h = so_far.histogram.as_ref();
@@ -259,7 +283,17 @@ fn write_live(
                 }
                 index += 1;
             }
+            Msg::PhaseStart(mut p) => {
+                p.index = index;
+                p.start_ms += offset;
+                p.end_ms += offset;
+                if let Err(e) = store.put_phase(run, &p) {
+                    fail("phases", e, &mut notes);
+                }
+                open_phase = Some(p);
+            }
             Msg::Phase(p) => {
+                open_phase = None;
                 let row = Phase {
                     index,
                     label: p.label.clone(),
