@@ -81,6 +81,18 @@ pub enum Live<'a> {
     Second(&'a Second),
     /// The warm-up ended.
     Warmup(&'a Span),
+    /// A measured phase started: its label, connections, rate and start
+    /// (ms since `started_unix_ms`).
+    PhaseStart {
+        /// `c=10` or `r=4000`.
+        label: String,
+        /// Connections or the connection cap.
+        connections: usize,
+        /// Offered rate (open model).
+        rate: Option<f64>,
+        /// Start, ms since the load's clock started.
+        start_ms: f64,
+    },
     /// A measured phase ended.
     Phase(&'a PhaseReport),
 }
@@ -373,6 +385,14 @@ impl<'a> Runner<'a> {
 
     fn phase(&mut self, spec: &PhaseSpec, index: usize, total: usize) -> Result<(), LoadError> {
         let start = self.run_start.elapsed();
+        if let Some(cb) = &self.ctl.live {
+            cb(Live::PhaseStart {
+                label: spec.label(),
+                connections: spec.connections,
+                rate: spec.rate,
+                start_ms: ms(start),
+            });
+        }
         let (tally, per_target, wall) = self.execute(spec, Some(index), total)?;
         let end = self.run_start.elapsed();
         let stopped = self.ctl.stopped();

@@ -11,7 +11,7 @@ use keisoku_load::{Live, LiveFn, PhaseReport, Report, Second, Span};
 use keisoku_store::{Phase, RouteRow, RouteSecond, RouteSource, RunStatus, SeriesBuffer, Store};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 impl Recording {
@@ -67,7 +67,7 @@ impl Recording {
             .name("keisoku-load-writer".into())
             .spawn(move || write_live(rx, &store_path, &run, started, &routes))?;
         Ok(LoadStream {
-            tx: Mutex::new(Some(tx)),
+            tx: Arc::new(Mutex::new(Some(tx))),
             handle: Mutex::new(Some(handle)),
         })
     }
@@ -78,12 +78,15 @@ enum Msg {
     Started(u64),
     Second(Box<Second>),
     Warmup(Span),
+    PhaseStart(Phase),
     Phase(Box<PhaseReport>),
 }
 
 /// A load's results on their way to the store while it runs.
 pub struct LoadStream {
-    tx: Mutex<Option<Sender<Msg>>>,
+    /// The one sender, shared with the callback, so ending the stream ends
+    /// the writer even while the callback is still alive.
+    tx: Arc<Mutex<Option<Sender<Msg>>>>,
     handle: Mutex<Option<JoinHandle<(Vec<String>, bool)>>>,
 }
 
@@ -91,13 +94,26 @@ impl LoadStream {
     /// The callback for `RunControl::live`: hands each final second and
     /// phase to the writer thread (the load never waits for the store).
     pub fn live(&self) -> LiveFn {
-        let tx = self.tx.lock().ok().and_then(|t| t.clone());
-        let tx = Mutex::new(tx);
+        let tx = Arc::clone(&self.tx);
         Box::new(move |ev: Live<'_>| {
             let msg = match ev {
                 Live::Started(ms) => Msg::Started(ms),
                 Live::Second(s) => Msg::Second(Box::new(s.clone())),
                 Live::Warmup(w) => Msg::Warmup(w.clone()),
+                Live::PhaseStart {
+                    label,
+                    connections,
+                    rate,
+                    start_ms,
+                } => Msg::PhaseStart(Phase {
+                    index: 0,
+                    label,
+                    start_ms,
+                    end_ms: start_ms,
+                    warmup: false,
+                    connections: Some(connections as u64),
+                    rate,
+                }),
                 Live::Phase(p) => Msg::Phase(Box::new(p.clone())),
             };
             if let Ok(guard) = tx.lock() {
@@ -204,6 +220,9 @@ fn write_live(
     let mut offset = 0.0;
     let mut index = 0u32;
     let mut warmup_end = None;
+    // The phase running now: stored when it starts and its end moved on
+    // with every second, so a killed run has the phase it was in.
+    let mut open_phase: Option<Phase> = None;
     let mut buf = SeriesBuffer::default();
     let mut so_far = SoFar {
         requests: 0,
@@ -228,6 +247,12 @@ fn write_live(
                 let seconds = route_seconds(routes, std::slice::from_ref(&s), offset);
                 if let Err(e) = store.put_route_seconds(run, RouteSource::Client, &seconds) {
                     fail("route seconds", e, &mut notes);
+                }
+                if let Some(p) = open_phase.as_mut() {
+                    p.end_ms = p.end_ms.max(offset + (s.t_s as f64 + 1.0) * 1000.0);
+                    if let Err(e) = store.put_phase(run, p) {
+                        fail("phases", e, &mut notes);
+                    }
                 }
                 so_far.add(&s, warmup_end);
                 let h = so_far.histogram.as_ref();
@@ -258,7 +283,17 @@ fn write_live(
                 }
                 index += 1;
             }
+            Msg::PhaseStart(mut p) => {
+                p.index = index;
+                p.start_ms += offset;
+                p.end_ms += offset;
+                if let Err(e) = store.put_phase(run, &p) {
+                    fail("phases", e, &mut notes);
+                }
+                open_phase = Some(p);
+            }
             Msg::Phase(p) => {
+                open_phase = None;
                 let row = Phase {
                     index,
                     label: p.label.clone(),
