@@ -66,6 +66,33 @@ async function startServer(cmd, args, port) {
 }
 
 /**
+ * Runs `keisoku ARGS` in its own process group (so a server it starts with
+ * --server-cmd goes with it); after `ms` the group is killed and the run
+ * counts as failed, so a hung recording fails the test instead of blocking it.
+ */
+function keisoku(args, ms = 120000) {
+  const child = spawn(keisokuBin(), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  groups.push(child.pid);
+  let stderr = '';
+  child.stdout.resume();
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      stderr += `\n(killed after ${ms} ms)`;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }, ms);
+    child.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      resolve({ status: code ?? sig, stderr });
+    });
+  });
+}
+
+/**
  * The page of a stored run: `keisoku report`, or (KEISOKU_REPORT_TEMPLATE=1,
  * for a binary built before the current web/) the exported Run JSON in the
  * same template with the current bundle.
@@ -178,7 +205,7 @@ http {
   const targets = write(join(dir, 'targets.txt'), `20 GET http://127.0.0.1:${port}/ok\n1 GET http://127.0.0.1:${port}/busy\n5 GET http://127.0.0.1:${port}/\n`);
   const store = join(dir, 'runs.db');
   for (const f of [store, `${store}-wal`, `${store}-shm`]) rmSync(f, { force: true });
-  const rec = spawnSync(keisokuBin(), ['run', '--targets', targets, '--sweep-connections', '1..4:1', '--step-duration', '2s', '--access-log', log, '--log-format', 'ltsv', '--pid', String(server.pid), '--slo', 'p99<=50ms,errors<=1%', '--store', store, '--name', 'nginx-503'], { encoding: 'utf8', timeout: 120000 });
+  const rec = await keisoku(['run', '--targets', targets, '--sweep-connections', '1..4:1', '--step-duration', '2s', '--access-log', log, '--log-format', 'ltsv', '--pid', String(server.pid), '--slo', 'p99<=50ms,errors<=1%', '--store', store, '--name', 'nginx-503']);
   assert.ok(rec.status === 0 || rec.status === 3, `keisoku run: ${rec.status} ${rec.stderr}`);
   const html = reportOf('nginx-503', store, dir);
   const { page, errors, ctx } = await open(browser, html, { width: 1280, height: 800 });
@@ -279,7 +306,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
   const args = ['run', '--server-cmd', `exec ${python} ${app} ${port}`, '--targets', targets, '-c', '4', '-d', '4s', '--store', store, '--name', 'python-app'];
   if (pyspy) args.push('--profile', 'py-spy');
   else t.diagnostic('py-spy is not installed: the run has no profile');
-  const rec = spawnSync(keisokuBin(), args, { encoding: 'utf8', timeout: 120000 });
+  const rec = await keisoku(args);
   assert.ok(rec.status === 0 || rec.status === 3, `keisoku run: ${rec.status} ${rec.stderr}`);
   const html = reportOf('python-app', store, dir);
   const { page, errors, ctx } = await open(browser, html, { width: 1280, height: 800 });
