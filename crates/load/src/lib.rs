@@ -251,6 +251,11 @@ impl Timeline {
 
     /// Passes on every second before `until`.
     fn emit_until(&mut self, until: u64, ctl: &RunControl) {
+        // A later phase can ask for an earlier second than already passed
+        // on; BTreeMap::range panics on a reversed range.
+        if until <= self.emitted {
+            return;
+        }
         if let Some(cb) = &ctl.live {
             for (t, st) in self.seconds.range(self.emitted..until) {
                 cb(Live::Second(&second_report(*t, st)));
