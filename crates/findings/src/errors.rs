@@ -209,7 +209,7 @@ fn range(s: Option<&Series>) -> Option<[f64; 2]> {
     let s = s?;
     let mut hits = s.t_ms.iter().zip(&s.v).filter(|(_, v)| **v > 0.0);
     let first = *hits.next()?.0;
-    let last = hits.last().map_or(first, |(t, _)| *t);
+    let last = hits.next_back().map_or(first, |(t, _)| *t);
     Some([first, last])
 }
 
