@@ -68,7 +68,7 @@ impl Recording {
             .spawn(move || write_live(rx, &store_path, &run, started, &routes))?;
         Ok(LoadStream {
             tx: Arc::new(Mutex::new(Some(tx))),
-            handle: Mutex::new(Some(handle)),
+            handle,
         })
     }
 }
@@ -82,12 +82,15 @@ enum Msg {
     Phase(Box<PhaseReport>),
 }
 
+/// The writer's problems, and whether it stored everything it was given.
+type WriterEnd = (Vec<String>, bool);
+
 /// A load's results on their way to the store while it runs.
 pub struct LoadStream {
     /// The one sender, shared with the callback, so ending the stream ends
     /// the writer even while the callback is still alive.
     tx: Arc<Mutex<Option<Sender<Msg>>>>,
-    handle: Mutex<Option<JoinHandle<(Vec<String>, bool)>>>,
+    handle: JoinHandle<WriterEnd>,
 }
 
 impl LoadStream {
@@ -126,14 +129,13 @@ impl LoadStream {
 
     /// Waits for the writer; returns its problems and whether it stored
     /// every second and phase it was given.
-    fn end(self) -> (Vec<String>, bool) {
+    fn end(self) -> WriterEnd {
         if let Ok(mut t) = self.tx.lock() {
             t.take();
         }
-        let handle = self.handle.lock().ok().and_then(|mut h| h.take());
-        match handle.map(JoinHandle::join) {
-            Some(Ok(r)) => r,
-            _ => (vec!["the load writer stopped unexpectedly".into()], false),
+        match self.handle.join() {
+            Ok(r) => r,
+            Err(_) => (vec!["the load writer stopped unexpectedly".into()], false),
         }
     }
 }
@@ -203,7 +205,7 @@ fn write_live(
     run: &str,
     started_unix_ms: i64,
     routes: &[ClientRoute],
-) -> (Vec<String>, bool) {
+) -> WriterEnd {
     let store = match Store::open(store_path) {
         Ok(s) => s,
         Err(e) => return (vec![format!("load results not stored live: {e}")], false),

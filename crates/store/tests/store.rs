@@ -178,7 +178,7 @@ fn a_run_round_trips_through_the_store() {
     assert_eq!(rs[0].errors, vec![1]);
     assert_eq!(rs[0].hist[0].iter().map(|b| b.1).sum::<u64>(), h.len());
     let p99_us = keisoku_common::bucket_percentile_us(&rs[0].hist[0], 99.0);
-    assert!(p99_us >= 2500.0 && p99_us < 2500.0 * 1.1, "{p99_us}");
+    assert!((2500.0..2500.0 * 1.1).contains(&p99_us), "{p99_us}");
     assert!(json.route_seconds.client.is_empty());
     assert_eq!(json.results, results);
     assert_eq!(json.profile.as_ref().map(json_of), Some(json_of(&p)));
