@@ -251,6 +251,9 @@ http {
   assert.ok(run.findings.length >= 1, 'the rules found something on this run');
   assert.equal(fs.top.length, Math.min(3, run.findings.length));
   for (const f of fs.top) assert.ok(f.bottom < 800, `top finding below the fold: ${f.text} at ${f.bottom}`);
+  // When the rules name the failing requests, that is one of the three shown first.
+  const errorsFinding = run.findings.find((f) => /^errors/.test(f.rule ?? f.id ?? ''));
+  if (errorsFinding) assert.ok(fs.top.some((f) => f.text.includes(errorsFinding.title)), `the errors finding is on the first screen: ${errorsFinding.title}`);
   assert.ok(fs.metaFolded, 'run metadata folded');
   await page.screenshot({ path: join(dir, '..', 'report-real-nginx-first.png') });
   await shot(page, 'report-real-nginx');
