@@ -69,7 +69,13 @@ export function chartPlan(idx: SeriesIndex): { specs: ChartSpec[]; missing: stri
   // transport errors, timeouts) on their own right axis so a 4% error rate
   // is not a flat line at the bottom of 20k req/s.
   const failure = /(4xx|5xx|errors_transport|timeouts)$/;
-  const statusNames = ['client.status_1xx', 'client.status_2xx', 'client.status_3xx', 'client.status_4xx', 'client.status_5xx', 'client.errors_transport', 'client.timeouts', 'log.status_2xx', 'log.status_3xx', 'log.status_4xx', 'log.status_5xx'].filter((n) => idx.get(n));
+  const statusNames = ['client.status_1xx', 'client.status_2xx', 'client.status_3xx', 'client.status_4xx', 'client.status_5xx', 'client.errors_transport', 'client.timeouts', 'log.status_2xx', 'log.status_3xx', 'log.status_4xx', 'log.status_5xx'].filter((n) => {
+    // Classes that never occurred are left out of the legend; 2xx, 5xx and
+    // transport errors stay (a flat zero of failures is an answer too).
+    const ser = idx.get(n);
+    if (!ser) return false;
+    return /(status_2xx|status_5xx|errors_transport)$/.test(n) || Array.from(ser.v).some((x) => typeof x === 'number' && x !== 0);
+  });
   if (statusNames.length) {
     statusNames.forEach((n) => used.add(n));
     specs.push({
