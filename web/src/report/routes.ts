@@ -78,11 +78,13 @@ export class RoutesTable {
 
   /**
    * Body sizes the source did not measure: the client counts no body bytes
-   * on some paths and writes 0; a column of zeros on routes that answered
-   * reads "not measured", not "0 B".
+   * on some paths and writes 0; such columns are left out and named under
+   * the table, never shown as "0 B".
    */
   private unmeasured(key: string): boolean {
-    return key.endsWith('_body') && this.rows.every((r) => !r[key]);
+    // Only when every body column is zero: a 0 B minimum beside a 420 B
+    // maximum is a measurement (an empty answer).
+    return key.endsWith('_body') && this.rows.every((r) => COLUMNS.every((c) => !c.key.endsWith('_body') || !r[c.key]));
   }
 
   private render(): void {
