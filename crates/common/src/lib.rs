@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod buckets;
 pub mod duration;
 pub mod gate;
 pub mod idle;
@@ -17,6 +18,7 @@ pub mod size;
 pub mod text;
 pub mod time;
 
+pub use buckets::{bucket_percentile_us, bucket_upper_us, latency_bucket};
 pub use duration::{parse_duration, DurationError};
 pub use gate::{Clause, GateError, Op, Quantity};
 pub use idle::{is_idle_frame, IDLE_FRAMES};

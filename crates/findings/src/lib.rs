@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+mod errors;
 mod model;
 mod patterns;
 mod rules;
@@ -39,6 +40,7 @@ pub fn analyze(run: &RunJson) -> Vec<Finding> {
     out.extend(rules::connection_churn(&v));
     out.extend(rules::route_dominating(&v));
     out.extend(rules::blocking_wait(&v));
+    out.extend(errors::errors(run));
     rank(&mut out);
     out
 }

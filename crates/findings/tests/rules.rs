@@ -63,6 +63,7 @@ fn base() -> RunJson {
         phases,
         series: Vec::new(),
         routes: Routes::default(),
+        route_seconds: Default::default(),
         profile: None,
         findings: Vec::new(),
     };

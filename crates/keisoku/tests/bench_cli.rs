@@ -414,3 +414,49 @@ extern "C" {
     #[link_name = "kill"]
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
+
+/// Issue 13: the terminal timeline has one row a second, and a second in
+/// which the server answered nothing is a row of 0 rps, not a gap; the JSON
+/// timeline keeps every second too.
+#[test]
+fn a_stalled_second_is_a_zero_row_in_a_per_second_timeline() {
+    // Every answer waits until the first 2.5 s of the server's life are over.
+    let s = TestServer::start(Config {
+        stall: Some((Duration::from_secs(600), Duration::from_millis(2500))),
+        ..Config::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    let o = bench(&[
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-d",
+        "4s",
+        "--json",
+        json.to_str().unwrap(),
+        &s.url("/"),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let tl = v["timeline"].as_array().unwrap();
+    let secs: Vec<u64> = tl.iter().map(|s| s["t_s"].as_u64().unwrap()).collect();
+    assert_eq!(secs, (0..secs.len() as u64).collect::<Vec<_>>(), "{secs:?}");
+    assert!(secs.len() >= 4, "{secs:?}");
+    assert_eq!(tl[0]["requests"].as_u64(), Some(0), "{}", tl[0]);
+    // Both connections waited through the stall.
+    assert_eq!(tl[0]["inflight"].as_u64(), Some(2), "{}", tl[0]);
+    assert_eq!(tl[0]["connections"].as_u64(), Some(2), "{}", tl[0]);
+    assert!(tl.iter().any(|s| s["requests"].as_u64() > Some(0)));
+    let out = stdout(&o);
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("timeline"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(table.len(), secs.len(), "one row a second:\n{out}");
+    let first: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(&first[..3], &["0", "0", "0"], "second 0: 0 rps, 0 errors\n{out}");
+}

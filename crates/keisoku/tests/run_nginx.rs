@@ -470,3 +470,174 @@ fn a_server_that_never_answers_keeps_the_run_and_shows_the_end_of_its_stderr() {
     assert_eq!(run.run.status, "interrupted");
     assert!(stderr.contains(&run.run.id), "{stderr}");
 }
+
+/// An nginx config whose `/busy` answers 503 (and everything else 200), LTSV
+/// access log under `dir`.
+fn nginx_busy_conf(dir: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 2;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+events {{ worker_connections 1024; }}\n\
+http {{\n  log_format ltsv \"time:$time_local\\thost:$remote_addr\\tmethod:$request_method\\turi:$request_uri\\tstatus:$status\\tsize:$body_bytes_sent\\treqtime:$request_time\";\n\
+  access_log {d}/access.log ltsv;\n\
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+  server {{ listen 127.0.0.1:{port};\n    location /busy {{ return 503 \"busy\\n\"; }}\n    location / {{ return 200 \"hello\\n\"; }}\n  }}\n}}\n"
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).unwrap();
+    path
+}
+
+/// Issue 13: 503 answers are errors in the verdict, the client and log
+/// series, the route seconds, `show`, a finding and compare's gate.
+#[test]
+fn nginx_503_answers_are_errors_everywhere() {
+    let Some(nginx) = nginx() else {
+        panic!("nginx is not installed: run scripts/setup.sh");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = nginx_busy_conf(dir.path(), port);
+    let store = dir.path().join("runs.db");
+    let log = dir.path().join("access.log");
+    let cmd = format!(
+        "{} -p {} -c {}",
+        nginx.display(),
+        dir.path().display(),
+        conf.display()
+    );
+    let targets = dir.path().join("targets.txt");
+    let run = |name: &str, paths: &[&str]| {
+        let lines: String = paths
+            .iter()
+            .map(|p| format!("GET http://127.0.0.1:{port}{p}\n"))
+            .collect();
+        std::fs::write(&targets, lines).unwrap();
+        let out = keisoku(&[
+            "run",
+            "--targets",
+            targets.to_str().unwrap(),
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "-d",
+            "3s",
+            "--server-cmd",
+            &cmd,
+            "--profile",
+            "none",
+            "--access-log",
+            log.to_str().unwrap(),
+            "--log-format",
+            "ltsv",
+            "--name",
+            name,
+            "--store",
+            store.to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        stdout
+    };
+    let clean_out = run("clean", &["/ok"]);
+    assert!(clean_out.contains("  errors    none"), "{clean_out}");
+    let stdout = run("faulty", &["/ok", "/busy"]);
+
+    let faulty = export_run(&store, "faulty");
+    let r = &faulty.results;
+    let s5xx = r["status"]["5xx"].as_u64().unwrap();
+    assert!(s5xx > 100, "{r}");
+    assert_eq!(r["errors"].as_u64(), Some(s5xx), "{r}");
+    assert_eq!(r["errors_transport"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["status_codes"]["503"].as_u64(), Some(s5xx), "{r}");
+    let rate = r["error_rate"].as_f64().unwrap();
+    assert!((40.0..60.0).contains(&rate), "{r}");
+    // The verdict says N errors (x%), split by status.
+    assert!(
+        stdout.contains(&format!(
+            "  errors    {s5xx} ({rate:.0}%): 5xx {s5xx} (503 {s5xx})"
+        )),
+        "{stdout}"
+    );
+    let series = |name: &str| {
+        faulty
+            .series
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("series {name}"))
+    };
+    let client_errors: f64 = series("client.errors").v.iter().sum();
+    assert_eq!(client_errors as u64, s5xx);
+    assert_eq!(series("client.status_5xx").v, series("client.errors").v);
+    // Every second of the load has a point on every client series.
+    let t = &series("client.rps").t_ms;
+    for w in t.windows(2) {
+        assert!((w[1] - w[0] - 1000.0).abs() < 1e-6, "{t:?}");
+    }
+    for name in [
+        "client.inflight",
+        "client.connections",
+        "client.p90_ms",
+        "client.max_ms",
+    ] {
+        assert_eq!(&series(name).t_ms, t, "{name}");
+    }
+    assert!(series("client.inflight").v.iter().any(|&v| v >= 1.0));
+    assert!(series("client.connections").v.contains(&2.0));
+    // The access log saw the same 503s.
+    let log_errors: f64 = series("log.errors").v.iter().sum();
+    assert!(log_errors as u64 >= s5xx, "{log_errors} < {s5xx}");
+    assert!(series("log.inflight").t_ms.len() >= 3);
+    // Route seconds from both sources put the errors on /busy.
+    for (src, routes) in [
+        ("client", &faulty.route_seconds.client),
+        ("access_log", &faulty.route_seconds.access_log),
+    ] {
+        let busy = routes
+            .iter()
+            .find(|r| r.route == "/busy")
+            .unwrap_or_else(|| panic!("{src}: no /busy"));
+        assert!(busy.errors.iter().sum::<u64>() >= s5xx, "{src}");
+        assert_eq!(busy.count, busy.errors, "{src}: every /busy answer failed");
+        let ok = routes.iter().find(|r| r.route == "/ok").unwrap();
+        assert_eq!(ok.errors.iter().sum::<u64>(), 0, "{src}");
+        assert!(ok.hist.iter().all(|h| !h.is_empty()), "{src}");
+    }
+    // A finding names the route.
+    let finding = faulty
+        .findings
+        .iter()
+        .find(|f| f["rule"] == "errors")
+        .unwrap_or_else(|| panic!("no errors finding: {:?}", faulty.findings));
+    assert!(
+        finding["title"].as_str().unwrap().contains("/busy"),
+        "{finding}"
+    );
+    assert!(stdout.contains("requests failed"), "{stdout}");
+    // `show` says the same.
+    let out = keisoku(&["show", "faulty", "--store", store.to_str().unwrap()]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains(&format!("errors {s5xx} (")), "{shown}");
+    // Compare shows the change and the gate fails.
+    let html = dir.path().join("compare.html");
+    let out = keisoku(&[
+        "compare",
+        "clean",
+        "faulty",
+        "-o",
+        html.to_str().unwrap(),
+        "--fail-on-regression",
+        "errors>0,error_rate>0",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("errors"), "{text}");
+}

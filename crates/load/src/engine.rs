@@ -37,6 +37,12 @@ pub(crate) struct Shared {
     pub live: Mutex<Histogram<u64>>,
     /// Requests still to issue when the phase is bounded by a count.
     pub budget: Option<AtomicU64>,
+    /// Seconds the workers have handed over (complete from their side), so
+    /// the coordinator can pass them on while the phase runs.
+    pub handed: Mutex<Vec<(u64, SecondTally)>>,
+    /// Per worker: the first second it has not handed over yet
+    /// (`u64::MAX` once it has ended).
+    pub through: Vec<AtomicU64>,
 }
 
 impl Shared {
@@ -73,10 +79,65 @@ pub(crate) struct WorkerSpec<'a> {
     pub high_us: u64,
 }
 
-/// One second of one worker.
+/// One second of one worker (or, merged, of the run).
 pub(crate) struct SecondTally {
     pub tally: Tally,
     pub per_target: Vec<Option<Histogram<u64>>>,
+    /// Per target (when several): (errors, of which transport errors).
+    pub per_target_errors: Vec<(u64, u64)>,
+    /// Most requests in flight within the second (summed over workers).
+    pub inflight: u64,
+    /// Open connections at the end of the second (summed over workers).
+    pub connections: u64,
+    /// Highest in-flight count reached by an increment in this second.
+    inflight_peak: u64,
+    /// In-flight count after the last change in this second, if any.
+    inflight_end: Option<u64>,
+    /// Open connections after the last change in this second, if any.
+    conns_end: Option<u64>,
+}
+
+impl SecondTally {
+    pub fn new(high_us: u64, open: bool) -> SecondTally {
+        SecondTally {
+            tally: Tally::new(high_us, SIGFIG_SECOND, open),
+            per_target: Vec::new(),
+            per_target_errors: Vec::new(),
+            inflight: 0,
+            connections: 0,
+            inflight_peak: 0,
+            inflight_end: None,
+            conns_end: None,
+        }
+    }
+
+    /// Adds another worker's (or phase's) view of the same second.
+    pub fn merge(&mut self, o: SecondTally) {
+        self.tally.merge(&o.tally);
+        if !o.per_target.is_empty() {
+            if self.per_target.is_empty() {
+                self.per_target = vec![None; o.per_target.len()];
+            }
+            for (acc, h) in self.per_target.iter_mut().zip(o.per_target) {
+                match (acc.as_mut(), h) {
+                    (Some(a), Some(h)) => crate::report::add_hist(a, &h),
+                    (None, Some(h)) => *acc = Some(h),
+                    _ => {}
+                }
+            }
+        }
+        if !o.per_target_errors.is_empty() {
+            if self.per_target_errors.is_empty() {
+                self.per_target_errors = vec![(0, 0); o.per_target_errors.len()];
+            }
+            for (acc, e) in self.per_target_errors.iter_mut().zip(o.per_target_errors) {
+                acc.0 += e.0;
+                acc.1 += e.1;
+            }
+        }
+        self.inflight += o.inflight;
+        self.connections += o.connections;
+    }
 }
 
 /// What one worker measured.
@@ -138,8 +199,14 @@ struct Worker<'a, 's> {
     open: bool,
     tally: Tally,
     per_target: Vec<Tally>,
-    seconds: Vec<SecondTally>,
-    first_second: u64,
+    /// Seconds not handed over yet; the first is second `base`.
+    seconds: std::collections::VecDeque<SecondTally>,
+    base: u64,
+    /// In flight and open connections at the end of the last handed second.
+    carry_inflight: u64,
+    carry_conns: u64,
+    /// Open sockets now.
+    open_conns: u64,
     lag_sum_us: f64,
     lag_n: u64,
     reasons: Vec<(ErrorKind, String)>,
@@ -206,11 +273,14 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         } else {
             Vec::new()
         },
-        seconds: Vec::new(),
-        first_second: spec
+        seconds: std::collections::VecDeque::new(),
+        base: spec
             .phase_start
             .saturating_duration_since(spec.run_start)
             .as_secs(),
+        carry_inflight: 0,
+        carry_conns: 0,
+        open_conns: 0,
         lag_sum_us: 0.0,
         lag_n: 0,
         reasons: Vec::new(),
@@ -222,13 +292,17 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
     w.run();
     let wall_s = wall0.elapsed().as_secs_f64();
     let cpu_s = thread_cpu_s() - cpu0;
-    let first = w.first_second;
-    let seconds = std::mem::take(&mut w.seconds)
-        .into_iter()
-        .enumerate()
-        .filter(|(_, s)| s.tally.requests > 0 || s.tally.errors.total() > 0)
-        .map(|(i, s)| (first + i as u64, s))
-        .collect();
+    // The connections close when the worker ends: its last second ends with none.
+    let now = Instant::now();
+    let last_second = w.second(now);
+    last_second.conns_end = Some(0);
+    last_second.inflight_end = Some(0);
+    w.open_conns = 0;
+    let last = now.saturating_duration_since(spec.run_start).as_secs() + 1;
+    let seconds = w.hand_over(last);
+    if let Some(t) = shared.through.get(spec.index) {
+        t.store(u64::MAX, Ordering::Release);
+    }
     if let Some(s) = &mut w.tally.schedule {
         if w.lag_n > 0 {
             s.mean_lag_ms = w.lag_sum_us / w.lag_n as f64 / 1000.0;
@@ -434,6 +508,12 @@ impl Worker<'_, '_> {
                     return;
                 }
                 c.st = St::Connecting;
+                self.open_conns += 1;
+                let open_conns = self.open_conns;
+                let sec = self.second(now);
+                sec.tally.connects += 1;
+                sec.conns_end = Some(open_conns);
+                self.tally.connects += 1;
                 if done {
                     self.connected(i, now);
                 }
@@ -469,6 +549,11 @@ impl Worker<'_, '_> {
         c.resp_bytes = 0;
         c.reader = ResponseReader::new(head);
         self.inflight += 1;
+        let inflight = self.inflight as u64;
+        let sec = self.second(now);
+        sec.inflight_peak = sec.inflight_peak.max(inflight);
+        sec.inflight_end = Some(inflight);
+        let c = &mut self.conns[i];
         let same_peer = c.peer == t
             || self.spec.targets[c.peer.min(self.spec.targets.len() - 1)].addr
                 == self.spec.targets[t].addr;
@@ -510,6 +595,9 @@ impl Worker<'_, '_> {
             St::Idle if readable => {
                 // The server closed (or wrote to) an idle keep-alive connection.
                 self.close(i);
+                let now = Instant::now();
+                self.tally.server_closed += 1;
+                self.second(now).tally.server_closed += 1;
             }
             _ => {}
         }
@@ -627,6 +715,7 @@ impl Worker<'_, '_> {
         let svc_us = (now.saturating_duration_since(c.sent).as_micros() as u64).max(1);
         let (t, status, bytes) = (c.target, c.reader.status, c.resp_bytes);
         let keep = !must_close && c.reader.keep_alive && keepalive;
+        let server_closed = must_close || !c.reader.keep_alive;
         c.has_request = false;
         c.reused = true;
         if keep {
@@ -635,6 +724,13 @@ impl Worker<'_, '_> {
             self.close(i);
         }
         self.record(now, t, status, bytes, lat_us, svc_us);
+        let inflight = self.inflight as u64;
+        let sec = self.second(now);
+        sec.inflight_end = Some(inflight);
+        if server_closed {
+            sec.tally.server_closed += 1;
+            self.tally.server_closed += 1;
+        }
         if self.open {
             self.make_free(i);
         } else if self.can_send() {
@@ -657,6 +753,7 @@ impl Worker<'_, '_> {
             tally.requests += 1;
             tally.bytes += bytes;
             tally.status.add(status);
+            tally.add_code(status);
             tally.latency.saturating_record(lat_us);
             if let Some(s) = &mut tally.service {
                 s.saturating_record(svc_us);
@@ -676,21 +773,50 @@ impl Worker<'_, '_> {
             }
             let h = sec.per_target[t].get_or_insert_with(|| new_histogram(high, SIGFIG_SECOND));
             h.saturating_record(lat_us);
+            if status >= 500 {
+                if sec.per_target_errors.is_empty() {
+                    sec.per_target_errors = vec![(0, 0); ntargets];
+                }
+                sec.per_target_errors[t].0 += 1;
+            }
         }
         self.live.saturating_record(lat_us);
         self.pub_requests += 1;
+        if status >= 500 {
+            self.pub_errors += 1;
+        }
     }
 
     fn second(&mut self, now: Instant) -> &mut SecondTally {
         let s = now.saturating_duration_since(self.spec.run_start).as_secs();
-        let idx = s.saturating_sub(self.first_second) as usize;
+        // A second already handed over cannot receive more (time only moves
+        // on); should it, the oldest kept second takes it.
+        let idx = s.saturating_sub(self.base) as usize;
         while self.seconds.len() <= idx {
-            self.seconds.push(SecondTally {
-                tally: Tally::new(self.spec.high_us, SIGFIG_SECOND, self.open),
-                per_target: Vec::new(),
-            });
+            self.seconds
+                .push_back(SecondTally::new(self.spec.high_us, self.open));
         }
         &mut self.seconds[idx]
+    }
+
+    /// Takes every second before `until` (creating the quiet ones: a
+    /// stalled second is a second with no response, not a missing one),
+    /// with in-flight and connection counts carried across quiet seconds.
+    fn hand_over(&mut self, until: u64) -> Vec<(u64, SecondTally)> {
+        let mut out = Vec::new();
+        while self.base < until {
+            let mut s = self
+                .seconds
+                .pop_front()
+                .unwrap_or_else(|| SecondTally::new(self.spec.high_us, self.open));
+            s.inflight = self.carry_inflight.max(s.inflight_peak);
+            self.carry_inflight = s.inflight_end.unwrap_or(self.carry_inflight);
+            self.carry_conns = s.conns_end.unwrap_or(self.carry_conns);
+            s.connections = self.carry_conns;
+            out.push((self.base, s));
+            self.base += 1;
+        }
+        out
     }
 
     /// The request on connection `i` failed: count it, close, and retry later.
@@ -712,7 +838,26 @@ impl Worker<'_, '_> {
             if !self.per_target.is_empty() {
                 self.per_target[t].errors.add(kind);
             }
-            self.second(now).tally.errors.add(kind);
+            let ntargets = self.spec.targets.len();
+            let multi = !self.per_target.is_empty();
+            let inflight = self.inflight as u64;
+            let server_closed = kind == ErrorKind::Reset;
+            if server_closed {
+                self.tally.server_closed += 1;
+            }
+            let sec = self.second(now);
+            sec.tally.errors.add(kind);
+            sec.inflight_end = Some(inflight);
+            if server_closed {
+                sec.tally.server_closed += 1;
+            }
+            if multi {
+                if sec.per_target_errors.is_empty() {
+                    sec.per_target_errors = vec![(0, 0); ntargets];
+                }
+                sec.per_target_errors[t].0 += 1;
+                sec.per_target_errors[t].1 += 1;
+            }
             self.pub_errors += 1;
             if !self.reasons.iter().any(|(k, _)| *k == kind) {
                 self.reasons.push((kind, reason));
@@ -737,7 +882,11 @@ impl Worker<'_, '_> {
             // SAFETY: we own the fd; closing also removes it from the epoll set.
             unsafe { libc::close(c.fd) };
             c.fd = -1;
+            self.open_conns = self.open_conns.saturating_sub(1);
+            let open_conns = self.open_conns;
+            self.second(Instant::now()).conns_end = Some(open_conns);
         }
+        let c = &mut self.conns[i];
         c.gen = c.gen.wrapping_add(1);
         c.st = St::Closed;
         c.blen = 0;
@@ -781,6 +930,19 @@ impl Worker<'_, '_> {
 
     fn publish(&mut self) {
         let s = self.shared;
+        // Seconds before the current one are complete on this worker's side.
+        let current = Instant::now()
+            .saturating_duration_since(self.spec.run_start)
+            .as_secs();
+        if current > self.base {
+            let done = self.hand_over(current);
+            if let Ok(mut h) = s.handed.lock() {
+                h.extend(done);
+            }
+            if let Some(t) = s.through.get(self.spec.index) {
+                t.store(self.base, Ordering::Release);
+            }
+        }
         if self.pub_requests > 0 {
             s.requests.fetch_add(self.pub_requests, Ordering::Relaxed);
             self.pub_requests = 0;

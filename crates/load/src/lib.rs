@@ -31,12 +31,12 @@ pub mod spec;
 pub use error::LoadError;
 pub use knee::knee;
 pub use plan::{Model, PhaseSpec, Plan, Target};
-pub use report::{ErrorKind, PhaseReport, Report, Stats};
+pub use report::{ErrorKind, PhaseReport, Report, Second, Span, Stats};
 pub use slo::{Slo, Verdict};
 pub use spec::{Job, LoadSpec};
 
 use engine::{Shared, WorkerOut, WorkerSpec};
-use report::{Second, Span, Tally, TargetReport, ThreadCpu, SIGFIG, SIGFIG_SECOND};
+use report::{Tally, TargetReport, ThreadCpu, SIGFIG, SIGFIG_SECOND};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -60,7 +60,7 @@ pub struct Progress {
     pub requests: u64,
     /// Responses per second so far in this phase.
     pub rps: f64,
-    /// Transport errors so far in this phase.
+    /// Errors (transport errors and 5xx answers) so far in this phase.
     pub errors: u64,
     /// p99 latency so far in this phase, ms.
     pub p99_ms: f64,
@@ -68,6 +68,37 @@ pub struct Progress {
 
 /// Callback receiving [`Progress`].
 pub type ProgressFn = Box<dyn Fn(&Progress) + Send + Sync>;
+
+/// Results handed out as they become final, so a recorder can store them
+/// while the load runs (a killed keisoku then keeps what was measured).
+#[derive(Debug)]
+pub enum Live<'a> {
+    /// The load's clock started: Unix time in ms of its t = 0 (the
+    /// report's `started_unix_ms`), before any other event.
+    Started(u64),
+    /// One second of the timeline, complete: every load thread has moved
+    /// past it. Seconds come in order, each once, quiet seconds included.
+    Second(&'a Second),
+    /// The warm-up ended.
+    Warmup(&'a Span),
+    /// A measured phase started: its label, connections, rate and start
+    /// (ms since `started_unix_ms`).
+    PhaseStart {
+        /// `c=10` or `r=4000`.
+        label: String,
+        /// Connections or the connection cap.
+        connections: usize,
+        /// Offered rate (open model).
+        rate: Option<f64>,
+        /// Start, ms since the load's clock started.
+        start_ms: f64,
+    },
+    /// A measured phase ended.
+    Phase(&'a PhaseReport),
+}
+
+/// Callback receiving [`Live`] results, from the coordinating thread.
+pub type LiveFn = Box<dyn Fn(Live<'_>) + Send + Sync>;
 
 /// How a caller steers a running load: a stop flag (set it from a Ctrl-C
 /// handler; the report then covers what was measured and is marked partial)
@@ -78,6 +109,8 @@ pub struct RunControl {
     pub stop: Arc<AtomicBool>,
     /// Called from the coordinating thread about once a second.
     pub progress: Option<ProgressFn>,
+    /// Called with each second and phase as soon as it is final.
+    pub live: Option<LiveFn>,
 }
 
 impl RunControl {
@@ -187,8 +220,75 @@ pub fn find_max(
     Ok(report)
 }
 
-/// One second of the run across threads: the tally and per-target histograms.
-type SecondAcc = (Tally, Vec<Option<hdrhistogram::Histogram<u64>>>);
+/// The run's seconds as the workers hand them over, and how far they have
+/// been passed on to [`RunControl::live`].
+struct Timeline {
+    seconds: BTreeMap<u64, engine::SecondTally>,
+    /// The first second not yet passed on.
+    emitted: u64,
+}
+
+impl Timeline {
+    fn add(&mut self, t: u64, st: engine::SecondTally) {
+        match self.seconds.get_mut(&t) {
+            Some(acc) => acc.merge(st),
+            None => {
+                self.seconds.insert(t, st);
+            }
+        }
+    }
+
+    /// Takes what the workers handed over so far.
+    fn drain(&mut self, shared: &Shared) {
+        let handed = match shared.handed.lock() {
+            Ok(mut h) => std::mem::take(&mut *h),
+            Err(_) => return,
+        };
+        for (t, st) in handed {
+            self.add(t, st);
+        }
+    }
+
+    /// Passes on every second before `until`.
+    fn emit_until(&mut self, until: u64, ctl: &RunControl) {
+        // A later phase can ask for an earlier second than already passed
+        // on; BTreeMap::range panics on a reversed range.
+        if until <= self.emitted {
+            return;
+        }
+        if let Some(cb) = &ctl.live {
+            for (t, st) in self.seconds.range(self.emitted..until) {
+                cb(Live::Second(&second_report(*t, st)));
+            }
+        }
+        self.emitted = self.emitted.max(until);
+    }
+}
+
+/// One second of the timeline from its merged tally.
+fn second_report(t: u64, st: &engine::SecondTally) -> Second {
+    let s = st.tally.stats(1.0);
+    Second {
+        t_s: t,
+        requests: s.requests,
+        rps: s.requests as f64,
+        errors: s.errors,
+        errors_transport: s.errors_transport,
+        timeouts: s.errors_by_kind.read_timeout + s.errors_by_kind.connect_timeout,
+        status: s.status,
+        p50_ms: s.latency_ms.p50,
+        p90_ms: s.latency_ms.p90,
+        p99_ms: s.latency_ms.p99,
+        max_ms: s.latency_ms.max,
+        inflight: st.inflight,
+        connections: st.connections,
+        connects: st.tally.connects,
+        server_closed: st.tally.server_closed,
+        histogram: s.histogram,
+        per_target: st.per_target.clone(),
+        per_target_errors: st.per_target_errors.clone(),
+    }
+}
 
 /// Accumulates phases of one run.
 struct Runner<'a> {
@@ -203,7 +303,7 @@ struct Runner<'a> {
     phases: Vec<PhaseReport>,
     overall: Tally,
     per_target: Vec<Tally>,
-    seconds: BTreeMap<u64, SecondAcc>,
+    timeline: Timeline,
     cpu: Vec<(f64, f64)>,
     reasons: Vec<(ErrorKind, String)>,
     partial: bool,
@@ -232,6 +332,9 @@ impl<'a> Runner<'a> {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
+        if let Some(cb) = &ctl.live {
+            cb(Live::Started(started_unix_ms));
+        }
         Runner {
             plan,
             ctl,
@@ -252,7 +355,10 @@ impl<'a> Runner<'a> {
                 .iter()
                 .map(|_| Tally::new(high_us, SIGFIG, open))
                 .collect(),
-            seconds: BTreeMap::new(),
+            timeline: Timeline {
+                seconds: BTreeMap::new(),
+                emitted: 0,
+            },
             cpu: Vec::new(),
             reasons: Vec::new(),
             partial: false,
@@ -271,15 +377,27 @@ impl<'a> Runner<'a> {
         };
         let start = self.run_start.elapsed();
         self.execute(&spec, None, self.plan.phases.len())?;
-        self.warmup = Some(Span {
+        let span = Span {
             start_ms: ms(start),
             end_ms: ms(self.run_start.elapsed()),
-        });
+        };
+        if let Some(cb) = &self.ctl.live {
+            cb(Live::Warmup(&span));
+        }
+        self.warmup = Some(span);
         Ok(())
     }
 
     fn phase(&mut self, spec: &PhaseSpec, index: usize, total: usize) -> Result<(), LoadError> {
         let start = self.run_start.elapsed();
+        if let Some(cb) = &self.ctl.live {
+            cb(Live::PhaseStart {
+                label: spec.label(),
+                connections: spec.connections,
+                rate: spec.rate,
+                start_ms: ms(start),
+            });
+        }
         let (tally, per_target, wall) = self.execute(spec, Some(index), total)?;
         let end = self.run_start.elapsed();
         let stopped = self.ctl.stopped();
@@ -293,7 +411,7 @@ impl<'a> Runner<'a> {
         for (acc, t) in self.per_target.iter_mut().zip(&per_target) {
             acc.merge(t);
         }
-        self.phases.push(PhaseReport {
+        let phase = PhaseReport {
             index: self.phases.len(),
             label: spec.label(),
             connections: spec.connections,
@@ -302,7 +420,11 @@ impl<'a> Runner<'a> {
             end_ms: ms(end),
             stats: tally.stats(wall),
             slo: None,
-        });
+        };
+        if let Some(cb) = &self.ctl.live {
+            cb(Live::Phase(&phase));
+        }
+        self.phases.push(phase);
         Ok(())
     }
 
@@ -322,6 +444,8 @@ impl<'a> Runner<'a> {
             errors: AtomicU64::new(0),
             live: Mutex::new(report::new_histogram(self.high_us, SIGFIG_SECOND)),
             budget: spec.requests.map(AtomicU64::new),
+            handed: Mutex::new(Vec::new()),
+            through: (0..threads).map(|_| AtomicU64::new(0)).collect(),
         };
         let phase_start = Instant::now();
         let end = if spec.requests.is_some() {
@@ -374,6 +498,17 @@ impl<'a> Runner<'a> {
                 .any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
             {
                 std::thread::sleep(Duration::from_millis(50));
+                if self.ctl.live.is_some() {
+                    self.timeline.drain(&shared);
+                    let through = shared
+                        .through
+                        .iter()
+                        .map(|t| t.load(Ordering::Acquire))
+                        .min()
+                        .unwrap_or(0);
+                    let now_s = self.run_start.elapsed().as_secs();
+                    self.timeline.emit_until(through.min(now_s), self.ctl);
+                }
                 if Instant::now() >= next_progress {
                     next_progress += Duration::from_secs(1);
                     if let Some(cb) = &self.ctl.progress {
@@ -430,23 +565,7 @@ impl<'a> Runner<'a> {
                 }
             }
             for (sec, st) in out.seconds {
-                let entry = self
-                    .seconds
-                    .entry(sec)
-                    .or_insert_with(|| (Tally::new(self.high_us, SIGFIG_SECOND, open), Vec::new()));
-                entry.0.merge(&st.tally);
-                if !st.per_target.is_empty() {
-                    if entry.1.is_empty() {
-                        entry.1 = vec![None; plan.targets.len()];
-                    }
-                    for (acc, h) in entry.1.iter_mut().zip(st.per_target) {
-                        match (acc.as_mut(), h) {
-                            (Some(a), Some(h)) => report::add_hist(a, &h),
-                            (None, Some(h)) => *acc = Some(h),
-                            _ => {}
-                        }
-                    }
-                }
+                self.timeline.add(sec, st);
             }
             if index.is_some() {
                 self.cpu.push((out.cpu_s, out.wall_s));
@@ -460,31 +579,29 @@ impl<'a> Runner<'a> {
         if plan.targets.len() == 1 {
             per_target = vec![tally.clone()];
         }
+        self.timeline.drain(&shared);
+        // The phase's last second may go on in the next phase: it waits.
+        let now_s = self.run_start.elapsed().as_secs();
+        self.timeline.emit_until(now_s, self.ctl);
         Ok((tally, per_target, wall))
     }
 
-    fn finish(self, best: Option<f64>) -> Report {
+    fn finish(mut self, best: Option<f64>) -> Report {
         let plan = self.plan;
         let measured: f64 = self.phases.iter().map(|p| p.stats.duration_s).sum();
         let overall = self.overall.stats(measured);
+        let end = self
+            .timeline
+            .seconds
+            .keys()
+            .next_back()
+            .map_or(0, |t| t + 1);
+        self.timeline.emit_until(end, self.ctl);
         let timeline = self
+            .timeline
             .seconds
             .iter()
-            .map(|(t, (tally, per_target))| {
-                let s = tally.stats(1.0);
-                Second {
-                    t_s: *t,
-                    requests: s.requests,
-                    rps: s.requests as f64,
-                    errors: s.errors,
-                    status: s.status,
-                    p50_ms: s.latency_ms.p50,
-                    p99_ms: s.latency_ms.p99,
-                    max_ms: s.latency_ms.max,
-                    histogram: s.histogram,
-                    per_target: per_target.clone(),
-                }
-            })
+            .map(|(t, st)| second_report(*t, st))
             .collect();
         let targets = plan
             .targets

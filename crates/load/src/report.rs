@@ -13,8 +13,8 @@ pub const SIGFIG: u8 = 3;
 /// long run's memory bounded).
 pub const SIGFIG_SECOND: u8 = 2;
 
-/// Kinds of transport errors (answers with 4xx/5xx status are not errors
-/// here; they are counted in [`StatusCounts`]).
+/// Kinds of transport errors. A run's `errors` are these plus 5xx answers
+/// (counted in [`StatusCounts`]); 4xx answers are not errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// The target refused the connection (nothing listening).
@@ -265,12 +265,24 @@ pub struct Stats {
     pub bytes: u64,
     /// Response bytes per second.
     pub bytes_per_s: f64,
-    /// Transport errors, all kinds.
+    /// Errors: transport errors plus 5xx answers (one definition for every
+    /// report, gate and SLO).
     pub errors: u64,
+    /// `errors` as a percentage of attempts (responses plus transport errors).
+    pub error_rate: f64,
+    /// Of `errors`, the transport errors (all kinds).
+    pub errors_transport: u64,
     /// Transport errors by kind.
     pub errors_by_kind: ErrorCounts,
     /// Responses by status class.
     pub status: StatusCounts,
+    /// Responses by exact status code (`"200"`, `"503"`).
+    pub status_codes: std::collections::BTreeMap<String, u64>,
+    /// TCP connections the client opened.
+    pub connects: u64,
+    /// Responses with `Connection: close` and connections the server closed
+    /// (idle, or reset mid-request).
+    pub server_closed: u64,
     /// Latency. Open model: from each request's intended send time
     /// (coordinated omission corrected). Closed model: service time.
     pub latency_ms: LatencySummary,
@@ -292,19 +304,16 @@ impl Stats {
         us_to_ms(self.histogram.value_at_quantile(q / 100.0))
     }
 
-    /// Failures as the SLO counts them: transport errors plus 5xx answers.
+    /// Failures as the SLO counts them: transport errors plus 5xx answers
+    /// (the same as [`Stats::errors`]).
     pub fn slo_errors(&self) -> u64 {
-        self.errors + self.status.s5xx
+        self.errors
     }
 
-    /// [`Stats::slo_errors`] as a percentage of attempts (responses + errors).
+    /// [`Stats::errors`] as a percentage of attempts (responses + transport
+    /// errors).
     pub fn error_rate_pct(&self) -> f64 {
-        let attempts = self.requests + self.errors;
-        if attempts == 0 {
-            0.0
-        } else {
-            self.slo_errors() as f64 / attempts as f64 * 100.0
-        }
+        self.error_rate
     }
 }
 
@@ -325,9 +334,23 @@ pub struct Tally {
     pub service: Option<Histogram<u64>>,
     /// Schedule keeping, open model only.
     pub schedule: Option<ScheduleLag>,
+    /// Responses by exact status code; a handful of codes, so a short list.
+    pub codes: Vec<(u16, u64)>,
+    /// TCP connections opened.
+    pub connects: u64,
+    /// Responses with `Connection: close`, and connections the server closed.
+    pub server_closed: u64,
 }
 
 impl Tally {
+    /// Counts one response's exact status code.
+    pub fn add_code(&mut self, status: u16) {
+        match self.codes.iter_mut().find(|(c, _)| *c == status) {
+            Some(slot) => slot.1 += 1,
+            None => self.codes.push((status, 1)),
+        }
+    }
+
     /// An empty tally with histograms tracking 1 µs to `high_us`.
     pub fn new(high_us: u64, sigfig: u8, open: bool) -> Tally {
         let h = || new_histogram(high_us, sigfig);
@@ -339,6 +362,9 @@ impl Tally {
             latency: h(),
             service: open.then(h),
             schedule: open.then(ScheduleLag::default),
+            codes: Vec::new(),
+            connects: 0,
+            server_closed: 0,
         }
     }
 
@@ -348,6 +374,14 @@ impl Tally {
         self.bytes += o.bytes;
         self.errors.merge(&o.errors);
         self.status.merge(&o.status);
+        for &(code, n) in &o.codes {
+            match self.codes.iter_mut().find(|(c, _)| *c == code) {
+                Some(slot) => slot.1 += n,
+                None => self.codes.push((code, n)),
+            }
+        }
+        self.connects += o.connects;
+        self.server_closed += o.server_closed;
         add_hist(&mut self.latency, &o.latency);
         match (&mut self.service, &o.service) {
             (Some(a), Some(b)) => add_hist(a, b),
@@ -358,6 +392,22 @@ impl Tally {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.schedule = Some(b.clone()),
             _ => {}
+        }
+    }
+
+    /// Errors: transport errors plus 5xx answers.
+    pub fn errors(&self) -> u64 {
+        self.errors.total() + self.status.s5xx
+    }
+
+    /// [`Tally::errors`] as a percentage of attempts (responses plus
+    /// transport errors); 0 without attempts.
+    pub fn error_rate_pct(&self) -> f64 {
+        let attempts = self.requests + self.errors.total();
+        if attempts == 0 {
+            0.0
+        } else {
+            self.errors() as f64 / attempts as f64 * 100.0
         }
     }
 
@@ -376,9 +426,18 @@ impl Tally {
             rps: per_s(self.requests),
             bytes: self.bytes,
             bytes_per_s: per_s(self.bytes),
-            errors: self.errors.total(),
+            errors: self.errors(),
+            error_rate: self.error_rate_pct(),
+            errors_transport: self.errors.total(),
             errors_by_kind: self.errors.clone(),
             status: self.status.clone(),
+            status_codes: self
+                .codes
+                .iter()
+                .map(|(c, n)| (c.to_string(), *n))
+                .collect(),
+            connects: self.connects,
+            server_closed: self.server_closed,
             latency_ms: LatencySummary::from_histogram(&self.latency),
             service_ms: self.service.as_ref().map(LatencySummary::from_histogram),
             schedule: self.schedule.clone(),
@@ -412,16 +471,32 @@ pub struct Second {
     pub requests: u64,
     /// Responses per second (equals `requests`).
     pub rps: f64,
-    /// Transport errors in this second.
+    /// Errors in this second: transport errors plus 5xx answers.
     pub errors: u64,
+    /// Of `errors`, transport errors.
+    pub errors_transport: u64,
+    /// Of the transport errors, timeouts (connect and read).
+    pub timeouts: u64,
     /// Responses by status class.
     pub status: StatusCounts,
     /// Median latency, ms.
     pub p50_ms: f64,
+    /// 90th percentile latency, ms.
+    pub p90_ms: f64,
     /// 99th percentile latency, ms.
     pub p99_ms: f64,
     /// Maximum latency, ms.
     pub max_ms: f64,
+    /// Requests in flight: the most within the second, summed over the
+    /// load threads (each thread's own maximum).
+    pub inflight: u64,
+    /// Connections open at the end of the second.
+    pub connections: u64,
+    /// TCP connections opened in the second.
+    pub connects: u64,
+    /// Responses with `Connection: close` and connections the server
+    /// closed, in the second.
+    pub server_closed: u64,
     /// Latency histogram of this second (µs, 2 significant digits).
     #[serde(skip)]
     pub histogram: Histogram<u64>,
@@ -430,6 +505,10 @@ pub struct Second {
     /// run has one target (then `histogram` is that target's).
     #[serde(skip)]
     pub per_target: Vec<Option<Histogram<u64>>>,
+    /// Per target (when several): (errors, of which transport errors) in
+    /// this second.
+    #[serde(skip)]
+    pub per_target_errors: Vec<(u64, u64)>,
 }
 
 /// One phase: a load level held for a while.

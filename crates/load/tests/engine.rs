@@ -88,8 +88,21 @@ fn status_classes_chunked_and_large_bodies() {
     let mut p = plan(&urls, 5, 0);
     p.phases[0].requests = Some(500);
     let r = go(&p);
-    assert_eq!(r.overall.errors, 0, "{:?}", r.error_reasons);
+    assert_eq!(r.overall.errors_transport, 0, "{:?}", r.error_reasons);
     let st = &r.overall.status;
+    // 5xx answers are errors (issue 13: one definition everywhere).
+    assert_eq!(r.overall.errors, st.s5xx);
+    assert_eq!(r.overall.status_codes.get("503"), Some(&st.s5xx));
+    assert_eq!(r.overall.status_codes.get("404"), Some(&st.s4xx));
+    let attempts = r.overall.requests as f64;
+    assert!((r.overall.error_rate - st.s5xx as f64 / attempts * 100.0).abs() < 1e-9);
+    // Every second of the timeline counts its 5xx as errors, and the
+    // timeline has no hole.
+    let tl_errors: u64 = r.timeline.iter().map(|s| s.errors).sum();
+    assert_eq!(tl_errors, st.s5xx);
+    for w in r.timeline.windows(2) {
+        assert_eq!(w[1].t_s, w[0].t_s + 1);
+    }
     // Each thread rotates on its own, so a target's share may be off by one per thread.
     let near = |v: u64, want: u64| v.abs_diff(want) <= 2;
     assert!(

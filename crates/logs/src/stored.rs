@@ -402,6 +402,8 @@ mod tests {
             route: route.into(),
             second,
             histogram: hist(us),
+            errors: 0,
+            transport_errors: 0,
         };
         let seconds = vec![
             second("GET", "/users/1", 0, &[100_000]),

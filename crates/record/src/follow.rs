@@ -6,7 +6,7 @@
 use hdrhistogram::Histogram;
 use keisoku_logs::group::Grouper;
 use keisoku_logs::{Aggregator, Config, Format, LineParser, QueryMode};
-use keisoku_store::{AccessLog, LogLinesWriter, RouteRow, RouteSecond, RouteSource, Series, Store};
+use keisoku_store::{AccessLog, LogLinesWriter, RouteRow, RouteSecond, RouteSource, Store};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -34,6 +34,12 @@ const ROUTE_LIMIT: usize = 5000;
 /// (1 µs to 1 h at 3 significant digits), so a second with thousands of
 /// routes is stored a batch at a time.
 const HISTOGRAM_BATCH: usize = 256;
+/// Seconds a log second stays open before it is stored: a request that
+/// ends now was in flight since `now - request_time`, so `log.inflight` of
+/// the last few seconds is still growing. Requests longer than this count
+/// in flight only for their last seconds of it, until the run ends (the
+/// last seconds are stored when the follower stops).
+const SETTLE_S: u32 = 5;
 
 /// Builds the line parser for `--log-format`.
 pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> {
@@ -95,12 +101,15 @@ struct State {
     origin: Instant,
     /// An empty histogram with the bounds every route second uses.
     template: Histogram<u64>,
-    /// (second, method, route) -> latencies in µs, made into histograms
-    /// when the second is stored (4 bytes a request until then).
-    open: BTreeMap<(u32, String, String), Vec<u32>>,
-    /// second -> latencies of every request, for `log.rps`/`log.p99_ms`
+    /// (second, method, route) -> latencies in µs and 5xx answers, made
+    /// into histograms when the second is stored (4 bytes a request until
+    /// then).
+    open: BTreeMap<(u32, String, String), (Vec<u32>, u64)>,
+    /// second -> every request of the second, for the `log.*` series
     /// (these count routes beyond ROUTE_LIMIT too).
-    totals: BTreeMap<u32, Vec<u32>>,
+    totals: BTreeMap<u32, LogSecond>,
+    /// The first second whose `log.*` points are not stored yet.
+    next_second: u32,
     /// (method, route) pairs given histograms so far.
     known: std::collections::HashSet<(String, String)>,
     /// Requests of routes beyond ROUTE_LIMIT.
@@ -111,6 +120,19 @@ struct State {
     notes: Vec<String>,
     /// Keeps the lines in the store (`None` if it could not start).
     keeper: Option<LogLinesWriter>,
+}
+
+/// One second of the log across routes.
+#[derive(Default)]
+struct LogSecond {
+    /// Latencies in µs.
+    latencies: Vec<u32>,
+    /// Answers by status class, 1xx..5xx.
+    status: [u64; 5],
+    /// Milliseconds of requests in flight within the second (their
+    /// `[time - request_time, time]` overlap), summed: divided by 1000 it
+    /// is the mean number in flight.
+    busy_ms: f64,
 }
 
 impl Follower {
@@ -157,6 +179,7 @@ impl Follower {
             template: Histogram::new_with_bounds(1, MAX_US, 3).map_err(|e| e.to_string())?,
             open: BTreeMap::new(),
             totals: BTreeMap::new(),
+            next_second: (origin.elapsed().as_millis() / 1000) as u32,
             known: Default::default(),
             unrouted: 0,
             lines: 0,
@@ -352,7 +375,7 @@ impl State {
             self.tail.drain(..self.tail.len() + keep - TAIL);
         }
         self.tail.extend_from_slice(&buf[buf.len() - keep..]);
-        let second = (self.origin.elapsed().as_millis() / 1000) as u32;
+        let now_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
         self.partial.extend_from_slice(buf);
         let Some(last_nl) = self.partial.iter().rposition(|&b| b == b'\n') else {
             return;
@@ -369,11 +392,14 @@ impl State {
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
-            self.line(line, second);
+            self.line(line, now_ms);
         }
     }
 
-    fn line(&mut self, line: &[u8], second: u32) {
+    /// One log line, read at `now_ms` on the run's clock: the request ended
+    /// when the server wrote it (we read within one poll of that).
+    fn line(&mut self, line: &[u8], now_ms: f64) {
+        let second = (now_ms / 1000.0) as u32;
         self.lines += 1;
         let _ = self.agg.feed(line);
         let line = keisoku_logs::format::trim_line(line);
@@ -385,7 +411,28 @@ impl State {
             }
         };
         let us = (rec.response_time * 1e6).round().clamp(1.0, MAX_US as f64) as u32;
-        self.totals.entry(second).or_default().push(us);
+        let server_error = rec.status >= 500;
+        let total = self.totals.entry(second).or_default();
+        total.latencies.push(us);
+        if let Some(slot) = usize::try_from(rec.status / 100)
+            .ok()
+            .and_then(|c| c.checked_sub(1))
+            .and_then(|i| total.status.get_mut(i))
+        {
+            *slot += 1;
+        }
+        // Spread the request's time in flight over the seconds it covers
+        // (those not yet stored).
+        let start_ms = (now_ms - f64::from(us) / 1000.0).max(0.0);
+        let mut sec = ((start_ms / 1000.0) as u32).max(self.next_second);
+        while f64::from(sec) * 1000.0 < now_ms {
+            let lo = (f64::from(sec) * 1000.0).max(start_ms);
+            let hi = (f64::from(sec + 1) * 1000.0).min(now_ms);
+            if hi > lo {
+                self.totals.entry(sec).or_default().busy_ms += hi - lo;
+            }
+            sec += 1;
+        }
         let route = self.grouper.route(&rec.uri).into_owned();
         let method = String::from_utf8_lossy(&rec.method).into_owned();
         let key = (method, route);
@@ -396,10 +443,9 @@ impl State {
             }
             self.known.insert(key.clone());
         }
-        self.open
-            .entry((second, key.0, key.1))
-            .or_default()
-            .push(us);
+        let slot = self.open.entry((second, key.0, key.1)).or_default();
+        slot.0.push(us);
+        slot.1 += u64::from(server_error);
     }
 
     /// A histogram of latencies in µs with the bounds every route second uses.
@@ -411,35 +457,35 @@ impl State {
         h
     }
 
-    /// Stores every completed second (all when `keep_current` is false),
-    /// with the `log.rps` and `log.p99_ms` series.
+    /// Stores every settled second (all when `keep_current` is false):
+    /// per-route histograms and the `log.*` series, a point for every
+    /// second (0 when no line came).
     fn flush_seconds(&mut self, store: &Store, run: &str, keep_current: bool) {
         let now = (self.origin.elapsed().as_millis() / 1000) as u32;
-        let done_seconds: Vec<u32> = self
-            .totals
-            .keys()
-            .copied()
-            .filter(|&sec| !keep_current || sec < now)
-            .collect();
-        if done_seconds.is_empty() {
+        // Stored up to (not including) `until`.
+        let until = if keep_current {
+            now.saturating_sub(SETTLE_S)
+        } else {
+            let last = self.totals.keys().next_back().map_or(0, |s| s + 1);
+            last.max(now + 1)
+        };
+        if until <= self.next_second {
             return;
         }
-        let done: Vec<(u32, String, String)> = self
-            .open
-            .keys()
-            .filter(|k| !keep_current || k.0 < now)
-            .cloned()
-            .collect();
+        let done: Vec<(u32, String, String)> =
+            self.open.keys().filter(|k| k.0 < until).cloned().collect();
         let mut failed = None;
         for batch in done.chunks(HISTOGRAM_BATCH) {
             let mut seconds = Vec::with_capacity(batch.len());
             for key in batch {
-                if let Some(values) = self.open.remove(key) {
+                if let Some((values, errors)) = self.open.remove(key) {
                     seconds.push(RouteSecond {
                         method: key.1.clone(),
                         route: key.2.clone(),
                         second: key.0,
                         histogram: self.histogram(&values),
+                        errors,
+                        transport_errors: 0,
                     });
                 }
             }
@@ -447,31 +493,47 @@ impl State {
                 failed = Some(e);
             }
         }
-        let mut rps = Series {
-            name: "log.rps".into(),
-            unit: "/s".into(),
-            t_ms: Vec::new(),
-            v: Vec::new(),
-        };
-        let mut p99 = Series {
-            name: "log.p99_ms".into(),
-            unit: "ms".into(),
-            t_ms: Vec::new(),
-            v: Vec::new(),
-        };
-        for sec in done_seconds {
-            let Some(values) = self.totals.remove(&sec) else {
-                continue;
+        let mut buf = keisoku_store::SeriesBuffer::default();
+        // Seconds before the first stored one (a long request reaching
+        // back) cannot be stored any more.
+        let stale: Vec<u32> = self
+            .totals
+            .keys()
+            .copied()
+            .take_while(|&s| s < self.next_second)
+            .collect();
+        for s in stale {
+            self.totals.remove(&s);
+        }
+        for sec in self.next_second..until {
+            let second = self.totals.remove(&sec).unwrap_or_default();
+            let h = self.histogram(&second.latencies);
+            let q = |p: f64| {
+                if h.is_empty() {
+                    0.0
+                } else {
+                    h.value_at_quantile(p) as f64 / 1000.0
+                }
             };
-            let h = self.histogram(&values);
             // A second's point sits at its end, like the sampler's rates.
             let t = f64::from(sec + 1) * 1000.0;
-            rps.t_ms.push(t);
-            rps.v.push(h.len() as f64);
-            p99.t_ms.push(t);
-            p99.v.push(h.value_at_quantile(0.99) as f64 / 1000.0);
+            let st = &second.status;
+            for (name, unit, v) in [
+                ("log.rps", "/s", h.len() as f64),
+                ("log.errors", "/s", st[4] as f64),
+                ("log.status_2xx", "/s", st[1] as f64),
+                ("log.status_3xx", "/s", st[2] as f64),
+                ("log.status_4xx", "/s", st[3] as f64),
+                ("log.status_5xx", "/s", st[4] as f64),
+                ("log.p50_ms", "ms", q(0.5)),
+                ("log.p99_ms", "ms", q(0.99)),
+                ("log.inflight", "req", second.busy_ms / 1000.0),
+            ] {
+                buf.push(name, unit, t, v);
+            }
         }
-        if let Err(e) = store.append_series(run, &[rps, p99]) {
+        self.next_second = until;
+        if let Err(e) = buf.flush(store, run) {
             failed = Some(e);
         }
         if let Some(e) = failed {

@@ -110,7 +110,7 @@ pub fn client(run: &RunJson) -> String {
         "  requests {}  rps {}  errors {}",
         num(&r["requests"]).map_or("-".into(), |v| format!("{v:.0}")),
         num(&r["rps"]).map_or("-".into(), |v| format!("{v:.1}")),
-        num(&r["errors"]).map_or("-".into(), |v| format!("{v:.0}")),
+        errors_text(r),
     );
     let q = |k: &str| num(&lat[k]).map_or("-".into(), |v| format!("{v:.2}"));
     let _ = writeln!(
@@ -122,6 +122,32 @@ pub fn client(run: &RunJson) -> String {
         q("max")
     );
     out
+}
+
+/// `4357 (3.9%): 5xx 4357, transport 0` from a results object. Runs
+/// recorded before errors counted 5xx answers (no `errors_transport`) have
+/// their 5xx added, so every run reads with one definition.
+fn errors_text(r: &serde_json::Value) -> String {
+    let count = |v: &serde_json::Value| v.as_f64().unwrap_or(0.0);
+    if r["errors"].as_f64().is_none() {
+        return "-".into();
+    }
+    let s5xx = count(&r["status"]["5xx"]);
+    let (errors, transport) = if r.get("errors_transport").is_some() {
+        (count(&r["errors"]), count(&r["errors_transport"]))
+    } else {
+        (count(&r["errors"]) + s5xx, count(&r["errors"]))
+    };
+    let attempts = count(&r["requests"]) + transport;
+    let rate = r["error_rate"].as_f64().unwrap_or(if attempts > 0.0 {
+        errors / attempts * 100.0
+    } else {
+        0.0
+    });
+    if errors == 0.0 {
+        return "0".into();
+    }
+    format!("{errors:.0} ({rate:.1}%): 5xx {s5xx:.0}, transport {transport:.0}")
 }
 
 /// The server side: CPU per core, scheduler, faults, disk, process,

@@ -180,10 +180,10 @@ fn headline(results: &Value, out: &mut BTreeMap<String, f64>) {
     if let Some(r) = requests {
         out.insert("requests".into(), r);
     }
-    if let Some(e) = error_count(results.get("errors")) {
+    if let Some((e, rate)) = errors_and_rate(results, requests) {
         out.insert("errors".into(), e);
-        if let Some(r) = requests.filter(|r| *r > 0.0) {
-            out.insert("error_rate".into(), 100.0 * e / r);
+        if let Some(rate) = rate {
+            out.insert("error_rate".into(), rate);
         }
     }
     if let Some(lat) = results.get("latency_ms") {
@@ -193,6 +193,29 @@ fn headline(results: &Value, out: &mut BTreeMap<String, f64>) {
             }
         }
     }
+}
+
+/// Errors (transport errors plus 5xx answers, one definition everywhere)
+/// and their rate in percent of attempts. Results written before errors
+/// counted 5xx answers (no `errors_transport`) get their 5xx added; their
+/// rate is then over the responses, as those files counted it.
+fn errors_and_rate(results: &Value, requests: Option<f64>) -> Option<(f64, Option<f64>)> {
+    let counted = error_count(results.get("errors"))?;
+    if results.get("errors_transport").is_some() {
+        let rate = num(results.get("error_rate")).or_else(|| {
+            let transport = num(results.get("errors_transport")).unwrap_or(0.0);
+            let attempts = requests.unwrap_or(0.0) + transport;
+            (attempts > 0.0).then(|| 100.0 * counted / attempts)
+        });
+        return Some((counted, rate));
+    }
+    let s5xx = results
+        .get("status")
+        .and_then(|s| num(s.get("5xx")))
+        .unwrap_or(0.0);
+    let e = counted + s5xx;
+    let rate = requests.filter(|r| *r > 0.0).map(|r| 100.0 * e / r);
+    Some((e, rate))
 }
 
 /// Errors are a count, or an object of counts by kind (with or without a
@@ -786,6 +809,26 @@ mod tests {
         let a = summarize(&run(1000.0, 10.0, json!([]))).unwrap();
         let gate = parse_gate("p80>+1%").unwrap();
         assert!(judge_gate(&gate, &a, &a).is_err());
+    }
+
+    #[test]
+    fn errors_count_5xx_answers_in_new_and_old_results() {
+        let mut faulty = run(1000.0, 10.0, json!([]));
+        faulty["results"] = json!({"requests": 1000, "rps": 1000.0, "errors": 40,
+            "errors_transport": 0, "error_rate": 4.0, "status": {"5xx": 40},
+            "latency_ms": {"p99": 10.0}});
+        let s = summarize(&faulty).unwrap();
+        assert_eq!(s.metrics["errors"], 40.0);
+        assert_eq!(s.metrics["error_rate"], 4.0);
+        // An older file counted only transport errors in `errors`.
+        faulty["results"] = json!({"requests": 1000, "rps": 1000.0, "errors": 2,
+            "status": {"5xx": 38}, "latency_ms": {"p99": 10.0}});
+        let s = summarize(&faulty).unwrap();
+        assert_eq!(s.metrics["errors"], 40.0);
+        assert!((s.metrics["error_rate"] - 4.0).abs() < 1e-12);
+        let clean = summarize(&run(1000.0, 10.0, json!([]))).unwrap();
+        let gate = parse_gate("errors>0,error_rate>0").unwrap();
+        assert!(!judge_gate(&gate, &clean, &s).unwrap().pass);
     }
 
     #[test]

@@ -370,8 +370,8 @@ impl Store {
         let tx = self.conn.unchecked_transaction()?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO route_histograms (run_id, source, method, route, second, hdr)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT OR REPLACE INTO route_histograms (run_id, source, method, route, second, hdr, errors, transport_errors)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             let mut ser = V2Serializer::new();
             let mut buf = Vec::new();
@@ -385,7 +385,9 @@ impl Store {
                     s.method,
                     s.route,
                     s.second,
-                    buf
+                    buf,
+                    i64::try_from(s.errors).unwrap_or(i64::MAX),
+                    i64::try_from(s.transport_errors).unwrap_or(i64::MAX)
                 ])?;
             }
         }
@@ -398,7 +400,7 @@ impl Store {
     pub fn route_seconds(&self, run: &str, source: RouteSource) -> Result<Vec<RouteSecond>> {
         use hdrhistogram::serialization::Deserializer;
         let mut stmt = self.conn.prepare(
-            "SELECT method, route, second, hdr FROM route_histograms
+            "SELECT method, route, second, hdr, errors, transport_errors FROM route_histograms
              WHERE run_id = ?1 AND source = ?2 ORDER BY method, route, second",
         )?;
         let rows = stmt.query_map(params![run, source.as_str()], |r| {
@@ -407,12 +409,14 @@ impl Store {
                 r.get::<_, String>(1)?,
                 r.get::<_, u32>(2)?,
                 r.get::<_, Vec<u8>>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, i64>(5)?,
             ))
         })?;
         let mut de = Deserializer::new();
         let mut out = Vec::new();
         for row in rows {
-            let (method, route, second, hdr) = row?;
+            let (method, route, second, hdr, errors, transport) = row?;
             let histogram = de
                 .deserialize(&mut hdr.as_slice())
                 .map_err(|e| StoreError::Histogram(format!("{e:?}")))?;
@@ -421,9 +425,17 @@ impl Store {
                 route,
                 second,
                 histogram,
+                errors: u64::try_from(errors).unwrap_or(0),
+                transport_errors: u64::try_from(transport).unwrap_or(0),
             });
         }
         Ok(out)
+    }
+
+    /// One source's per-route seconds as Run JSON's `route_seconds` entries:
+    /// one per route, seconds ascending, each stamped at its end.
+    pub fn route_seconds_json(&self, run: &str, source: RouteSource) -> Result<Vec<RouteSeconds>> {
+        Ok(route_seconds_json(&self.route_seconds(run, source)?))
     }
 
     /// Replaces the per-route aggregate table of one source.
@@ -820,12 +832,71 @@ impl Store {
                 access_log: self.routes(run, RouteSource::AccessLog)?,
                 access_log_lines: self.access_log(run)?,
             },
+            route_seconds: RouteSecondsBySource {
+                client: self.route_seconds_json(run, RouteSource::Client)?,
+                access_log: self.route_seconds_json(run, RouteSource::AccessLog)?,
+            },
             profile: self.profile(run)?,
             findings: self.findings(run)?,
         };
         tx.finish()?;
         Ok(out)
     }
+}
+
+/// Groups stored route seconds (ordered by route, then second) into one
+/// [`RouteSeconds`] per route, with sparse log buckets from each histogram.
+pub fn route_seconds_json(seconds: &[RouteSecond]) -> Vec<RouteSeconds> {
+    let mut out: Vec<RouteSeconds> = Vec::new();
+    for s in seconds {
+        let same = out
+            .last()
+            .is_some_and(|r| r.method == s.method && r.route == s.route);
+        if !same {
+            out.push(RouteSeconds {
+                method: s.method.clone(),
+                route: s.route.clone(),
+                ..RouteSeconds::default()
+            });
+        }
+        let Some(r) = out.last_mut() else { continue };
+        let h = &s.histogram;
+        let q = |p: f64| {
+            if h.is_empty() {
+                0.0
+            } else {
+                h.value_at_quantile(p) as f64 / 1000.0
+            }
+        };
+        r.t_ms.push((f64::from(s.second) + 1.0) * 1000.0);
+        r.count.push(h.len() + s.transport_errors);
+        r.errors.push(s.errors);
+        r.p50_ms.push(q(0.5));
+        r.p99_ms.push(q(0.99));
+        r.max_ms.push(if h.is_empty() {
+            0.0
+        } else {
+            h.max() as f64 / 1000.0
+        });
+        r.hist.push(sparse_buckets(h));
+    }
+    out
+}
+
+/// An HdrHistogram of µs as sparse `(bucket, count)` pairs, ascending.
+pub fn sparse_buckets(h: &hdrhistogram::Histogram<u64>) -> Vec<(u32, u64)> {
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for v in h.iter_recorded() {
+        // The bucket of the value's equivalence range midpoint: HdrHistogram
+        // keeps values only to its precision.
+        let us = h.median_equivalent(v.value_iterated_to()) as f64;
+        let k = keisoku_common::latency_bucket(us);
+        match out.last_mut() {
+            Some(last) if last.0 == k => last.1 += v.count_at_value(),
+            _ => out.push((k, v.count_at_value())),
+        }
+    }
+    out
 }
 
 /// A run left "running" by a process that no longer exists on this host was

@@ -25,6 +25,10 @@ pub struct RunJson {
     pub series: Vec<Series>,
     /// Per-route aggregates from the client and from the access log.
     pub routes: Routes,
+    /// Per-route per-second counts, percentiles and sparse latency buckets
+    /// from both sources (additive to version 1: empty in older runs).
+    #[serde(default)]
+    pub route_seconds: RouteSecondsBySource,
     /// The CPU profile, if one was recorded: the stacks crate's model, its
     /// sample times counted from the run's t = 0 and `start_unix_ns` the
     /// run's start. In JSON it is profile JSON (docs/profile-json.md),
@@ -48,6 +52,7 @@ impl PartialEq for RunJson {
             phases,
             series,
             routes,
+            route_seconds,
             profile,
             findings,
         } = self;
@@ -61,6 +66,7 @@ impl PartialEq for RunJson {
             && *phases == other.phases
             && *series == other.series
             && *routes == other.routes
+            && *route_seconds == other.route_seconds
             && *findings == other.findings
             && profile_json(profile) == profile_json(&other.profile)
     }
@@ -109,6 +115,7 @@ impl Default for RunJson {
             phases: Vec::new(),
             series: Vec::new(),
             routes: Routes::default(),
+            route_seconds: RouteSecondsBySource::default(),
             profile: None,
             findings: Vec::new(),
         }
@@ -278,6 +285,44 @@ pub struct Routes {
     pub access_log_lines: Option<AccessLog>,
 }
 
+/// Per-route seconds of each source (`route_seconds` in Run JSON).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RouteSecondsBySource {
+    /// As the load client saw them.
+    pub client: Vec<RouteSeconds>,
+    /// As the server's access log recorded them.
+    pub access_log: Vec<RouteSeconds>,
+}
+
+/// One route's seconds: parallel arrays, one entry per second in which the
+/// route had requests, so a time range can be re-aggregated exactly as the
+/// buckets allow (percentiles of a range come from summed `hist`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RouteSeconds {
+    /// HTTP method.
+    pub method: String,
+    /// Normalised route.
+    pub route: String,
+    /// End of each second on the run's clock, ms.
+    pub t_ms: Vec<f64>,
+    /// Requests ended in the second: answers, plus the client's transport
+    /// errors (which have no latency, so `hist` holds only the answers).
+    pub count: Vec<u64>,
+    /// Of those, errors: 5xx answers plus transport errors.
+    pub errors: Vec<u64>,
+    /// Median latency, ms.
+    pub p50_ms: Vec<f64>,
+    /// 99th percentile latency, ms.
+    pub p99_ms: Vec<f64>,
+    /// Slowest request, ms.
+    pub max_ms: Vec<f64>,
+    /// The second's latencies as sparse `[k, n]` log buckets
+    /// (`keisoku_common::latency_bucket`).
+    pub hist: Vec<Vec<(u32, u64)>>,
+}
+
 /// The access log a run followed, and what it kept of its lines.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct AccessLog {
@@ -435,6 +480,11 @@ pub struct RouteSecond {
     pub second: u32,
     /// Latencies in microseconds.
     pub histogram: hdrhistogram::Histogram<u64>,
+    /// Errors in the second: 5xx answers plus transport errors.
+    pub errors: u64,
+    /// Of `errors`, transport errors (client only): requests without an
+    /// answer, so without a latency in `histogram`.
+    pub transport_errors: u64,
 }
 
 #[cfg(test)]

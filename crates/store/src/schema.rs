@@ -154,4 +154,11 @@ CREATE TABLE log_chunks (
     PRIMARY KEY (run_id, seq)
 );
 "#,
+    // Version 3: errors per route second: all of them (5xx answers and the
+    // client's transport errors) and the transport ones, which have no
+    // latency to put in the histogram.
+    r#"
+ALTER TABLE route_histograms ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE route_histograms ADD COLUMN transport_errors INTEGER NOT NULL DEFAULT 0;
+"#,
 ];

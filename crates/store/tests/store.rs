@@ -119,6 +119,8 @@ fn a_run_round_trips_through_the_store() {
                 route: "/a".into(),
                 second: 2,
                 histogram: h.clone(),
+                errors: 1,
+                transport_errors: 0,
             }],
         )
         .unwrap();
@@ -167,6 +169,17 @@ fn a_run_round_trips_through_the_store() {
     assert_eq!(json.series[0].v, vec![10.0, 11.0, 12.0]);
     assert_eq!(json.routes.access_log, vec![row.clone()]);
     assert_eq!(json.routes.client, vec![row]);
+    // The route's second in Run JSON: stamped at its end, with its buckets.
+    let rs = &json.route_seconds.access_log;
+    assert_eq!(rs.len(), 1);
+    assert_eq!((rs[0].method.as_str(), rs[0].route.as_str()), ("GET", "/a"));
+    assert_eq!(rs[0].t_ms, vec![3000.0]);
+    assert_eq!(rs[0].count, vec![h.len()]);
+    assert_eq!(rs[0].errors, vec![1]);
+    assert_eq!(rs[0].hist[0].iter().map(|b| b.1).sum::<u64>(), h.len());
+    let p99_us = keisoku_common::bucket_percentile_us(&rs[0].hist[0], 99.0);
+    assert!((2500.0..2500.0 * 1.1).contains(&p99_us), "{p99_us}");
+    assert!(json.route_seconds.client.is_empty());
     assert_eq!(json.results, results);
     assert_eq!(json.profile.as_ref().map(json_of), Some(json_of(&p)));
     assert_eq!(json.findings.len(), 1);
@@ -343,6 +356,8 @@ fn a_long_run_with_a_large_profile_stays_under_50_mb() {
                     route: format!("/r{r}"),
                     second: sec,
                     histogram: h,
+                    errors: 0,
+                    transport_errors: 0,
                 });
             }
         }

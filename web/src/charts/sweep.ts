@@ -8,7 +8,7 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { h } from '../common/dom';
 import { axisColors, seriesColor } from './theme';
-import { axisLabel, fmtValue, isBytes } from './units';
+import { axisLabel, fmtTick, fmtValue } from './units';
 import './charts.css';
 
 /** One curve: y per x (connections or rate). */
@@ -40,9 +40,24 @@ export interface SweepSpec {
   width: number;
 }
 
+/**
+ * True for a doubling sweep (1, 2, 4 .. 64): positive steps that each about
+ * double. A linear axis crams such a sweep's first half into a few percent
+ * of the width; a log2 axis spaces its steps evenly.
+ */
+export function isDoubling(xs: number[]): boolean {
+  if (xs.length < 3 || xs.some((x) => !(x > 0))) return false;
+  for (let i = 1; i < xs.length; i++) {
+    const r = xs[i] / xs[i - 1];
+    if (r < 1.6 || r > 2.5) return false;
+  }
+  return true;
+}
+
 /** Draws a sweep chart into `container`; returns the uPlot instance. */
 export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
   const xs = Array.from(new Set(spec.curves.flatMap((c) => c.x))).sort((a, b) => a - b);
+  const log2 = isDoubling(xs);
   const ys = spec.curves.map((c) => xs.map((x) => {
     const i = c.x.indexOf(x);
     const v = i >= 0 ? c.y[i] : null;
@@ -56,7 +71,7 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
     width: spec.width,
     height: 240,
     scales: {
-      x: { time: false },
+      x: log2 ? { time: false, distr: 3, log: 2 } : { time: false },
       y: { auto: true, range: (_u, _min, max) => [0, Math.max(max, hmax) * 1.1 || 1] },
     },
     series: [
@@ -79,7 +94,9 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
         label: spec.xLabel,
         labelSize: 18,
         size: 34,
-        incrs: spec.integerX ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] : undefined,
+        incrs: spec.integerX && !log2 ? [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] : undefined,
+        // On a log2 axis, a tick at each step the sweep ran.
+        splits: log2 ? () => xs : undefined,
         values: (_u, splits) => splits.map((s) => fmtValue(s, '')),
       },
       {
@@ -89,7 +106,7 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
         label: axisLabel(spec.unit),
         labelSize: 16,
         size: 62,
-        values: (_u, splits) => splits.map((s) => fmtValue(s, isBytes(spec.unit) || spec.unit === 'ms' ? spec.unit : '')),
+        values: (_u, splits) => splits.map((s) => fmtTick(s, spec.unit)),
       },
     ],
     legend: { live: true },
@@ -104,6 +121,22 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
           ctx.font = `${11 * pr}px system-ui, sans-serif`;
           ctx.lineWidth = 1.5 * pr;
           ctx.setLineDash([4 * pr, 4 * pr]);
+          // Labels stay inside the plot (never over the axis ticks) and
+          // never on top of each other: each is placed where it does not
+          // meet one already drawn.
+          const placed: { x0: number; x1: number; y0: number; y1: number }[] = [];
+          const lineH = 13 * pr;
+          const free = (r: { x0: number; x1: number; y0: number; y1: number }): boolean => placed.every((p) => r.x1 <= p.x0 || r.x0 >= p.x1 || r.y1 <= p.y0 || r.y0 >= p.y1);
+          const put = (text: string, candidates: [number, number][]): void => {
+            const w = ctx.measureText(text).width;
+            const fits = candidates.map(([x, y]) => ({ x0: Math.max(left + 2 * pr, Math.min(x, left + width - w - 2 * pr)), y0: Math.max(top, Math.min(y, top + height - lineH)) })).map((c) => ({ ...c, x1: c.x0 + w, y1: c.y0 + lineH }));
+            const r = fits.find(free) ?? fits[0];
+            placed.push(r);
+            ctx.textBaseline = 'top';
+            // uPlot leaves an axis' alignment on the context.
+            ctx.textAlign = 'left';
+            ctx.fillText(text, r.x0, r.y0);
+          };
           for (const m of spec.vmarks ?? []) {
             const x = u.valToPos(m.at, 'x', true);
             if (x < left || x > left + width) continue;
@@ -113,22 +146,23 @@ export function sweepChart(container: HTMLElement, spec: SweepSpec): uPlot {
             ctx.moveTo(x, top);
             ctx.lineTo(x, top + height);
             ctx.stroke();
-            ctx.textBaseline = 'top';
-            ctx.fillText(m.label, x + 4 * pr, top + 4 * pr);
+            const w = ctx.measureText(m.label).width;
+            put(m.label, [[x + 4 * pr, top + 4 * pr], [x - w - 4 * pr, top + 4 * pr], [x + 4 * pr, top + 4 * pr + lineH]]);
           }
-          for (const m of spec.hmarks ?? []) {
-            const y = u.valToPos(m.at, 'y', true);
-            if (y < top || y > top + height) continue;
+          const hs = (spec.hmarks ?? []).map((m) => ({ m, y: u.valToPos(m.at, 'y', true) })).filter(({ y }) => y >= top && y <= top + height);
+          for (const { y } of hs) {
             ctx.strokeStyle = '#c92a2a';
             ctx.fillStyle = '#c92a2a';
             ctx.beginPath();
             ctx.moveTo(left, y);
             ctx.lineTo(left + width, y);
             ctx.stroke();
-            ctx.textBaseline = 'bottom';
-            ctx.textAlign = 'right';
-            ctx.fillText(m.label, left + width - 4 * pr, y - 2 * pr);
-            ctx.textAlign = 'left';
+          }
+          for (const { m, y } of hs) {
+            ctx.fillStyle = '#c92a2a';
+            const w = ctx.measureText(m.label).width;
+            const right = left + width - w - 4 * pr;
+            put(m.label, [[right, y - lineH - pr], [right, y + 2 * pr], [left + width / 2 - w / 2, y - lineH - pr], [left + width / 2 - w / 2, y + 2 * pr], [left + 4 * pr, y - lineH - pr], [left + 4 * pr, y + 2 * pr]]);
           }
           ctx.restore();
         },

@@ -14,7 +14,7 @@ import { Emitter } from '../common/events';
 import { h } from '../common/dom';
 import { isDark, onThemeChange } from '../common/theme';
 import { axisColors, seriesColor, utilColor } from './theme';
-import { axisLabel, fmtValue, isBytes } from './units';
+import { axisLabel, fmtTick, fmtValue } from './units';
 import './charts.css';
 
 /** A shaded interval of the run (a sweep step, the warm-up). */
@@ -32,6 +32,8 @@ export interface Line {
   t: ArrayLike<number>;
   v: ArrayLike<number | null>;
   dash?: boolean;
+  /** A fixed colour (status classes: 5xx red); default: the palette by position. */
+  color?: string;
 }
 
 /** A chart of lines; up to two units (left and right axes). */
@@ -42,6 +44,8 @@ export interface LineChartSpec {
   lines: Line[];
   /** Optional note under the title (what the chart answers). */
   note?: string;
+  /** Optional sentence above the chart: the answer it supports, in words. */
+  lead?: string;
 }
 
 /** A heat strip: one row per core (or any index), colour = value / max. */
@@ -80,8 +84,17 @@ interface Built {
 
 let groups = 0;
 
-/** Merges series sampled at possibly different times onto one x array (seconds). */
-export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null> }[]): { x: number[]; ys: (number | null)[][] } {
+/**
+ * Merges series sampled at possibly different times onto one x array
+ * (seconds). Series on different clocks (the client stamps seconds at
+ * 5.586, 6.586, ... and the access log at 5, 6, ...) share no x: a series
+ * gets `undefined` where it has no sample of its own, which uPlot spans
+ * over, so each still draws as a line between its own points. A `null`
+ * (uPlot: a gap) is kept only for what the series itself says is missing:
+ * its own null values, and any stretch between two of its samples longer
+ * than 1.5 of its usual step (a second the recorder did not write).
+ */
+export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null> }[]): { x: number[]; ys: (number | null | undefined)[][] } {
   const first = series[0];
   const same =
     !!first &&
@@ -101,11 +114,49 @@ export function align(series: { t: ArrayLike<number>; v: ArrayLike<number | null
   const pos = new Map<number, number>();
   ts.forEach((t, i) => pos.set(t, i));
   const ys = series.map((s) => {
-    const out: (number | null)[] = new Array(ts.length).fill(null);
-    for (let i = 0; i < s.t.length; i++) out[pos.get(s.t[i]) as number] = num(s.v[i]);
+    const out: (number | null | undefined)[] = new Array(ts.length).fill(undefined);
+    const step = usualStep(s.t);
+    for (let i = 0; i < s.t.length; i++) {
+      const at = pos.get(s.t[i]) as number;
+      out[at] = num(s.v[i]);
+      // A hole in the series' own sampling stays a hole: mark the merged
+      // points inside it as gaps.
+      if (i > 0 && step > 0 && s.t[i] - s.t[i - 1] > 1.5 * step) {
+        for (let j = (pos.get(s.t[i - 1]) as number) + 1; j < at; j++) out[j] = null;
+      }
+    }
+    // An own null is a gap from the sample before it to the one after: the
+    // merged points around it (undefined, which uPlot would span) are gaps too.
+    for (let i = 0; i < out.length; i++) {
+      if (out[i] !== null) continue;
+      for (let j = i - 1; j >= 0 && out[j] === undefined; j--) out[j] = null;
+      for (let j = i + 1; j < out.length && out[j] === undefined; j++) out[j] = null;
+    }
     return out;
   });
   return { x: ts.map((t) => t / 1000), ys };
+}
+
+/** The median distance between consecutive times (0 for fewer than two). */
+function usualStep(t: ArrayLike<number>): number {
+  if (t.length < 2) return 0;
+  const d: number[] = [];
+  for (let i = 1; i < t.length; i++) d.push(t[i] - t[i - 1]);
+  d.sort((a, b) => a - b);
+  return d[Math.floor(d.length / 2)];
+}
+
+/**
+ * The value of series `si` (1-based, as uPlot counts) nearest the cursor:
+ * on merged clocks the cursor's own index may fall between two of this
+ * series' samples, so uPlot's per-series index (`cursor.idxs`) is used,
+ * which skips the points the series does not have.
+ */
+export function valueAtCursor(u: uPlot, si: number): { t: number; v: number | null } | null {
+  const idx = u.cursor.idxs?.[si] ?? u.cursor.idx;
+  if (idx === null || idx === undefined) return null;
+  const v = u.data[si][idx];
+  return { t: u.data[0][idx], v: typeof v === 'number' ? v : null };
 }
 
 function num(v: number | null | undefined): number | null {
@@ -156,7 +207,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       if (units.length > 2) {
         const keep = units.slice(0, 2);
         this.add({ ...spec, lines: spec.lines.filter((l) => keep.includes(l.unit)) });
-        this.add({ ...spec, key: `${spec.key}+`, title: `${spec.title} (cont.)`, note: undefined, lines: spec.lines.filter((l) => !keep.includes(l.unit)) });
+        this.add({ ...spec, key: `${spec.key}+`, title: `${spec.title} (cont.)`, note: undefined, lead: undefined, lines: spec.lines.filter((l) => !keep.includes(l.unit)) });
         return;
       }
     }
@@ -164,6 +215,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     const title = h('figcaption', {}, h('span', { class: 'ks-chart-title', text: spec.title }));
     if (spec.note) title.append(h('span', { class: 'ks-muted ks-chart-note', text: ` · ${spec.note}` }));
     box.append(title);
+    if (spec.kind === 'lines' && spec.lead) box.append(h('p', { class: 'ks-chart-lead', text: spec.lead }));
     this.root.append(box);
     const u = this.build(spec, box);
     this.built.push({ spec, u, box });
@@ -227,7 +279,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       label: axisLabel(unit),
       labelSize: 16,
       size: 62,
-      values: (_u, splits) => splits.map((s) => fmtValue(s, isBytes(unit) || unit === 'ms' || unit === '%' ? unit : '')),
+      values: (_u, splits) => splits.map((s) => fmtTick(s, unit)),
     });
     let data: uPlot.AlignedData;
     let series: uPlot.Series[];
@@ -249,7 +301,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
         ...spec.lines.map((l, i) => ({
           label: l.label,
           scale: l.unit,
-          stroke: seriesColor(i),
+          stroke: l.color ?? seriesColor(i),
           width: 1.5,
           dash: l.dash ? [5, 4] : undefined,
           spanGaps: false,
@@ -286,9 +338,13 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       hooks.draw = [(u) => this.paintStrip(u, spec, x, ys)];
       height = Math.max(90, Math.min(300, n * 14)) + 52;
     }
+    // Every chart reserves the right axis' width, used or not, so one
+    // second sits at the same x in every chart of the group.
+    const rightAxis = spec.kind === 'lines' && axes.length > 2;
     const opts: uPlot.Options = {
       width: this.width(),
       height,
+      padding: [null, rightAxis ? null : 62 + 16, null, null],
       scales,
       series,
       axes,
@@ -339,15 +395,17 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       if (x1 < left || x0 > left + width) return;
       ctx.fillStyle = p.warmup ? 'rgba(128,128,128,0.22)' : i % 2 ? 'rgba(128,128,128,0.10)' : 'rgba(128,128,128,0.03)';
       ctx.fillRect(x0, top, x1 - x0, height);
-      if (x1 - x0 > 40 * pr) {
-        ctx.fillStyle = axisColors().stroke;
-        ctx.fillText(p.warmup ? `${p.label} (warm-up)` : p.label, Math.max(x0, left) + 3 * pr, top + 2 * pr);
-      }
+      // A label is drawn only where it fits inside its phase (shortened
+      // first), so neighbouring phase names never overlap.
+      ctx.fillStyle = axisColors().stroke;
+      const room = Math.min(x1, left + width) - Math.max(x0, left) - 6 * pr;
+      const label = [p.warmup ? `${p.label} (warm-up)` : p.label, p.label].find((t) => ctx.measureText(t).width <= room);
+      if (label) ctx.fillText(label, Math.max(x0, left) + 3 * pr, top + 2 * pr);
     });
     ctx.restore();
   }
 
-  private paintStrip(u: uPlot, spec: StripSpec, x: number[], ys: (number | null)[][]): void {
+  private paintStrip(u: uPlot, spec: StripSpec, x: number[], ys: (number | null | undefined)[][]): void {
     const { ctx } = u;
     const { left, top, width, height } = u.bbox;
     ctx.save();
@@ -360,7 +418,7 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
       const y1 = u.valToPos(r, 'row', true);
       for (let i = 0; i < x.length; i++) {
         const v = row[i];
-        if (v === null) continue;
+        if (v === null || v === undefined) continue;
         const xa = u.valToPos(x[i], 'x', true);
         const xb = u.valToPos(i + 1 < x.length ? x[i + 1] : x[i] + step, 'x', true);
         if (xb < left || xa > left + width) continue;
@@ -400,7 +458,12 @@ export class Timelines extends Emitter<{ range: TimeRange | null; view: TimeRang
     const t = u.data[0][idx];
     const rows: [string, string, string][] = [];
     if (spec.kind === 'lines') {
-      spec.lines.forEach((l, i) => rows.push([seriesColor(i), l.label, fmtValue(u.data[i + 1][idx] as number | null, l.unit, true)]));
+      spec.lines.forEach((l, i) => {
+        const at = valueAtCursor(u, i + 1);
+        // A series on another clock shows its own nearest sample, and when it is.
+        const when = at && Math.abs(at.t - t) > 1e-6 ? ` @ ${+at.t.toFixed(3)} s` : '';
+        rows.push([l.color ?? seriesColor(i), l.label, `${fmtValue(at?.v ?? null, l.unit, true)}${when}`]);
+      });
     } else {
       const top = u.cursor.top ?? 0;
       const r = Math.floor(u.posToVal(top, 'row'));

@@ -8,6 +8,13 @@ function trim(x: number, digits: number): string {
   return s.includes('.') ? s.replace(/\.?0+$/, '') : s;
 }
 
+/** Decimals that leave `sig` significant digits in `x` (none past the point for large x). */
+function decimals(x: number, sig: number): number {
+  const a = Math.abs(x);
+  if (a === 0) return 0;
+  return Math.max(0, Math.min(6, sig - 1 - Math.floor(Math.log10(a))));
+}
+
 /** True for units that count bytes ("bytes", "bytes/s", "B"). */
 export function isBytes(unit: string): boolean {
   return /^(bytes?|B)(\/s)?$/i.test(unit.trim());
@@ -22,9 +29,12 @@ export function fmtValue(v: number | null | undefined, unit: string, precise = f
   const u = unit.trim();
   const digits = precise ? 3 : 1;
   if (u === 'ms') {
-    if (Math.abs(v) >= 1000) return `${trim(v / 1000, precise ? 4 : 2)} s`;
-    if (Math.abs(v) >= 1 || v === 0) return `${trim(v, precise ? 3 : Math.abs(v) >= 100 ? 0 : 1)} ms`;
-    return `${trim(v * 1000, precise ? 1 : 0)} µs`;
+    // Precision by magnitude: three significant digits (four when
+    // precise), so 1.06 s, 212 ms, 3.4 ms, never 1.0598 s.
+    const sig = precise ? 4 : 3;
+    if (Math.abs(v) >= 1000) return `${trim(v / 1000, decimals(v / 1000, sig))} s`;
+    if (Math.abs(v) >= 1 || v === 0) return `${trim(v, decimals(v, sig))} ms`;
+    return `${trim(v * 1000, decimals(v * 1000, sig))} µs`;
   }
   if (u === '%') return `${trim(v, precise ? 2 : 1)}%`;
   if (isBytes(u)) {
@@ -57,4 +67,15 @@ export function axisLabel(unit: string): string {
   // A bare rate reads better spelled out on an axis.
   if (u === '/s') return 'per second';
   return u;
+}
+
+/**
+ * A tick on an axis titled by `axisLabel(unit)`: milliseconds stay in ms
+ * (1,500 on an axis titled "ms", never "1.5 s" under "ms"); bytes and %
+ * carry their unit; other counts are shortened (12k).
+ */
+export function fmtTick(v: number, unit: string): string {
+  const u = unit.trim();
+  if (u === 'ms') return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : trim(v, decimals(v, 3));
+  return fmtValue(v, isBytes(u) || u === '%' ? u : '');
 }

@@ -59,3 +59,13 @@ export function fmtWeight(w: number, unit: string): string {
       return `${fmtCount(w)} ${Math.abs(w) === 1 ? 'sample' : 'samples'}`;
   }
 }
+
+/**
+ * Milliseconds as seconds with every digit that matters (up to µs), for
+ * range labels that must match `keisoku flame --from/--to`: 12340 ->
+ * "12.34 s", never rounded to "12.3 s".
+ */
+export function fmtSecondsExact(ms: number): string {
+  if (!Number.isFinite(ms)) return '—';
+  return `${+(ms / 1000).toFixed(6)} s`;
+}

@@ -10,7 +10,7 @@
 import { Emitter } from '../common/events';
 import { h, clear } from '../common/dom';
 import { heatColor } from '../common/colors';
-import { fmtCount, fmtMs } from '../common/format';
+import { fmtCount, fmtMs, fmtSecondsExact } from '../common/format';
 import { isDark, onThemeChange, cssVar } from '../common/theme';
 import { Profile } from '../flame/profile';
 import './heatmap.css';
@@ -257,7 +257,7 @@ export class HeatMap extends Emitter<HeatMapEvents> {
   private renderInfo(): void {
     clear(this.info);
     const parts: string[] = [];
-    const fmt = (w: Which, r: [number, number]): string => `${w === 'a' ? 'A' : 'B'}: ${fmtMs(r[0])} – ${fmtMs(r[1])} (${fmtCount(this.samplesIn(r[0], r[1]))} samples)`;
+    const fmt = (w: Which, r: [number, number]): string => `${w === 'a' ? 'A' : 'B'}: ${fmtSecondsExact(r[0])} – ${fmtSecondsExact(r[1])} (${fmtCount(this.samplesIn(r[0], r[1]))} samples)`;
     if (this.sel.a) parts.push(fmt('a', this.sel.a));
     if (this.sel.b) parts.push(fmt('b', this.sel.b));
     const scale = h('span', { class: 'ks-heat-scale', title: 'samples per cell' });

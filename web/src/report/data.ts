@@ -82,3 +82,42 @@ export function sweepAxis(results: BenchResults | null | undefined): 'connection
   const ps = results?.phases ?? [];
   return ps.some((p) => typeof p.rate === 'number') ? 'rate' : 'connections';
 }
+
+/**
+ * Errors as contract 1 counts them: transport errors plus HTTP 5xx, with
+ * the split beside. Runs recorded before the contract count only transport
+ * errors in `errors` (and carry no `status_codes`); their 5xx are added from
+ * `status` so an old run and a new one read the same.
+ */
+export interface ErrorCount {
+  total: number;
+  transport: number;
+  http5xx: number;
+  /** Exact 5xx codes when recorded ({"503": n}). */
+  codes5xx: [string, number][];
+  byKind: [string, number][];
+}
+
+/** The errors of a run, a phase or a target (null when the stats carry no error count). */
+export function errorsOf(stats: (PhaseStats & { errors_transport?: number }) | null | undefined): ErrorCount | null {
+  if (!stats) return null;
+  const counted = errorCount(stats.errors);
+  if (counted === null) return null;
+  const http5xx = typeof stats.status?.['5xx'] === 'number' ? stats.status['5xx'] : 0;
+  const contract = typeof stats.errors_transport === 'number' || (!!stats.status_codes && typeof stats.status_codes === 'object');
+  const total = contract ? Math.max(counted, http5xx) : counted + http5xx;
+  const byKind = Object.entries(stats.errors_by_kind ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number' && e[1] > 0);
+  const transport = !contract ? counted : typeof stats.errors_transport === 'number' ? stats.errors_transport : Math.max(0, total - http5xx);
+  const codes5xx = Object.entries(stats.status_codes ?? {}).filter((e): e is [string, number] => /^5\d\d$/.test(e[0]) && typeof e[1] === 'number' && e[1] > 0);
+  return { total, transport, http5xx, codes5xx, byKind };
+}
+
+/** The URLs a run loaded: every `--targets` URL, else the run's target. */
+export function targetsOf(run: RunJson): string[] {
+  const ts = (run.results as { targets?: { method?: string; url?: string }[] } | null | undefined)?.targets;
+  if (Array.isArray(ts) && ts.length) {
+    const urls = ts.map((t) => `${t.method && t.method !== 'GET' ? `${t.method} ` : ''}${t.url ?? ''}`).filter((u) => u.trim());
+    if (urls.length) return urls;
+  }
+  return run.run?.target ? [run.run.target] : [];
+}

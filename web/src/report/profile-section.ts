@@ -7,7 +7,7 @@
  */
 import { h } from '../common/dom';
 import { Emitter } from '../common/events';
-import { fmtCount } from '../common/format';
+import { fmtCount, fmtSecondsExact } from '../common/format';
 import { FlameGraph } from '../flame/flamegraph';
 import { FunctionTable, regexEscape } from '../flame/functable';
 import { Profile } from '../flame/profile';
@@ -27,6 +27,12 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
   readonly offsetMs: number;
   private readonly rangeNote: HTMLElement;
   private applying = false;
+  private flameTitle: HTMLElement | null = null;
+  private flameBox: HTMLElement | null = null;
+  private diffBox: HTMLElement | null = null;
+  private threads: ReadonlySet<number> | null = null;
+  /** The differential flame graph of heat-map range B against A, while both are selected. */
+  diff: FlameGraph | null = null;
 
   /** Builds the section inside `parent` (attached first: the components size themselves from it). */
   constructor(run: RunJson, parent: HTMLElement) {
@@ -55,12 +61,18 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
       this.sec.append(h('h3', { text: 'Subsecond heat map' }), h('p', { class: 'ks-muted ks-hint', text: 'One column per second, one cell per 1/50 s, darker = more samples. Drag across cells to select a range.' }), heatBox);
       this.heat = new HeatMap(heatBox, profile, { rows: 50 });
       this.heat.on('select', (s) => {
-        if (this.applying || s.which !== 'a') return;
+        if (s.which === 'b') {
+          this.showDiff();
+          return;
+        }
+        this.dropDiff();
+        if (this.applying) return;
         this.showRange({ fromMs: s.fromMs + this.offsetMs, toMs: s.toMs + this.offsetMs });
         this.flame?.setRange(s.fromMs, s.toMs);
         this.emit('range', { fromMs: s.fromMs + this.offsetMs, toMs: s.toMs + this.offsetMs });
       });
       this.heat.on('clear', () => {
+        this.dropDiff();
         if (this.applying) return;
         this.showRange(null);
         this.flame?.setRange(null, null);
@@ -70,12 +82,17 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
       this.sec.append(h('p', { class: 'ks-muted', text: 'This profile has no sample times, so it has no heat map and ignores time ranges.' }));
     }
     const tf = threadFilter(profile, (s) => {
+      this.threads = s;
       this.flame?.setThreads(s);
       this.heat?.setThreads(s);
+      this.diff?.setThreads(s);
     });
     if (tf) bar.append(tf);
     const flameBox = h('div', { class: 'ks-flame-box' });
-    this.sec.append(h('h3', { text: 'Flame graph' }), flameBox);
+    this.flameTitle = h('h3', { text: 'Flame graph' });
+    this.diffBox = h('div', { class: 'ks-diff-box' });
+    this.sec.append(this.flameTitle, this.diffBox, flameBox);
+    this.flameBox = flameBox;
     this.flame = new FlameGraph(flameBox, profile, { maxHeight: '60vh' });
     const details = h('details', { class: 'ks-functions' }, h('summary', { text: 'Functions by self and total time' }));
     this.sec.append(details);
@@ -102,13 +119,50 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
     }
   }
 
-  /** Highlights frames by exact name (a finding's frames); null clears. */
-  highlight(names: string[] | null): void {
+  /**
+   * Highlights frames by exact name (a finding's frames); null clears. With
+   * `zoom`, the graph also zooms to the widest of them, so a 2% frame is
+   * readable rather than a sliver.
+   */
+  highlight(names: string[] | null, zoom = false): void {
     if (!this.flame) return;
+    // Reset clears the search too, so it goes first.
+    if (zoom) this.flame.reset();
     this.flame.search(names && names.length ? `^(${names.map(regexEscape).join('|')})$` : null);
+    if (!zoom || !names?.length) return;
+    const tree = this.flame.tree;
+    const want = new Set(names);
+    let best = -1;
+    for (let n = 1; n < tree.n; n++) if (want.has(tree.name(n)) && (best < 0 || tree.total[n] > tree.total[best])) best = n;
+    // Zoom to its caller, so the frame is shown with its siblings.
+    if (best > 0) this.flame.zoomTo(tree.parent[best] > 0 ? tree.parent[best] : best);
+  }
+
+  /**
+   * Shows B against A as the scope page does: a differential flame graph
+   * (normalised: change in each frame's share) in place of the plain one.
+   */
+  private showDiff(): void {
+    const sel = this.heat?.selections();
+    if (!this.profile || !sel?.a || !sel.b || !this.diffBox || !this.flameBox || !this.flameTitle) return;
+    this.diff?.destroy();
+    this.diff = new FlameGraph(this.diffBox, { before: this.profile, after: this.profile, mode: 'normalized', beforeRange: sel.a, afterRange: sel.b }, { maxHeight: '60vh', hideIdle: true });
+    if (this.threads) this.diff.setThreads(this.threads);
+    this.flameBox.style.display = 'none';
+    const heat = this.heat as HeatMap;
+    const label = (r: [number, number]): string => `${fmtSecondsExact(r[0] + this.offsetMs)} – ${fmtSecondsExact(r[1] + this.offsetMs)} (${fmtCount(heat.samplesIn(r[0], r[1]))} samples)`;
+    this.flameTitle.textContent = `Differential flame graph: B ${label(sel.b)} against A ${label(sel.a)}; red = larger share in B`;
+  }
+
+  private dropDiff(): void {
+    if (!this.diff) return;
+    this.diff.destroy();
+    this.diff = null;
+    if (this.flameBox) this.flameBox.style.display = '';
+    if (this.flameTitle) this.flameTitle.textContent = 'Flame graph';
   }
 
   private showRange(range: TimeRange | null): void {
-    this.rangeNote.textContent = range ? `range ${fmtValue(range.fromMs, 'ms', true)} – ${fmtValue(range.toMs, 'ms', true)} of the run` : '';
+    this.rangeNote.textContent = range ? `range ${fmtSecondsExact(range.fromMs)} – ${fmtSecondsExact(range.toMs)} of the run` : '';
   }
 }

@@ -1,7 +1,9 @@
 /** Section 3: the alp-like routes table, sortable, client side and access log. */
 import { h, clear } from '../common/dom';
 import { fmtValue } from '../charts/units';
-import type { RouteRow } from './types';
+import type { TimeRange } from '../charts/timelines';
+import { histPercentileMs, routeInRange } from './buckets';
+import type { RouteRow, RouteSeconds } from './types';
 
 /** Columns in alp's order; `unit` drives formatting. */
 const COLUMNS: { key: string; label: string; unit: string | null; title?: string }[] = [
@@ -13,6 +15,7 @@ const COLUMNS: { key: string; label: string; unit: string | null; title?: string
   { key: '3xx', label: '3xx', unit: '' },
   { key: '4xx', label: '4xx', unit: '' },
   { key: '5xx', label: '5xx', unit: '' },
+  { key: 'errors', label: 'errors', unit: '', title: 'transport errors + HTTP 5xx' },
   { key: 'min', label: 'min', unit: 'ms' },
   { key: 'max', label: 'max', unit: 'ms' },
   { key: 'sum', label: 'sum', unit: 'ms', title: 'total time spent on this route' },
@@ -44,6 +47,9 @@ export class RoutesTable {
     this.body = h('tbody');
     this.root = h('div', { class: 'ks-routes-wrap' }, h('table', { class: 'ks-table ks-routes' }, h('thead', {}, this.head), this.body));
     container.append(this.root);
+    if (COLUMNS.some((c) => c.key.endsWith('_body') && this.rows.some((r) => typeof r[c.key] === 'number') && this.unmeasured(c.key))) {
+      container.append(h('p', { class: 'ks-muted ks-routes-note', text: 'Body sizes: not measured by this source.' }));
+    }
     this.render();
   }
 
@@ -65,7 +71,20 @@ export class RoutesTable {
 
   /** Columns present in the data (body sizes only when recorded). */
   private columns(): typeof COLUMNS {
-    return COLUMNS.filter((c) => c.unit === null || c.key === 'count' || this.rows.some((r) => typeof r[c.key] === 'number'));
+    // Columns the source did not measure are left out (and named under the
+    // table), so the measured ones fit instead of being clipped at the edge.
+    return COLUMNS.filter((c) => c.unit === null || c.key === 'count' || (this.rows.some((r) => typeof r[c.key] === 'number') && !this.unmeasured(c.key)));
+  }
+
+  /**
+   * Body sizes the source did not measure: the client counts no body bytes
+   * on some paths and writes 0; such columns are left out and named under
+   * the table, never shown as "0 B".
+   */
+  private unmeasured(key: string): boolean {
+    // Only when every body column is zero: a 0 B minimum beside a 420 B
+    // maximum is a measurement (an empty answer).
+    return key.endsWith('_body') && this.rows.every((r) => COLUMNS.every((c) => !c.key.endsWith('_body') || !r[c.key]));
   }
 
   private render(): void {
@@ -91,7 +110,7 @@ export class RoutesTable {
         h('tr', {}, ...cols.map((c) => {
           const v = r[c.key];
           if (c.unit === null) return h('td', { class: 'ks-name', text: String(v ?? '') });
-          return h('td', { text: typeof v === 'number' ? (c.unit === '' ? v.toLocaleString('en-US') : fmtValue(v, c.unit)) : '—' });
+          return h('td', { class: c.key === '5xx' && typeof v === 'number' && v > 0 ? 'ks-bad' : '', text: typeof v === 'number' ? (c.unit === '' ? v.toLocaleString('en-US') : fmtValue(v, c.unit)) : '—' });
         })),
       );
     }
@@ -99,25 +118,67 @@ export class RoutesTable {
   }
 }
 
-/** Builds the routes section with client / access-log tabs. */
-export function routesSection(routes: { client?: RouteRow[]; access_log?: RouteRow[] } | undefined): HTMLElement {
+/** Route rows for a range, recomputed from per-second histograms. */
+export function rowsInRange(list: RouteSeconds[], range: TimeRange | null): RouteRow[] {
+  const rows: RouteRow[] = [];
+  for (const rs of list) {
+    const r = routeInRange(rs, range);
+    if (!r.count) continue;
+    rows.push({
+      method: r.method,
+      uri: r.route,
+      count: r.count,
+      errors: r.errors,
+      p50: histPercentileMs(r.hist, 50),
+      p90: histPercentileMs(r.hist, 90),
+      p95: histPercentileMs(r.hist, 95),
+      p99: histPercentileMs(r.hist, 99),
+      max: r.maxMs,
+    });
+  }
+  return rows;
+}
+
+/** The routes section: its element and the range it follows. */
+export interface RoutesSection {
+  sec: HTMLElement;
+  setRange(range: TimeRange | null): void;
+}
+
+/**
+ * Builds the routes section with client / access-log tabs. With a range
+ * selected, a source that has per-second data (route_seconds) shows its
+ * routes recomputed for that range.
+ */
+export function routesSection(routes: { client?: RouteRow[]; access_log?: RouteRow[] } | undefined, perSecond?: { client?: RouteSeconds[]; access_log?: RouteSeconds[] }): RoutesSection {
   const sec = h('section', { id: 'routes', class: 'ks-section' }, h('h2', { text: 'Routes' }));
-  const sources: [string, RouteRow[]][] = [
-    ['client', routes?.client ?? []],
-    ['access log', routes?.access_log ?? []],
+  const sources: [string, RouteRow[], RouteSeconds[]][] = [
+    ['client', routes?.client ?? [], Array.isArray(perSecond?.client) ? perSecond.client : []],
+    ['access log', routes?.access_log ?? [], Array.isArray(perSecond?.access_log) ? perSecond.access_log : []],
   ];
   const present = sources.filter(([, rows]) => rows.length);
   if (!present.length) {
     sec.append(h('p', { class: 'ks-muted ks-empty', text: 'No per-route data: the run drove no load and recorded no access log.' }));
-    return sec;
+    return { sec, setRange: () => {} };
   }
   const bar = h('div', { class: 'ks-toolbar', role: 'tablist' });
   const holder = h('div');
+  const note = h('p', { class: 'ks-muted ks-routes-note', 'aria-live': 'polite' });
   const filter = h('input', { type: 'search', placeholder: 'filter routes', 'aria-label': 'filter routes' });
   let table: RoutesTable | null = null;
+  let shown = 0;
+  let range: TimeRange | null = null;
   const show = (i: number): void => {
+    shown = i;
     clear(holder);
-    table = new RoutesTable(holder, present[i][1]);
+    const [label, rows, seconds] = present[i];
+    if (range && seconds.length) {
+      table = new RoutesTable(holder, rowsInRange(seconds, range));
+      note.textContent = `${label}: routes in ${fmtValue(range.fromMs, 'ms')} – ${fmtValue(range.toMs, 'ms')}, from per-second histograms (percentiles ±9%).`;
+    } else {
+      table = new RoutesTable(holder, rows);
+      note.textContent = range ? `${label}: whole run (this source has no per-second route data for a range).` : '';
+    }
     table.setFilter(filter.value);
     bar.querySelectorAll('button').forEach((b, j) => b.setAttribute('aria-pressed', String(i === j)));
   };
@@ -125,7 +186,13 @@ export function routesSection(routes: { client?: RouteRow[]; access_log?: RouteR
   for (const [label, rows] of sources) if (!rows.length) bar.append(h('span', { class: 'ks-muted', text: `${label}: not recorded` }));
   filter.addEventListener('input', () => table?.setFilter(filter.value));
   bar.append(filter);
-  sec.append(bar, holder);
+  sec.append(bar, note, holder);
   show(0);
-  return sec;
+  return {
+    sec,
+    setRange: (r) => {
+      range = r;
+      show(shown);
+    },
+  };
 }

@@ -44,7 +44,8 @@ export function sweepSection(results: BenchResults | null | undefined, width: nu
   const vmarks: Mark[] = knee !== null && knee !== undefined ? [{ at: knee, label: `knee (${fmtValue(knee, axis === 'rate' ? 'req/s' : '')})` }] : [];
   const grid = h('div', { class: 'ks-sweeps' });
   sec.append(grid);
-  const w = Math.max(360, Math.min(width, Math.floor(width / 2) - 12));
+  // Two side by side when the page is wide; one per row (the page's width) on a phone.
+  const w = width >= 760 ? Math.floor(width / 2) - 12 : Math.max(300, width - 28);
   const rps: SweepCurve[] = [{ label: 'throughput', x, y: pts.map((q) => q.p.rps ?? null) }];
   if (axis === 'rate') rps.push({ label: 'offered', x, y: x, dash: true, color: 7 });
   sweepChart(grid, { title: 'Throughput', xLabel, unit: 'req/s', curves: rps, vmarks, hmarks: marks.rps, width: w, integerX: axis === 'connections' });

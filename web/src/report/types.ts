@@ -62,6 +62,11 @@ export interface PhaseStats {
   errors?: number | Record<string, number>;
   latency_ms?: Latency;
   slo?: SloVerdict | null;
+  /** Responses by class ("2xx": n). */
+  status?: Record<string, number>;
+  /** Responses by exact code ("503": n), contract 1. */
+  status_codes?: Record<string, number>;
+  errors_by_kind?: Record<string, number>;
 }
 
 /** The object `keisoku bench --json` prints (docs/bench-json.md). */
@@ -70,9 +75,8 @@ export interface BenchResults extends PhaseStats {
   partial?: boolean;
   duration_ms?: number;
   bytes_per_s?: number;
-  errors_by_kind?: Record<string, number>;
-  status?: Record<string, number>;
   phases?: PhaseStats[];
+  targets?: (PhaseStats & { method?: string; url?: string })[];
   knee?: number | null;
   slo?: SloVerdict | null;
   best_passing_phase?: number | null;
@@ -132,6 +136,23 @@ export interface FindingEvidence {
   frames?: FindingFrame[];
 }
 
+/**
+ * One route's per-second numbers (contract 3): arrays parallel, one entry
+ * per second with requests; `hist[i]` is that second's latency histogram as
+ * sparse log buckets [k, n] (web/src/report/buckets.ts).
+ */
+export interface RouteSeconds {
+  method?: string;
+  route?: string;
+  t_ms: number[];
+  count: number[];
+  errors?: number[];
+  p50_ms?: number[];
+  p99_ms?: number[];
+  max_ms?: number[];
+  hist?: [number, number][][];
+}
+
 export interface RunJson {
   version: number;
   run: RunMeta;
@@ -141,6 +162,7 @@ export interface RunJson {
   routes?: { client?: RouteRow[]; access_log?: RouteRow[] };
   profile?: ProfileJson | null;
   findings?: Finding[];
+  route_seconds?: { client?: RouteSeconds[]; access_log?: RouteSeconds[] };
 }
 
 /** What crates/report embeds in a report page. */

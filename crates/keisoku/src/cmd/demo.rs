@@ -145,6 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let ctl = RunControl {
             stop: stop.clone(),
             progress: progress.for_load(),
+            live: None,
         };
         let measured = measure::measure(
             side,

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let pid = opts.pid;
 
     let progress = Progress::new(false);
-    let ctl = RunControl {
+    let mut ctl = RunControl {
         progress: progress.for_load(),
         ..RunControl::default()
     };
@@ -101,6 +101,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     rec.start_recorders().map_err(record_error)?;
+    // Seconds and phases go to the store as they end: a killed run keeps them.
+    let targets: Vec<(String, String)> = plan
+        .targets
+        .iter()
+        .map(|t| (t.method.clone(), t.url.clone()))
+        .collect();
+    let stream = rec.load_stream(&targets).map_err(record_error)?;
+    ctl.live = Some(stream.live());
 
     // Watch the server: a dying server ends the load early, run kept as interrupted.
     let watch = ProcessWatch::start(
@@ -131,7 +139,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // Recorders stop before the server: perf maps are written while JITs still run.
     let store_path = rec.store_path().to_path_buf();
     let mut done = rec
-        .finish_with_load(status, report.as_ref())
+        .finish_with_streamed_load(status, report.as_ref(), stream)
         .map_err(record_error)?;
     if let Some(s) = server {
         done.stop_server(s, &store_path);
