@@ -251,6 +251,9 @@ impl Timeline {
 
     /// Passes on every second before `until`.
     fn emit_until(&mut self, until: u64, ctl: &RunControl) {
+        if until <= self.emitted {
+            return;
+        }
         if let Some(cb) = &ctl.live {
             for (t, st) in self.seconds.range(self.emitted..until) {
                 cb(Live::Second(&second_report(*t, st)));
@@ -494,13 +497,14 @@ impl<'a> Runner<'a> {
             {
                 std::thread::sleep(Duration::from_millis(50));
                 if self.ctl.live.is_some() {
-                    self.timeline.drain(&shared);
+                    // `through` before the drain: what it covers was handed first.
                     let through = shared
                         .through
                         .iter()
                         .map(|t| t.load(Ordering::Acquire))
                         .min()
                         .unwrap_or(0);
+                    self.timeline.drain(&shared);
                     let now_s = self.run_start.elapsed().as_secs();
                     self.timeline.emit_until(through.min(now_s), self.ctl);
                 }
@@ -558,9 +562,6 @@ impl<'a> Runner<'a> {
                 for (acc, t) in per_target.iter_mut().zip(&out.per_target) {
                     acc.merge(t);
                 }
-            }
-            for (sec, st) in out.seconds {
-                self.timeline.add(sec, st);
             }
             if index.is_some() {
                 self.cpu.push((out.cpu_s, out.wall_s));
