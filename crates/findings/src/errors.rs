@@ -76,7 +76,7 @@ pub fn errors(run: &RunJson) -> Vec<Finding> {
         };
         if seen.series == "log.errors" {
             text.push(format!(
-                "the access log recorded {} answers 5xx of {} ({})",
+                "the access log recorded {} answers 5xx of {} ({}) over the whole recording",
                 seen.errors,
                 seen.attempts,
                 fmt_pct(pct(seen.errors, seen.attempts))
@@ -165,10 +165,17 @@ fn client(run: &RunJson) -> Option<Seen> {
     if errors == 0 {
         return None;
     }
+    // The results leave the warm-up out: so do the route counts.
+    let warmup_end = run
+        .phases
+        .iter()
+        .filter(|p| p.warmup)
+        .map(|p| p.end_ms)
+        .fold(f64::NEG_INFINITY, f64::max);
     let routes = if run.route_seconds.client.is_empty() {
         by_rows(&run.routes.client)
     } else {
-        by_seconds(&run.route_seconds.client)
+        by_seconds(&run.route_seconds.client, warmup_end)
     };
     Some(Seen {
         errors,
@@ -189,7 +196,7 @@ fn access_log(run: &RunJson) -> Option<Seen> {
     let routes = if run.route_seconds.access_log.is_empty() {
         by_rows(rows)
     } else {
-        by_seconds(&run.route_seconds.access_log)
+        by_seconds(&run.route_seconds.access_log, f64::NEG_INFINITY)
     };
     Some(Seen {
         errors,
@@ -213,10 +220,20 @@ fn range(s: Option<&Series>) -> Option<[f64; 2]> {
     Some([first, last])
 }
 
-fn by_seconds(routes: &[RouteSeconds]) -> Vec<(String, u64)> {
+/// Errors by route in the seconds ending after `after_ms`.
+fn by_seconds(routes: &[RouteSeconds], after_ms: f64) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = routes
         .iter()
-        .map(|r| (format!("{} {}", r.method, r.route), r.errors.iter().sum()))
+        .map(|r| {
+            let n = r
+                .t_ms
+                .iter()
+                .zip(&r.errors)
+                .filter(|(t, _)| **t > after_ms)
+                .map(|(_, e)| *e)
+                .sum();
+            (format!("{} {}", r.method, r.route), n)
+        })
         .filter(|(_, n)| *n > 0)
         .collect();
     out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -458,5 +458,9 @@ fn a_stalled_second_is_a_zero_row_in_a_per_second_timeline() {
         .collect();
     assert_eq!(table.len(), secs.len(), "one row a second:\n{out}");
     let first: Vec<&str> = table[0].split_whitespace().collect();
-    assert_eq!(&first[..3], &["0", "0", "0"], "second 0: 0 rps, 0 errors\n{out}");
+    assert_eq!(
+        &first[..3],
+        &["0", "0", "0"],
+        "second 0: 0 rps, 0 errors\n{out}"
+    );
 }

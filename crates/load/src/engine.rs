@@ -144,8 +144,6 @@ impl SecondTally {
 pub(crate) struct WorkerOut {
     pub tally: Tally,
     pub per_target: Vec<Tally>,
-    /// (second since run start, tally)
-    pub seconds: Vec<(u64, SecondTally)>,
     pub cpu_s: f64,
     pub wall_s: f64,
     pub reasons: Vec<(ErrorKind, String)>,
@@ -299,7 +297,13 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
     last_second.inflight_end = Some(0);
     w.open_conns = 0;
     let last = now.saturating_duration_since(spec.run_start).as_secs() + 1;
+    // Handed over before `through` says so: the coordinator reads `through`
+    // first, then takes what was handed, so it never passes on a second
+    // whose last part is still on its way.
     let seconds = w.hand_over(last);
+    if let Ok(mut h) = shared.handed.lock() {
+        h.extend(seconds);
+    }
     if let Some(t) = shared.through.get(spec.index) {
         t.store(u64::MAX, Ordering::Release);
     }
@@ -311,7 +315,6 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
     Ok(WorkerOut {
         tally: w.tally.clone(),
         per_target: std::mem::take(&mut w.per_target),
-        seconds,
         cpu_s,
         wall_s,
         reasons: std::mem::take(&mut w.reasons),

@@ -499,13 +499,14 @@ impl<'a> Runner<'a> {
             {
                 std::thread::sleep(Duration::from_millis(50));
                 if self.ctl.live.is_some() {
-                    self.timeline.drain(&shared);
+                    // `through` before the drain: what it covers was handed first.
                     let through = shared
                         .through
                         .iter()
                         .map(|t| t.load(Ordering::Acquire))
                         .min()
                         .unwrap_or(0);
+                    self.timeline.drain(&shared);
                     let now_s = self.run_start.elapsed().as_secs();
                     self.timeline.emit_until(through.min(now_s), self.ctl);
                 }
@@ -563,9 +564,6 @@ impl<'a> Runner<'a> {
                 for (acc, t) in per_target.iter_mut().zip(&out.per_target) {
                     acc.merge(t);
                 }
-            }
-            for (sec, st) in out.seconds {
-                self.timeline.add(sec, st);
             }
             if index.is_some() {
                 self.cpu.push((out.cpu_s, out.wall_s));

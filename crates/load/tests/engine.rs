@@ -344,3 +344,84 @@ fn base64_decode(s: &str) -> Vec<u8> {
     }
     out
 }
+
+/// The live stream (issue 15: what a recorder stores as the load runs):
+/// the clock first, then every second once and in order, quiet seconds
+/// included, the same seconds the final timeline holds, and each phase
+/// started before it ends, across a warm-up and a sweep.
+#[test]
+fn live_results_come_once_in_order_and_match_the_report() {
+    use keisoku_load::Live;
+    use std::sync::{Arc, Mutex};
+    let s = TestServer::start(Config {
+        service: Duration::from_millis(2),
+        ..Config::default()
+    });
+    let mut p = plan(&[s.url("/a"), s.url("/b")], 2, 1300);
+    p.warmup = Duration::from_millis(600);
+    p.phases.push(PhaseSpec {
+        connections: 4,
+        rate: None,
+        duration: Duration::from_millis(1300),
+        requests: None,
+    });
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seconds: Arc<Mutex<Vec<(u64, u64, u64)>>> = Arc::default();
+    let (e, sec) = (Arc::clone(&events), Arc::clone(&seconds));
+    let ctl = RunControl {
+        live: Some(Box::new(move |ev: Live<'_>| {
+            let mut e = e.lock().unwrap();
+            match ev {
+                Live::Started(ms) => e.push(format!("started {}", ms > 0)),
+                Live::Second(s) => {
+                    e.push("second".into());
+                    sec.lock().unwrap().push((s.t_s, s.requests, s.errors));
+                }
+                Live::Warmup(_) => e.push("warmup".into()),
+                Live::PhaseStart { label, .. } => e.push(format!("start {label}")),
+                Live::Phase(p) => e.push(format!("end {}", p.label)),
+            }
+        })),
+        ..RunControl::default()
+    };
+    let r = run(&p, &ctl).unwrap();
+    let events = events.lock().unwrap().clone();
+    let order: Vec<&str> = events
+        .iter()
+        .map(String::as_str)
+        .filter(|e| *e != "second")
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "started true",
+            "warmup",
+            "start c=2",
+            "end c=2",
+            "start c=4",
+            "end c=4"
+        ],
+        "{events:?}"
+    );
+    let seconds = seconds.lock().unwrap().clone();
+    let want: Vec<(u64, u64, u64)> = r
+        .timeline
+        .iter()
+        .map(|s| (s.t_s, s.requests, s.errors))
+        .collect();
+    assert_eq!(seconds, want);
+    assert_eq!(
+        seconds.iter().map(|s| s.0).collect::<Vec<_>>(),
+        (0..seconds.len() as u64).collect::<Vec<_>>()
+    );
+    // Every response is in exactly one second.
+    let total: u64 = seconds.iter().map(|s| s.1).sum();
+    let warm_and_measured = s.requests();
+    assert_eq!(total, warm_and_measured);
+    // Both connections were open and busy in a second of the first phase.
+    assert!(r
+        .timeline
+        .iter()
+        .any(|s| s.connections >= 2 && s.inflight >= 2));
+    assert!(r.overall.connects >= 4, "{}", r.overall.connects);
+}

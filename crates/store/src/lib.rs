@@ -435,7 +435,32 @@ impl Store {
     /// One source's per-route seconds as Run JSON's `route_seconds` entries:
     /// one per route, seconds ascending, each stamped at its end.
     pub fn route_seconds_json(&self, run: &str, source: RouteSource) -> Result<Vec<RouteSeconds>> {
-        Ok(route_seconds_json(&self.route_seconds(run, source)?))
+        use hdrhistogram::serialization::Deserializer;
+        // Row by row: a run's histograms together can be large (~190 KB
+        // each while decoded), their buckets are a few pairs.
+        let mut stmt = self.conn.prepare(
+            "SELECT method, route, second, hdr, errors, transport_errors FROM route_histograms
+             WHERE run_id = ?1 AND source = ?2 ORDER BY method, route, second",
+        )?;
+        let mut rows = stmt.query(params![run, source.as_str()])?;
+        let mut de = Deserializer::new();
+        let mut out: Vec<RouteSeconds> = Vec::new();
+        while let Some(row) = rows.next()? {
+            let hdr: Vec<u8> = row.get(3)?;
+            let histogram = de
+                .deserialize(&mut hdr.as_slice())
+                .map_err(|e| StoreError::Histogram(format!("{e:?}")))?;
+            let second = RouteSecond {
+                method: row.get(0)?,
+                route: row.get(1)?,
+                second: row.get(2)?,
+                histogram,
+                errors: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
+                transport_errors: u64::try_from(row.get::<_, i64>(5)?).unwrap_or(0),
+            };
+            push_route_second(&mut out, &second);
+        }
+        Ok(out)
     }
 
     /// Replaces the per-route aggregate table of one source.
@@ -849,6 +874,15 @@ impl Store {
 pub fn route_seconds_json(seconds: &[RouteSecond]) -> Vec<RouteSeconds> {
     let mut out: Vec<RouteSeconds> = Vec::new();
     for s in seconds {
+        push_route_second(&mut out, s);
+    }
+    out
+}
+
+/// Adds one stored second to its route's entry (the last one when the
+/// seconds come ordered by route).
+fn push_route_second(out: &mut Vec<RouteSeconds>, s: &RouteSecond) {
+    {
         let same = out
             .last()
             .is_some_and(|r| r.method == s.method && r.route == s.route);
@@ -859,7 +893,7 @@ pub fn route_seconds_json(seconds: &[RouteSecond]) -> Vec<RouteSeconds> {
                 ..RouteSeconds::default()
             });
         }
-        let Some(r) = out.last_mut() else { continue };
+        let Some(r) = out.last_mut() else { return };
         let h = &s.histogram;
         let q = |p: f64| {
             if h.is_empty() {
@@ -880,7 +914,6 @@ pub fn route_seconds_json(seconds: &[RouteSecond]) -> Vec<RouteSeconds> {
         });
         r.hist.push(sparse_buckets(h));
     }
-    out
 }
 
 /// An HdrHistogram of µs as sparse `(bucket, count)` pairs, ascending.
