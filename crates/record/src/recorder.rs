@@ -151,7 +151,9 @@ impl Recording {
         opts.new_run.started_unix_ms = started_unix_ms;
         opts.new_run.machine = machine();
         let run = store.create_run(&opts.new_run)?;
-        let workdir = std::env::temp_dir().join(format!("keisoku-{run}"));
+        let tmp = std::env::temp_dir();
+        remove_stale_workdirs(&tmp);
+        let workdir = tmp.join(workdir_name(std::process::id(), &run));
         Ok(Recording {
             origin,
             started_unix_ms,
@@ -168,6 +170,13 @@ impl Recording {
             sampler_failed: false,
             opts: Some(opts),
         })
+    }
+
+    /// Ends a recording that never began (the server could not be
+    /// started): its run is removed from the store, as if never created.
+    pub fn discard(self) {
+        let _ = std::fs::remove_dir_all(&self.workdir);
+        let _ = self.store.remove(&self.run);
     }
 
     /// Sets the server process once it is known (before `start_recorders`).
@@ -461,6 +470,44 @@ impl Recording {
     }
 }
 
+/// What a recording's temporary directory is named: the owner's pid
+/// first, so a later keisoku can tell a dead owner's leftovers.
+fn workdir_name(pid: u32, run: &str) -> String {
+    format!("keisoku-pid{pid}-{run}")
+}
+
+/// Removes the working directories of recordings whose keisoku is gone
+/// (killed with -9, power loss): only names [`workdir_name`] makes, and
+/// only when their pid is no longer a keisoku.
+fn remove_stale_workdirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("keisoku-pid"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !owner_alive(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether `pid` is a live keisoku (a recycled pid running something else
+/// does not keep a directory alive).
+fn owner_alive(pid: u32) -> bool {
+    alive(pid)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim().starts_with("keisoku"))
+            .unwrap_or(true)
+}
+
 /// The server's process tree once it stops changing (at most 2 s): perf
 /// attaches to the processes that exist when it starts, and a server that
 /// answers on its port may still be forking its workers (nginx's master
@@ -526,5 +573,30 @@ fn write_series(
         if done {
             return errors;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{remove_stale_workdirs, workdir_name};
+
+    #[test]
+    fn only_a_dead_owners_working_directories_are_removed() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // A pid above the kernel's maximum (4194304) never runs.
+        let dead = tmp.path().join(workdir_name(4_194_999, "20261124-010000-abcd"));
+        let mine = tmp
+            .path()
+            .join(workdir_name(std::process::id(), "20261124-010000-beef"));
+        let foreign = tmp.path().join("keisoku-demo-x1");
+        for d in [&dead, &mine, &foreign] {
+            std::fs::create_dir_all(d.join("perf")).expect("mkdir");
+        }
+        remove_stale_workdirs(tmp.path());
+        assert!(!dead.exists(), "a dead owner's directory stays");
+        assert!(foreign.exists(), "a directory keisoku did not name this way went");
+        // This test process is no keisoku unless its name says so.
+        let me = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        assert_eq!(mine.exists(), me.trim().starts_with("keisoku"));
     }
 }

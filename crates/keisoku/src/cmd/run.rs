@@ -73,10 +73,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     {
         let stop = Arc::clone(&ctl.stop);
         let interrupted = Arc::clone(&interrupted);
-        let _ = ctrlc::set_handler(move || {
-            if interrupted.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
+        crate::signals::on_interrupt(move || {
+            interrupted.store(true, Ordering::SeqCst);
             stop.store(true, Ordering::SeqCst);
         });
     }
@@ -86,7 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut server = None;
     if let Some(cmd) = &args.server_cmd {
         let addr = plan.targets[0].addr;
-        match rec.start_server(cmd, addr, server_timeout) {
+        match rec.start_server_until(cmd, addr, server_timeout, &ctl.stop) {
             Ok((r, s)) => {
                 rec = r;
                 server = Some(s);
