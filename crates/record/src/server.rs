@@ -151,20 +151,20 @@ impl Server {
     }
 }
 
-/// Starts the keeper of the server's process group `pgid`: a shell in a
-/// group of its own (a terminal's Ctrl-C must not end it first) that
-/// ignores the usual signals, waits for end-of-file on its stdin (a pipe
-/// only keisoku writes to) and then SIGKILLs the group.
+/// Starts the keeper of the server's process group `pgid`: a shell that
+/// joins the group (which a terminal's Ctrl-C does not reach: it is not
+/// the foreground group), ignores the polite signals (TERM is how the
+/// server is asked to stop), waits for end-of-file on its stdin (a pipe
+/// only keisoku writes to) and then SIGKILLs its whole group, itself
+/// included. A normal stop KILLs the group first, keeper and all.
 fn group_keeper(pgid: u32) -> std::io::Result<Child> {
     Command::new("sh")
         .arg("-c")
-        .arg(format!(
-            "trap '' INT TERM HUP QUIT; while read -r _; do :; done; kill -KILL -- -{pgid} 2>/dev/null; exit 0"
-        ))
+        .arg("trap '' INT TERM HUP QUIT; while read -r _; do :; done; kill -9 0")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .process_group(0)
+        .process_group(pgid as i32)
         .spawn()
 }
 
