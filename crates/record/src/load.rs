@@ -20,7 +20,7 @@ impl Recording {
     ) -> Result<Finished, Error> {
         if let Some(r) = load {
             if let Err(e) = store_report(&self, r) {
-                self.note(format!("storing the load results: {e}"));
+                self.lost(format!("storing the load results: {e}"));
             }
         }
         self.finish(status)

@@ -69,6 +69,9 @@ pub struct Finished {
     pub findings: Vec<Finding>,
     /// Problems the recording survived, one line each.
     pub notes: Vec<String>,
+    /// What the store could not keep (a full disk, an I/O error), one line
+    /// each; when not empty a run that would be complete is `partial`.
+    pub lost: Vec<String>,
 }
 
 /// A recording in progress.
@@ -86,7 +89,11 @@ pub struct Recording {
     profiler: Option<Profiler>,
     follower: Option<Follower>,
     workdir: PathBuf,
+    /// Disk space held back for the run's last words.
+    reserve: Reserve,
     notes: Vec<String>,
+    /// Store writes that failed: what was not kept.
+    lost: Vec<String>,
     /// Options until the recorders start.
     opts: Option<Options>,
     /// The process py-spy watches.
@@ -151,6 +158,7 @@ impl Recording {
         opts.new_run.started_unix_ms = started_unix_ms;
         opts.new_run.machine = machine();
         let run = store.create_run(&opts.new_run)?;
+        let reserve = Reserve::make(&opts.store_path, &run);
         let tmp = std::env::temp_dir();
         remove_stale_workdirs(&tmp);
         let workdir = tmp.join(workdir_name(std::process::id(), &run));
@@ -165,7 +173,9 @@ impl Recording {
             profiler: None,
             follower: None,
             workdir,
+            reserve,
             notes: Vec::new(),
+            lost: Vec::new(),
             py_pid: 0,
             sampler_failed: false,
             opts: Some(opts),
@@ -174,7 +184,8 @@ impl Recording {
 
     /// Ends a recording that never began (the server could not be
     /// started): its run is removed from the store, as if never created.
-    pub fn discard(self) {
+    pub fn discard(mut self) {
+        self.reserve.release();
         let _ = std::fs::remove_dir_all(&self.workdir);
         let _ = self.store.remove(&self.run);
     }
@@ -325,6 +336,16 @@ impl Recording {
         self.notes.push(msg.into());
     }
 
+    /// Records that the store could not keep something (`what` says what
+    /// and why): the run ends `partial` instead of `complete`, and the line
+    /// joins its notes.
+    pub fn lost(&mut self, what: impl Into<String>) {
+        let what = what.into();
+        if !self.lost.contains(&what) {
+            self.lost.push(what);
+        }
+    }
+
     /// Stops every recorder, stores what they collected, marks the run
     /// `status` and judges it: the one end of every recording, so runs made
     /// by `run`, `record` and `demo` all store their findings. Returns the
@@ -333,7 +354,13 @@ impl Recording {
         let duration_ms = self.now_ms();
         if let Some(f) = self.follower.take() {
             let followed = f.stop();
-            self.notes.extend(followed.notes);
+            for n in followed.notes {
+                if is_store_loss(&n) {
+                    self.lost(n);
+                } else {
+                    self.notes.push(n);
+                }
+            }
             if followed.malformed > 0 {
                 self.notes.push(format!(
                     "access log: {} of {} lines did not parse with the chosen --log-format",
@@ -359,14 +386,14 @@ impl Recording {
                 self.store
                     .put_routes(&self.run, RouteSource::AccessLog, &followed.routes)
             {
-                self.notes.push(format!("storing access-log routes: {e}"));
+                self.lost(format!("storing access-log routes: {e}"));
             }
         }
         if let Some(p) = self.profiler.take() {
             match self.stop_profiler(p) {
                 Ok(profile) => {
                     if let Err(e) = self.store.put_profile(&self.run, &profile) {
-                        self.notes.push(format!("storing the profile: {e}"));
+                        self.lost(format!("storing the profile: {e}"));
                     }
                 }
                 Err(e) => self.notes.push(format!("no profile: {e}")),
@@ -378,18 +405,38 @@ impl Recording {
         }
         if let Some(w) = self.writer.take() {
             match w.join() {
-                Ok(errs) => self.notes.extend(errs),
+                Ok(errs) => {
+                    for e in errs {
+                        self.lost(e);
+                    }
+                }
                 Err(_) => self
                     .notes
                     .push("the series writer stopped unexpectedly".into()),
             }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
-        if !self.notes.is_empty() {
-            let text: String = self.notes.iter().map(|n| format!("{n}\n")).collect();
-            let _ = self
+        // The run's last words (notes, status, findings) need a little
+        // room even when the disk filled: the reserve gives it back now.
+        self.reserve.release();
+        let lost = std::mem::take(&mut self.lost);
+        let status = match status {
+            RunStatus::Complete if !lost.is_empty() => RunStatus::Partial,
+            s => s,
+        };
+        let kept: Vec<String> = lost
+            .iter()
+            .map(|l| format!("not kept: {l}"))
+            .chain(self.notes.iter().cloned())
+            .collect();
+        if !kept.is_empty() {
+            let text: String = kept.iter().map(|n| format!("{n}\n")).collect();
+            if let Err(e) = self
                 .store
-                .append_output(&self.run, "notes", text.as_bytes());
+                .append_output(&self.run, "notes", text.as_bytes())
+            {
+                self.notes.push(format!("storing the notes: {e}"));
+            }
         }
         self.store.finish(&self.run, status, duration_ms)?;
         let mut run = self.store.load(&self.run)?;
@@ -405,6 +452,7 @@ impl Recording {
             run,
             findings,
             notes,
+            lost,
         })
     }
 
@@ -467,6 +515,77 @@ impl Recording {
             .ok()
             .map(|ms| ms.saturating_mul(1_000_000));
         Ok(profile)
+    }
+}
+
+/// Whether a recorder's note says the store failed to keep something:
+/// the access-log follower words those "storing ...: error" or "... not
+/// kept: error".
+fn is_store_loss(note: &str) -> bool {
+    note.starts_with("storing ") || note.contains(" not kept: ")
+}
+
+/// How much disk space a recording holds back beside its store, so that a
+/// disk that fills mid-run still lets it store its notes, its status
+/// (`partial`) and its findings.
+const RESERVE_BYTES: usize = 512 * 1024;
+
+/// A file of [`RESERVE_BYTES`] beside the store, named with the owner's
+/// pid (stale ones, whose keisoku is gone, are removed by the next
+/// recording in that directory) and removed when the recording finishes.
+struct Reserve(Option<PathBuf>);
+
+impl Reserve {
+    /// Holds the space back; none when it cannot (a disk full already).
+    fn make(store: &Path, run: &str) -> Reserve {
+        let dir = match store.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let Some(file) = store.file_name().and_then(|f| f.to_str()) else {
+            return Reserve(None);
+        };
+        let prefix = format!(".{file}.reserve-pid");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                let pid = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(&prefix))
+                    .and_then(|rest| rest.split_once('-'))
+                    .and_then(|(pid, _)| pid.parse::<u32>().ok());
+                if pid.is_some_and(|p| !owner_alive(p)) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let path = dir.join(format!("{prefix}{}-{run}", std::process::id()));
+        // Real blocks (not a sparse file): zeros written, then synced.
+        let made = std::fs::File::create(&path).and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&vec![0u8; RESERVE_BYTES])?;
+            f.sync_all()
+        });
+        match made {
+            Ok(()) => Reserve(Some(path)),
+            Err(_) => {
+                let _ = std::fs::remove_file(&path);
+                Reserve(None)
+            }
+        }
+    }
+
+    /// Gives the space back.
+    fn release(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

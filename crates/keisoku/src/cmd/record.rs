@@ -70,6 +70,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let json = &done.run;
     crate::shared::output::print(&summary::recorded(json, &done.findings))?;
     recording::print_notes(&done.notes);
+    if recording::report_lost(&json.run.id, &json.run.status, &done.lost) {
+        return Ok(FAILURE);
+    }
     if interrupted {
         eprintln!(
             "keisoku: interrupted: run {} kept, marked interrupted",

@@ -138,6 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         run: json,
         findings,
         notes,
+        lost,
     } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
         let text = render::json(r)?;
@@ -163,6 +164,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprint!("{text}");
     }
     recording::print_notes(&notes);
+    if recording::report_lost(&json.run.id, &json.run.status, &lost) {
+        return Ok(FAILURE);
+    }
     let Some(report) = report else {
         eprintln!(
             "keisoku: error: the load could not run; run {} kept, marked interrupted",
