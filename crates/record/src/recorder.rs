@@ -703,7 +703,9 @@ mod tests {
     fn only_a_dead_owners_working_directories_are_removed() {
         let tmp = tempfile::tempdir().expect("tempdir");
         // A pid above the kernel's maximum (4194304) never runs.
-        let dead = tmp.path().join(workdir_name(4_194_999, "20261124-010000-abcd"));
+        let dead = tmp
+            .path()
+            .join(workdir_name(4_194_999, "20261124-010000-abcd"));
         let mine = tmp
             .path()
             .join(workdir_name(std::process::id(), "20261124-010000-beef"));
@@ -713,7 +715,10 @@ mod tests {
         }
         remove_stale_workdirs(tmp.path());
         assert!(!dead.exists(), "a dead owner's directory stays");
-        assert!(foreign.exists(), "a directory keisoku did not name this way went");
+        assert!(
+            foreign.exists(),
+            "a directory keisoku did not name this way went"
+        );
         // This test process is no keisoku unless its name says so.
         let me = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
         assert_eq!(mine.exists(), me.trim().starts_with("keisoku"));

@@ -89,7 +89,9 @@ impl Server {
                 return Err(format!("the server exited before it answered ({status})"));
             }
             if stop.load(Ordering::SeqCst) {
-                return Err("interrupted while waiting for the server to accept connections".into());
+                return Err(
+                    "interrupted while waiting for the server to accept connections".into(),
+                );
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 return Ok(());
