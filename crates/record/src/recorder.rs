@@ -290,6 +290,21 @@ impl Recording {
             },
         };
 
+        // A log that does not exist by now (a server started by `run` has
+        // opened its log once it listens) is a mistyped path: refuse it
+        // before any load, rather than report "0 of 0 lines" afterwards.
+        if let Some((path, _, _)) = opts.access_log.as_ref() {
+            if !path.exists() {
+                let msg = format!(
+                    "--access-log {}: no such file (nothing was loaded; run {} removed)",
+                    path.display(),
+                    self.run
+                );
+                self.reserve.release();
+                let _ = self.store.remove(&self.run);
+                return Err(Error::Input(msg));
+            }
+        }
         let follower = match opts.access_log.take() {
             Some((path, parser, keep)) => {
                 match Follower::start(

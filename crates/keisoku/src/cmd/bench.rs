@@ -39,6 +39,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let job = build(&args.urls, &args.load)?;
+    crate::shared::load::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let progress = Progress::new(false);
     let ctl = RunControl {
         progress: progress.for_load(),

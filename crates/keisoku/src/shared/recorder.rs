@@ -11,6 +11,7 @@ pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
     match e {
         keisoku_record::Error::OpenStore(e) => open_error(e),
         keisoku_record::Error::Store(e) => store_error(e),
+        keisoku_record::Error::Input(msg) => bad_input(msg),
         other => anyhow::Error::new(other),
     }
 }
