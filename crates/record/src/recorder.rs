@@ -10,7 +10,7 @@ use keisoku_probe::{
     PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
     SamplerConfig,
 };
-use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, SeriesBuffer, Store};
+use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, Store};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::thread::JoinHandle;
@@ -666,6 +666,53 @@ fn settled_tree(pid: u32) -> Vec<u32> {
     }
 }
 
+/// Sampler points waiting to be written, grouped by series. Emptied
+/// completely at every flush, names included: a server that starts and
+/// ends threads all the time names new `thread.*` series every second, and
+/// a buffer that remembered every name it ever saw grew without bound over
+/// a long recording (issue 15 item 9). Memory is one flush's points.
+#[derive(Default)]
+struct PendingSeries {
+    by_name: std::collections::BTreeMap<std::sync::Arc<str>, keisoku_store::Series>,
+}
+
+impl PendingSeries {
+    fn push(&mut self, p: keisoku_probe::SeriesPoint) {
+        let s = self
+            .by_name
+            .entry(p.name)
+            .or_insert_with(|| keisoku_store::Series {
+                name: String::new(),
+                unit: p.unit.to_string(),
+                t_ms: Vec::new(),
+                v: Vec::new(),
+            });
+        s.t_ms.push(p.t_ns as f64 / 1e6);
+        s.v.push(p.value);
+    }
+
+    /// Series held (each with at least one point).
+    fn held(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Writes every pending point and forgets everything, written or not
+    /// (a failed write is reported; keeping its points would only grow).
+    fn flush(&mut self, store: &Store, run: &str) -> keisoku_store::Result<()> {
+        if self.by_name.is_empty() {
+            return Ok(());
+        }
+        let chunks: Vec<keisoku_store::Series> = std::mem::take(&mut self.by_name)
+            .into_iter()
+            .map(|(name, s)| keisoku_store::Series {
+                name: name.to_string(),
+                ..s
+            })
+            .collect();
+        store.append_series(run, &chunks)
+    }
+}
+
 /// The series writer thread: buffers sampler points and writes them every
 /// few seconds; returns problems met.
 fn write_series(
@@ -678,7 +725,7 @@ fn write_series(
         Err(e) => return vec![format!("series not stored: {e}")],
     };
     let mut errors = Vec::new();
-    let mut buf = SeriesBuffer::default();
+    let mut buf = PendingSeries::default();
     // The first write comes after about a second (the first rates), so a
     // recording killed early still leaves its first points.
     let mut last = Instant::now()
@@ -688,7 +735,7 @@ fn write_series(
         let done = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(points) => {
                 for p in points {
-                    buf.push(&p.name, p.unit, p.t_ns as f64 / 1e6, p.value);
+                    buf.push(p);
                 }
                 false
             }
@@ -712,7 +759,47 @@ fn write_series(
 
 #[cfg(test)]
 mod tests {
-    use super::{remove_stale_workdirs, workdir_name};
+    use super::{remove_stale_workdirs, workdir_name, PendingSeries};
+    use keisoku_store::{NewRun, Store};
+
+    #[test]
+    fn pending_series_forget_every_name_at_each_flush() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("s.db")).expect("store");
+        let run = store.create_run(&NewRun::default()).expect("run");
+        let mut buf = PendingSeries::default();
+        // Ten flushes of threads that live one second each: 500 names.
+        for second in 0..10u64 {
+            for tid in 0..50u64 {
+                buf.push(keisoku_probe::SeriesPoint {
+                    name: format!("thread.py:1:{}.cpu", second * 50 + tid).into(),
+                    unit: "%",
+                    t_ns: second * 1_000_000_000,
+                    value: 1.0,
+                });
+            }
+            assert_eq!(buf.held(), 50);
+            buf.flush(&store, &run).expect("flush");
+            assert_eq!(buf.held(), 0, "names outlived their flush");
+        }
+        let names = store.series_names(&run).expect("names");
+        assert_eq!(names.len(), 500);
+        // A series seen again continues where it stopped.
+        buf.push(keisoku_probe::SeriesPoint {
+            name: "thread.py:1:0.cpu".into(),
+            unit: "%",
+            t_ns: 11_000_000_000,
+            value: 2.0,
+        });
+        buf.flush(&store, &run).expect("flush");
+        let run_json = store.load(&run).expect("load");
+        let s = run_json
+            .series
+            .iter()
+            .find(|s| s.name == "thread.py:1:0.cpu")
+            .expect("series");
+        assert_eq!(s.v, vec![1.0, 2.0]);
+    }
 
     #[test]
     fn only_a_dead_owners_working_directories_are_removed() {
