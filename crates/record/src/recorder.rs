@@ -692,6 +692,7 @@ impl PendingSeries {
     }
 
     /// Series held (each with at least one point).
+    #[cfg(test)]
     fn held(&self) -> usize {
         self.by_name.len()
     }
