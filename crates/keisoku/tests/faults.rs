@@ -489,3 +489,65 @@ fn a_disk_that_fills_mid_run_ends_it_partial() {
     assert!(shown.contains("partial"), "{shown}");
     assert!(shown.contains("not kept:"), "{shown}");
 }
+
+/// RSS of `pid` in KiB (VmRSS).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Issue 15 item 9: a long `keisoku record` keeps flat memory. Ten minutes
+/// of an nginx under load (perf, access log, process and thread series);
+/// RSS at 10 minutes may exceed RSS at 2 minutes by at most 4 MiB (it grew
+/// about 3 MiB a minute). Long: `cargo test -p keisoku --test faults --
+/// --ignored flat_memory`.
+#[test]
+#[ignore]
+fn flat_memory_over_a_ten_minute_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _nginx = Nginx::start(dir.path(), port);
+    let pid: u32 = wait_for("nginx's pid file", || {
+        std::fs::read_to_string(dir.path().join("nginx.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    let store = dir.path().join("runs.db");
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut child = Command::new(BIN)
+        .args(["record", "--pid", &pid.to_string(), "--access-log"])
+        .arg(dir.path().join("access.log"))
+        .args(["--log-format", "regexp", "--store"])
+        .arg(&store)
+        .args([
+            "--", BIN, "bench", &url, "-c", "4", "-R", "2000", "-d", "630s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (_, rest) = wait_line(&mut child, "recording run ");
+    let kpid = child.id();
+    let started = Instant::now();
+    let at = |minutes: u64| {
+        let until = Duration::from_secs(minutes * 60);
+        while started.elapsed() < until {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        rss_kib(kpid).expect("keisoku still runs")
+    };
+    let two = at(2);
+    let ten = at(10);
+    let status = child.wait().unwrap();
+    let err = rest.join().unwrap();
+    assert!(status.success(), "{err}");
+    assert!(
+        ten <= two + 4096,
+        "RSS grew from {two} KiB at 2 min to {ten} KiB at 10 min"
+    );
+}
