@@ -543,6 +543,7 @@ fn flat_memory_over_a_ten_minute_recording() {
     };
     let two = at(2);
     let ten = at(10);
+    eprintln!("keisoku record RSS: {two} KiB at 2 min, {ten} KiB at 10 min");
     let status = child.wait().unwrap();
     let err = rest.join().unwrap();
     assert!(status.success(), "{err}");
