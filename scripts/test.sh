@@ -46,6 +46,8 @@ echo "== TypeScript type check" >&2
 (cd web && npx tsc --noEmit -p .)
 echo "== cargo test" >&2
 cargo test --workspace
+echo "== fault suite (kill -9, full disk, signals, taken port)" >&2
+scripts/faults.sh
 echo "== browser tests (headless Chromium)" >&2
 shopt -s nullglob
 browser_tests=(web/tests/*.test.mjs)

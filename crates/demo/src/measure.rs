@@ -257,6 +257,7 @@ pub fn conclude(side: &Side, measured: Measured) -> Concluded {
                 run: json,
                 findings,
                 notes,
+                ..
             },
     } = measured;
     let run_id = json.run.id.clone();

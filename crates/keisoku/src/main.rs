@@ -5,6 +5,7 @@
 mod cmd;
 mod exit;
 mod shared;
+mod signals;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -761,7 +761,9 @@ fn build_request(t: &Target, headers: &[(String, String)], keepalive: bool) -> V
         }
         r.push_str(&format!("{n}: {v}\r\n"));
     }
-    if !t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH") {
+    if !has("transfer-encoding")
+        && (!t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH"))
+    {
         r.push_str(&format!("Content-Length: {}\r\n", t.body.len()));
     }
     if !keepalive {

@@ -157,14 +157,50 @@ impl LoadSpec {
             return Err(bad("no target: give a URL or --targets FILE"));
         }
         let mut plan = Plan::new(targets);
+        let mut close = a.no_keepalive;
+        let mut chunked = false;
         for h in &a.headers {
-            plan.headers
-                .push(parse_header(h).map_err(|e| bad(format!("-H: {e}")))?);
+            let (name, value) = parse_header(h).map_err(|e| bad(format!("-H: {e}")))?;
+            // Headers that change how requests are framed or connections
+            // reused are honoured, not silently replaced by the engine's.
+            if name.eq_ignore_ascii_case("connection") {
+                match value.to_ascii_lowercase().as_str() {
+                    "close" => close = true,
+                    "keep-alive" => {}
+                    _ => {
+                        return Err(bad(format!(
+                            "-H {h:?}: Connection must be close or keep-alive"
+                        )))
+                    }
+                }
+                continue;
+            }
+            if name.eq_ignore_ascii_case("transfer-encoding") {
+                if !value.eq_ignore_ascii_case("chunked") {
+                    return Err(bad(format!(
+                        "-H {h:?}: only Transfer-Encoding: chunked is supported"
+                    )));
+                }
+                chunked = true;
+            }
+            if name.eq_ignore_ascii_case("content-length") {
+                return Err(bad(format!(
+                    "-H {h:?}: Content-Length comes from the body; drop the header"
+                )));
+            }
+            plan.headers.push((name, value));
+        }
+        if chunked {
+            // The body goes as one chunk and the last chunk; the request
+            // then carries no Content-Length (both would be ambiguous).
+            for t in &mut plan.targets {
+                t.body = chunk(&t.body);
+            }
         }
         plan.threads = a.threads.unwrap_or_else(default_threads);
         plan.pin = a.pin;
         plan.timeout = duration_flag("--timeout", &a.timeout)?;
-        plan.keepalive = !a.no_keepalive;
+        plan.keepalive = !close;
         if let Some(w) = &a.warmup {
             plan.warmup = duration_flag("--warmup", w)?;
         }
@@ -179,6 +215,11 @@ impl LoadSpec {
         if let Some(r) = a.rate {
             if !(r.is_finite() && r > 0.0) {
                 return Err(bad(format!("--rate: must be a positive number, got {r}")));
+            }
+            if r > MAX_RATE {
+                return Err(bad(format!(
+                    "--rate {r}: at most {MAX_RATE} requests per second"
+                )));
             }
         }
         let one = |connections: usize, rate: Option<f64>, duration: Duration| PhaseSpec {
@@ -208,6 +249,11 @@ impl LoadSpec {
             steps.iter().map(|&c| one(c as usize, None, step)).collect()
         } else if let Some(s) = &a.sweep_rate {
             let steps = parse_sweep(s).map_err(|e| bad(format!("--sweep-rate: {e}")))?;
+            if let Some(r) = steps.iter().find(|&&r| r > MAX_RATE) {
+                return Err(bad(format!(
+                    "--sweep-rate {s}: {r} is above {MAX_RATE} requests per second"
+                )));
+            }
             if a.find_max {
                 // The sweep's STEP is the search's resolution.
                 let st = s
@@ -248,8 +294,98 @@ impl LoadSpec {
             None => None,
         };
         plan.validate()?;
+        let needed = plan.phases.iter().map(|p| p.connections).max().unwrap_or(0);
+        ensure_open_files(needed as u64 + FILES_BESIDES_CONNECTIONS)?;
         Ok(Job { plan, slo, search })
     }
+}
+
+/// The highest `--rate` accepted: far above what one machine can send
+/// (a few million requests per second), low enough that schedules and
+/// counters never overflow.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Files a load needs besides its connections: the store, logs, the
+/// profiler's pipes, epoll instances.
+const FILES_BESIDES_CONNECTIONS: u64 = 256;
+
+/// `body` as one chunk and the last chunk (RFC 9112 §7.1).
+fn chunk(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 16);
+    if !body.is_empty() {
+        out.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
+    out
+}
+
+/// Makes sure `needed` files can be open at once: the soft RLIMIT_NOFILE
+/// is raised (up to the hard limit) when it is lower; when even the hard
+/// limit is lower, the load is refused before it starts, instead of
+/// thousands of "Too many open files" errors in its results.
+pub fn ensure_open_files(needed: u64) -> Result<(), LoadError> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(());
+    }
+    if lim.rlim_cur == libc::RLIM_INFINITY || lim.rlim_cur >= needed {
+        return Ok(());
+    }
+    if lim.rlim_max != libc::RLIM_INFINITY && lim.rlim_max < needed {
+        return Err(bad(format!(
+            "-c needs about {needed} open files but the limit is {} (hard limit {}); raise it (ulimit -n) or use fewer connections",
+            lim.rlim_cur, lim.rlim_max
+        )));
+    }
+    let raised = libc::rlimit {
+        rlim_cur: needed,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Err(bad(format!(
+            "-c needs about {needed} open files but the limit is {} and could not be raised: {}",
+            lim.rlim_cur,
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks an output file flag (`--json FILE`, `--hdr-log FILE`) before any
+/// load starts: not a directory, in a directory that exists and can be
+/// written. Nothing is created.
+pub fn check_output_file(flag: &str, path: &std::path::Path) -> Result<(), LoadError> {
+    use std::os::unix::ffi::OsStrExt;
+    let refuse = |why: String| Err(bad(format!("{flag} {}: {why}", path.display())));
+    if path.is_dir() {
+        return refuse("is a directory; give a file name".into());
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return refuse(format!("the directory {} does not exist", parent.display()));
+    }
+    let probe = if path.exists() { path } else { parent };
+    let Ok(c) = std::ffi::CString::new(probe.as_os_str().as_bytes()) else {
+        return refuse("contains a NUL byte".into());
+    };
+    // SAFETY: access(2) reads the NUL-terminated path we own.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK) } != 0 {
+        return refuse(format!(
+            "cannot be written: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -265,6 +401,54 @@ mod tests {
             Err(e @ LoadError::BadInput(_)) => e.to_string(),
             other => panic!("expected bad input, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn framing_headers_are_honoured_or_refused() {
+        let spec = |h: &str| LoadSpec {
+            headers: vec![h.to_string()],
+            body: Some("abc".into()),
+            ..LoadSpec::default()
+        };
+        let job = spec("Connection: close").build(&url()).expect("job");
+        assert!(!job.plan.keepalive);
+        assert!(job.plan.headers.is_empty());
+        let job = spec("connection: Keep-Alive").build(&url()).expect("job");
+        assert!(job.plan.keepalive);
+        let job = spec("Transfer-Encoding: chunked")
+            .build(&url())
+            .expect("job");
+        assert_eq!(job.plan.targets[0].body, b"3\r\nabc\r\n0\r\n\r\n");
+        assert!(msg(&spec("Connection: upgrade"), &url()).contains("close or keep-alive"));
+        assert!(msg(&spec("Transfer-Encoding: gzip"), &url()).contains("only"));
+        assert!(msg(&spec("Content-Length: 9"), &url()).contains("drop the header"));
+    }
+
+    #[test]
+    fn absurd_rates_are_refused() {
+        let spec = LoadSpec {
+            rate: Some(1e10),
+            ..LoadSpec::default()
+        };
+        assert!(msg(&spec, &url()).contains("at most 10000000"));
+        let spec = LoadSpec {
+            sweep_rate: Some("1000000..30000000:10000000".into()),
+            ..LoadSpec::default()
+        };
+        assert!(msg(&spec, &url()).contains("above 10000000"));
+    }
+
+    #[test]
+    fn output_files_are_checked_before_the_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let check = |p: &std::path::Path| match check_output_file("--json", p) {
+            Err(LoadError::BadInput(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        assert!(check(dir.path()).contains("is a directory"));
+        assert!(check(&dir.path().join("no/x.json")).contains("does not exist"));
+        check_output_file("--json", &dir.path().join("x.json")).expect("writable");
+        assert!(!dir.path().join("x.json").exists(), "nothing is created");
     }
 
     #[test]

@@ -2,10 +2,37 @@
 //! short error lines from their output.
 
 use std::io::Read;
-use std::process::{Child, ExitStatus};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// Makes the child die with keisoku: the kernel sends it SIGKILL when the
+/// thread that started it ends (keisoku killed with -9, a panic), so no
+/// `perf record`, profiler or user command outlives the recording that
+/// needs it. Set between fork and exec, and kept across exec.
+///
+/// The signal follows the starting *thread*: start long-lived children
+/// from a thread that outlives them (the main thread, or the one that
+/// waits for them).
+pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and calls
+    // only async-signal-safe functions (prctl, getppid, raise).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // keisoku died between fork and prctl: the signal will never come.
+            if libc::getppid() != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            Ok(())
+        })
+    }
+}
 
 /// Waits up to `limit` for the child to exit.
 pub(crate) fn wait_timeout(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
@@ -89,7 +116,7 @@ pub(crate) fn run_bounded(
     limit: Duration,
 ) -> std::io::Result<Bounded> {
     use std::process::Stdio;
-    let mut child = cmd
+    let mut child = die_with_parent(cmd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -25,6 +25,7 @@ mod series;
 mod sockdiag;
 mod threads;
 
+pub use child::die_with_parent;
 pub use error::ProbeError;
 pub use perf::{ClockMap, PerfOptions, PerfOutput, PerfRecorder, PerfTarget, ProfileError};
 pub use process::{pidof, process_exists, process_tree, ProcessInfo};

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::child::{drain, first_line, interrupt, run_bounded};
+use crate::child::{die_with_parent, drain, first_line, interrupt, run_bounded};
 
 /// Maps perf's sample timestamps to the run's clock.
 ///
@@ -280,7 +280,7 @@ fn probe_event(o: &PerfOptions, event: &str, no_bpf: bool) -> Result<String, Pro
     args.push("-q".into());
     args.push("--".into());
     args.push("true".into());
-    let out = Command::new(&o.perf)
+    let out = die_with_parent(&mut Command::new(&o.perf))
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -388,7 +388,7 @@ impl PerfRecorder {
         let data_path = options.output_dir.join("perf.data");
         let args = record_args(&options, &event, &data_path, no_bpf);
         let clock = ClockMap::for_origin(options.origin);
-        let mut child = Command::new(&options.perf)
+        let mut child = die_with_parent(&mut Command::new(&options.perf))
             .args(&args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -525,7 +525,7 @@ impl PerfRecorder {
             what: format!("creating {}", script_path.display()),
             source: e,
         })?;
-        let out = Command::new(&self.options.perf)
+        let out = die_with_parent(&mut Command::new(&self.options.perf))
             .arg("script")
             .arg("-i")
             .arg(&self.data_path)

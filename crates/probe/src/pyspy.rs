@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::child::{drain, first_line, interrupt, wait_timeout};
+use crate::child::{die_with_parent, drain, first_line, interrupt, wait_timeout};
 use crate::perf::ProfileError;
 
 /// py-spy output formats that keep what crates/stacks needs.
@@ -145,6 +145,7 @@ impl PySpyRecorder {
         })?;
         let path = o.output_dir.join(o.format.file_name());
         let mut cmd = Command::new(&o.py_spy);
+        die_with_parent(&mut cmd);
         cmd.arg("record")
             .arg("--pid")
             .arg(o.pid.to_string())

@@ -93,14 +93,15 @@ impl Supervisor {
         rec: &mut Recording,
         watched: Option<u32>,
     ) -> Result<CommandEnd, CommandError> {
-        let mut child =
-            Command::new(program)
-                .args(args)
-                .spawn()
-                .map_err(|source| CommandError::Spawn {
-                    program: program.to_string(),
-                    source,
-                })?;
+        // It dies with keisoku (kill -9 included): a load tool left running
+        // would load the server for nobody, and skew the next recording.
+        let mut child = keisoku_probe::die_with_parent(&mut Command::new(program))
+            .args(args)
+            .spawn()
+            .map_err(|source| CommandError::Spawn {
+                program: program.to_string(),
+                source,
+            })?;
         let child_pid = child.id() as i32;
         let events = self.events;
         std::thread::Builder::new()

@@ -71,7 +71,32 @@ pub enum FlagError {
     /// `--log-format`/`--log-regexp` do not make a parser.
     #[error("{0}")]
     LogFormat(String),
+    /// `--log-regexp` lacks a named group every route needs.
+    #[error("--log-regexp {pattern:?}: no named group (?P<{group}>...); it needs uri, method and status, and response_time or request_time for latencies")]
+    LogRegexpGroups {
+        /// The pattern as given.
+        pattern: String,
+        /// The first group missing.
+        group: &'static str,
+    },
+    /// `--access-log` names a directory, or a file in a directory that
+    /// does not exist.
+    #[error("--access-log {path}: {why}")]
+    AccessLogPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// `--profile-hz` outside what a profiler can sample.
+    #[error("--profile-hz {0}: use 1 to {max}", max = MAX_PROFILE_HZ)]
+    ProfileHz(u32),
 }
+
+/// The highest `--profile-hz` accepted: beyond it perf throttles itself
+/// (kernel.perf_event_max_sample_rate) and the profiler costs more than the
+/// server it watches.
+pub const MAX_PROFILE_HZ: u32 = 10_000;
 
 impl Options {
     /// Checks the recorder's flags and builds the options of a recording
@@ -82,6 +107,9 @@ impl Options {
         let pid = flags.process()?;
         new_run.tags = tag_map(flags.tags)?;
         let interval = interval(flags.interval)?;
+        if flags.profile_hz == 0 || flags.profile_hz > MAX_PROFILE_HZ {
+            return Err(FlagError::ProfileHz(flags.profile_hz));
+        }
         let access_log = flags.access_log()?;
         let profile = match flags.profile {
             Some(p) => p,
@@ -94,7 +122,7 @@ impl Options {
             interval,
             pid,
             profile,
-            profile_hz: flags.profile_hz.clamp(1, 10_000),
+            profile_hz: flags.profile_hz,
             all_cpus: flags.profile_all_cpus,
             access_log,
             profile_auto: flags.profile.is_none(),
@@ -132,8 +160,41 @@ impl RecorderFlags<'_> {
         let Some(path) = self.access_log else {
             return Ok(None);
         };
+        if path.is_dir() {
+            return Err(FlagError::AccessLogPath {
+                path: path.display().to_string(),
+                why: "is a directory, not a log file".into(),
+            });
+        }
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !parent.is_dir() {
+            return Err(FlagError::AccessLogPath {
+                path: path.display().to_string(),
+                why: format!("the directory {} does not exist", parent.display()),
+            });
+        }
         let parser =
             follow::parser(self.log_format, self.log_regexp).map_err(FlagError::LogFormat)?;
+        if let (Some(pattern), keisoku_logs::Format::Regexp { pattern: re, .. }) =
+            (self.log_regexp, parser.format())
+        {
+            let has = |g: &str| re.capture_names().any(|n| n == Some(g));
+            let missing = ["uri", "method", "status"]
+                .into_iter()
+                .find(|g| !has(g))
+                .or_else(|| {
+                    (!has("response_time") && !has("request_time")).then_some("response_time")
+                });
+            if let Some(group) = missing {
+                return Err(FlagError::LogRegexpGroups {
+                    pattern: pattern.to_string(),
+                    group,
+                });
+            }
+        }
         let keep = Keep {
             format: self.log_format.to_string(),
             pattern: self.log_regexp.map(str::to_string),
@@ -202,10 +263,14 @@ mod tests {
     }
 
     #[test]
-    fn all_cpus_defaults_to_perf_and_hz_is_clamped() {
+    fn all_cpus_defaults_to_perf_and_hz_out_of_range_is_refused() {
         let mut f = flags(&[]);
         f.profile_all_cpus = true;
         f.profile_hz = 0;
+        assert_eq!(err(&f), "--profile-hz 0: use 1 to 10000");
+        f.profile_hz = 10_001;
+        assert_eq!(err(&f), "--profile-hz 10001: use 1 to 10000");
+        f.profile_hz = 1;
         let o = Options::from_flags(&f, NewRun::default()).expect("options");
         assert_eq!(o.profile, ProfileKind::Perf);
         assert_eq!(o.profile_hz, 1);
@@ -245,5 +310,34 @@ mod tests {
         assert_eq!(path, Path::new("/tmp/access.log"));
         assert!(!keep.lines);
         assert_eq!(keep.format, "ltsv");
+    }
+
+    #[test]
+    fn a_log_path_in_no_directory_or_a_directory_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut f = flags(&[]);
+        let missing = dir.path().join("nope/access.log");
+        f.access_log = Some(&missing);
+        assert!(err(&f).contains("does not exist"), "{}", err(&f));
+        f.access_log = Some(dir.path());
+        assert!(err(&f).contains("is a directory"), "{}", err(&f));
+        // A file that does not exist yet may be created by the server.
+        let later = dir.path().join("access.log");
+        f.access_log = Some(&later);
+        assert!(Options::from_flags(&f, NewRun::default()).is_ok());
+    }
+
+    #[test]
+    fn a_log_regexp_without_the_route_groups_is_refused() {
+        let mut f = flags(&[]);
+        f.access_log = Some(Path::new("/tmp/access.log"));
+        f.log_format = "regexp";
+        f.log_regexp = Some(".*");
+        assert!(err(&f).contains("(?P<uri>...)"), "{}", err(&f));
+        f.log_regexp = Some(r"(?P<method>\S+) (?P<uri>\S+) (?P<status>\d+)");
+        assert!(err(&f).contains("(?P<response_time>...)"), "{}", err(&f));
+        f.log_regexp =
+            Some(r"(?P<method>\S+) (?P<uri>\S+) (?P<status>\d+) (?P<request_time>[\d.]+)");
+        assert!(Options::from_flags(&f, NewRun::default()).is_ok());
     }
 }

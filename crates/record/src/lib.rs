@@ -42,6 +42,11 @@ pub enum Error {
     /// A recorder thread could not be started.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// The user's input does not hold once the recording starts (an
+    /// `--access-log` that still does not exist); nothing was loaded and the
+    /// run was removed again.
+    #[error("{0}")]
+    Input(String),
 }
 
 // The summaries name times and durations as every command does.

@@ -26,7 +26,7 @@ impl Recording {
     ) -> Result<Finished, Error> {
         if let Some(r) = load {
             if let Err(e) = store_report(&self, r, false) {
-                self.note(format!("storing the load results: {e}"));
+                self.lost(format!("storing the load results: {e}"));
             }
         }
         self.finish(status)
@@ -42,13 +42,27 @@ impl Recording {
         stream: LoadStream,
     ) -> Result<Finished, Error> {
         let (notes, complete) = stream.end();
-        for n in notes {
-            self.note(n);
-        }
+        // The live writer's notes are writes that failed: the run is partial
+        // unless the batch path below stores it all after all.
+        let failed = notes;
         if let Some(r) = load {
             // A writer that failed part-way leaves the batch path to store it all.
-            if let Err(e) = store_report(&self, r, complete) {
-                self.note(format!("storing the load results: {e}"));
+            match store_report(&self, r, complete) {
+                Ok(()) => {
+                    for n in failed {
+                        self.note(n);
+                    }
+                }
+                Err(e) => {
+                    for n in failed {
+                        self.lost(n);
+                    }
+                    self.lost(format!("storing the load results: {e}"));
+                }
+            }
+        } else {
+            for n in failed {
+                self.lost(n);
             }
         }
         self.finish(status)

@@ -10,7 +10,7 @@ use keisoku_probe::{
     PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
     SamplerConfig,
 };
-use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, SeriesBuffer, Store};
+use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, Store};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::thread::JoinHandle;
@@ -69,6 +69,9 @@ pub struct Finished {
     pub findings: Vec<Finding>,
     /// Problems the recording survived, one line each.
     pub notes: Vec<String>,
+    /// What the store could not keep (a full disk, an I/O error), one line
+    /// each; when not empty a run that would be complete is `partial`.
+    pub lost: Vec<String>,
 }
 
 /// A recording in progress.
@@ -86,7 +89,11 @@ pub struct Recording {
     profiler: Option<Profiler>,
     follower: Option<Follower>,
     workdir: PathBuf,
+    /// Disk space held back for the run's last words.
+    reserve: Reserve,
     notes: Vec<String>,
+    /// Store writes that failed: what was not kept.
+    lost: Vec<String>,
     /// Options until the recorders start.
     opts: Option<Options>,
     /// The process py-spy watches.
@@ -151,7 +158,10 @@ impl Recording {
         opts.new_run.started_unix_ms = started_unix_ms;
         opts.new_run.machine = machine();
         let run = store.create_run(&opts.new_run)?;
-        let workdir = std::env::temp_dir().join(format!("keisoku-{run}"));
+        let reserve = Reserve::make(&opts.store_path, &run);
+        let tmp = std::env::temp_dir();
+        remove_stale_workdirs(&tmp);
+        let workdir = tmp.join(workdir_name(std::process::id(), &run));
         Ok(Recording {
             origin,
             started_unix_ms,
@@ -163,11 +173,21 @@ impl Recording {
             profiler: None,
             follower: None,
             workdir,
+            reserve,
             notes: Vec::new(),
+            lost: Vec::new(),
             py_pid: 0,
             sampler_failed: false,
             opts: Some(opts),
         })
+    }
+
+    /// Ends a recording that never began (the server could not be
+    /// started): its run is removed from the store, as if never created.
+    pub fn discard(mut self) {
+        self.reserve.release();
+        let _ = std::fs::remove_dir_all(&self.workdir);
+        let _ = self.store.remove(&self.run);
     }
 
     /// Sets the server process once it is known (before `start_recorders`).
@@ -270,6 +290,21 @@ impl Recording {
             },
         };
 
+        // A log that does not exist by now (a server started by `run` has
+        // opened its log once it listens) is a mistyped path: refuse it
+        // before any load, rather than report "0 of 0 lines" afterwards.
+        if let Some((path, _, _)) = opts.access_log.as_ref() {
+            if !path.exists() {
+                let msg = format!(
+                    "--access-log {}: no such file (nothing was loaded; run {} removed)",
+                    path.display(),
+                    self.run
+                );
+                self.reserve.release();
+                let _ = self.store.remove(&self.run);
+                return Err(Error::Input(msg));
+            }
+        }
         let follower = match opts.access_log.take() {
             Some((path, parser, keep)) => {
                 match Follower::start(
@@ -316,6 +351,16 @@ impl Recording {
         self.notes.push(msg.into());
     }
 
+    /// Records that the store could not keep something (`what` says what
+    /// and why): the run ends `partial` instead of `complete`, and the line
+    /// joins its notes.
+    pub fn lost(&mut self, what: impl Into<String>) {
+        let what = what.into();
+        if !self.lost.contains(&what) {
+            self.lost.push(what);
+        }
+    }
+
     /// Stops every recorder, stores what they collected, marks the run
     /// `status` and judges it: the one end of every recording, so runs made
     /// by `run`, `record` and `demo` all store their findings. Returns the
@@ -324,7 +369,13 @@ impl Recording {
         let duration_ms = self.now_ms();
         if let Some(f) = self.follower.take() {
             let followed = f.stop();
-            self.notes.extend(followed.notes);
+            for n in followed.notes {
+                if is_store_loss(&n) {
+                    self.lost(n);
+                } else {
+                    self.notes.push(n);
+                }
+            }
             if followed.malformed > 0 {
                 self.notes.push(format!(
                     "access log: {} of {} lines did not parse with the chosen --log-format",
@@ -350,14 +401,14 @@ impl Recording {
                 self.store
                     .put_routes(&self.run, RouteSource::AccessLog, &followed.routes)
             {
-                self.notes.push(format!("storing access-log routes: {e}"));
+                self.lost(format!("storing access-log routes: {e}"));
             }
         }
         if let Some(p) = self.profiler.take() {
             match self.stop_profiler(p) {
                 Ok(profile) => {
                     if let Err(e) = self.store.put_profile(&self.run, &profile) {
-                        self.notes.push(format!("storing the profile: {e}"));
+                        self.lost(format!("storing the profile: {e}"));
                     }
                 }
                 Err(e) => self.notes.push(format!("no profile: {e}")),
@@ -369,18 +420,38 @@ impl Recording {
         }
         if let Some(w) = self.writer.take() {
             match w.join() {
-                Ok(errs) => self.notes.extend(errs),
+                Ok(errs) => {
+                    for e in errs {
+                        self.lost(e);
+                    }
+                }
                 Err(_) => self
                     .notes
                     .push("the series writer stopped unexpectedly".into()),
             }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
-        if !self.notes.is_empty() {
-            let text: String = self.notes.iter().map(|n| format!("{n}\n")).collect();
-            let _ = self
+        // The run's last words (notes, status, findings) need a little
+        // room even when the disk filled: the reserve gives it back now.
+        self.reserve.release();
+        let lost = std::mem::take(&mut self.lost);
+        let status = match status {
+            RunStatus::Complete if !lost.is_empty() => RunStatus::Partial,
+            s => s,
+        };
+        let kept: Vec<String> = lost
+            .iter()
+            .map(|l| format!("not kept: {l}"))
+            .chain(self.notes.iter().cloned())
+            .collect();
+        if !kept.is_empty() {
+            let text: String = kept.iter().map(|n| format!("{n}\n")).collect();
+            if let Err(e) = self
                 .store
-                .append_output(&self.run, "notes", text.as_bytes());
+                .append_output(&self.run, "notes", text.as_bytes())
+            {
+                self.notes.push(format!("storing the notes: {e}"));
+            }
         }
         self.store.finish(&self.run, status, duration_ms)?;
         let mut run = self.store.load(&self.run)?;
@@ -396,6 +467,7 @@ impl Recording {
             run,
             findings,
             notes,
+            lost,
         })
     }
 
@@ -461,6 +533,115 @@ impl Recording {
     }
 }
 
+/// Whether a recorder's note says the store failed to keep something:
+/// the access-log follower words those "storing ...: error" or "... not
+/// kept: error".
+fn is_store_loss(note: &str) -> bool {
+    note.starts_with("storing ") || note.contains(" not kept: ")
+}
+
+/// How much disk space a recording holds back beside its store, so that a
+/// disk that fills mid-run still lets it store its notes, its status
+/// (`partial`) and its findings.
+const RESERVE_BYTES: usize = 512 * 1024;
+
+/// A file of [`RESERVE_BYTES`] beside the store, named with the owner's
+/// pid (stale ones, whose keisoku is gone, are removed by the next
+/// recording in that directory) and removed when the recording finishes.
+struct Reserve(Option<PathBuf>);
+
+impl Reserve {
+    /// Holds the space back; none when it cannot (a disk full already).
+    fn make(store: &Path, run: &str) -> Reserve {
+        let dir = match store.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let Some(file) = store.file_name().and_then(|f| f.to_str()) else {
+            return Reserve(None);
+        };
+        let prefix = format!(".{file}.reserve-pid");
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                let name = e.file_name();
+                let pid = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(&prefix))
+                    .and_then(|rest| rest.split_once('-'))
+                    .and_then(|(pid, _)| pid.parse::<u32>().ok());
+                if pid.is_some_and(|p| !owner_alive(p)) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let path = dir.join(format!("{prefix}{}-{run}", std::process::id()));
+        // Real blocks (not a sparse file): zeros written, then synced.
+        let made = std::fs::File::create(&path).and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(&vec![0u8; RESERVE_BYTES])?;
+            f.sync_all()
+        });
+        match made {
+            Ok(()) => Reserve(Some(path)),
+            Err(_) => {
+                let _ = std::fs::remove_file(&path);
+                Reserve(None)
+            }
+        }
+    }
+
+    /// Gives the space back.
+    fn release(&mut self) {
+        if let Some(p) = self.0.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// What a recording's temporary directory is named: the owner's pid
+/// first, so a later keisoku can tell a dead owner's leftovers.
+fn workdir_name(pid: u32, run: &str) -> String {
+    format!("keisoku-pid{pid}-{run}")
+}
+
+/// Removes the working directories of recordings whose keisoku is gone
+/// (killed with -9, power loss): only names [`workdir_name`] makes, and
+/// only when their pid is no longer a keisoku.
+fn remove_stale_workdirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("keisoku-pid"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !owner_alive(pid) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Whether `pid` is a live keisoku (a recycled pid running something else
+/// does not keep a directory alive).
+fn owner_alive(pid: u32) -> bool {
+    alive(pid)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim().starts_with("keisoku"))
+            .unwrap_or(true)
+}
+
 /// The server's process tree once it stops changing (at most 2 s): perf
 /// attaches to the processes that exist when it starts, and a server that
 /// answers on its port may still be forking its workers (nginx's master
@@ -485,6 +666,54 @@ fn settled_tree(pid: u32) -> Vec<u32> {
     }
 }
 
+/// Sampler points waiting to be written, grouped by series. Emptied
+/// completely at every flush, names included: a server that starts and
+/// ends threads all the time names new `thread.*` series every second, and
+/// a buffer that remembered every name it ever saw grew without bound over
+/// a long recording (issue 15 item 9). Memory is one flush's points.
+#[derive(Default)]
+struct PendingSeries {
+    by_name: std::collections::BTreeMap<std::sync::Arc<str>, keisoku_store::Series>,
+}
+
+impl PendingSeries {
+    fn push(&mut self, p: keisoku_probe::SeriesPoint) {
+        let s = self
+            .by_name
+            .entry(p.name)
+            .or_insert_with(|| keisoku_store::Series {
+                name: String::new(),
+                unit: p.unit.to_string(),
+                t_ms: Vec::new(),
+                v: Vec::new(),
+            });
+        s.t_ms.push(p.t_ns as f64 / 1e6);
+        s.v.push(p.value);
+    }
+
+    /// Series held (each with at least one point).
+    #[cfg(test)]
+    fn held(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Writes every pending point and forgets everything, written or not
+    /// (a failed write is reported; keeping its points would only grow).
+    fn flush(&mut self, store: &Store, run: &str) -> keisoku_store::Result<()> {
+        if self.by_name.is_empty() {
+            return Ok(());
+        }
+        let chunks: Vec<keisoku_store::Series> = std::mem::take(&mut self.by_name)
+            .into_iter()
+            .map(|(name, s)| keisoku_store::Series {
+                name: name.to_string(),
+                ..s
+            })
+            .collect();
+        store.append_series(run, &chunks)
+    }
+}
+
 /// The series writer thread: buffers sampler points and writes them every
 /// few seconds; returns problems met.
 fn write_series(
@@ -497,7 +726,7 @@ fn write_series(
         Err(e) => return vec![format!("series not stored: {e}")],
     };
     let mut errors = Vec::new();
-    let mut buf = SeriesBuffer::default();
+    let mut buf = PendingSeries::default();
     // The first write comes after about a second (the first rates), so a
     // recording killed early still leaves its first points.
     let mut last = Instant::now()
@@ -507,7 +736,7 @@ fn write_series(
         let done = match rx.recv_timeout(Duration::from_millis(500)) {
             Ok(points) => {
                 for p in points {
-                    buf.push(&p.name, p.unit, p.t_ns as f64 / 1e6, p.value);
+                    buf.push(p);
                 }
                 false
             }
@@ -526,5 +755,75 @@ fn write_series(
         if done {
             return errors;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{remove_stale_workdirs, workdir_name, PendingSeries};
+    use keisoku_store::{NewRun, Store};
+
+    #[test]
+    fn pending_series_forget_every_name_at_each_flush() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("s.db")).expect("store");
+        let run = store.create_run(&NewRun::default()).expect("run");
+        let mut buf = PendingSeries::default();
+        // Ten flushes of threads that live one second each: 500 names.
+        for second in 0..10u64 {
+            for tid in 0..50u64 {
+                buf.push(keisoku_probe::SeriesPoint {
+                    name: format!("thread.py:1:{}.cpu", second * 50 + tid).into(),
+                    unit: "%",
+                    t_ns: second * 1_000_000_000,
+                    value: 1.0,
+                });
+            }
+            assert_eq!(buf.held(), 50);
+            buf.flush(&store, &run).expect("flush");
+            assert_eq!(buf.held(), 0, "names outlived their flush");
+        }
+        let names = store.series_names(&run).expect("names");
+        assert_eq!(names.len(), 500);
+        // A series seen again continues where it stopped.
+        buf.push(keisoku_probe::SeriesPoint {
+            name: "thread.py:1:0.cpu".into(),
+            unit: "%",
+            t_ns: 11_000_000_000,
+            value: 2.0,
+        });
+        buf.flush(&store, &run).expect("flush");
+        let run_json = store.load(&run).expect("load");
+        let s = run_json
+            .series
+            .iter()
+            .find(|s| s.name == "thread.py:1:0.cpu")
+            .expect("series");
+        assert_eq!(s.v, vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn only_a_dead_owners_working_directories_are_removed() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        // A pid above the kernel's maximum (4194304) never runs.
+        let dead = tmp
+            .path()
+            .join(workdir_name(4_194_999, "20261124-010000-abcd"));
+        let mine = tmp
+            .path()
+            .join(workdir_name(std::process::id(), "20261124-010000-beef"));
+        let foreign = tmp.path().join("keisoku-demo-x1");
+        for d in [&dead, &mine, &foreign] {
+            std::fs::create_dir_all(d.join("perf")).expect("mkdir");
+        }
+        remove_stale_workdirs(tmp.path());
+        assert!(!dead.exists(), "a dead owner's directory stays");
+        assert!(
+            foreign.exists(),
+            "a directory keisoku did not name this way went"
+        );
+        // This test process is no keisoku unless its name says so.
+        let me = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        assert_eq!(mine.exists(), me.trim().starts_with("keisoku"));
     }
 }

@@ -177,6 +177,9 @@ pub enum RunStatus {
     Complete,
     /// Stopped early; everything recorded until then is kept.
     Interrupted,
+    /// Ran to its end, but the store could not keep everything (a full
+    /// disk): its notes say what is missing.
+    Partial,
 }
 
 impl RunStatus {
@@ -186,6 +189,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Complete => "complete",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Partial => "partial",
         }
     }
 
@@ -195,6 +199,7 @@ impl RunStatus {
             "running" => Some(RunStatus::Running),
             "complete" => Some(RunStatus::Complete),
             "interrupted" => Some(RunStatus::Interrupted),
+            "partial" => Some(RunStatus::Partial),
             _ => None,
         }
     }

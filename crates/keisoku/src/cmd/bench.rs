@@ -39,18 +39,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let job = build(&args.urls, &args.load)?;
+    crate::shared::load::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let progress = Progress::new(false);
     let ctl = RunControl {
         progress: progress.for_load(),
         ..RunControl::default()
     };
     let stop = ctl.stop.clone();
-    // A second Ctrl-C while results are being written leaves at once.
-    let _ = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-    });
+    crate::signals::on_interrupt(move || stop.store(true, Ordering::SeqCst));
     let mut report = job.run(&ctl).map_err(load_err)?;
     progress.clear();
     let gate_pass = job.judge(&mut report);

@@ -6,8 +6,6 @@ use crate::shared::recorder::{self as recording, record_error, RecorderArgs};
 use keisoku_record::command::{CommandEnd, CommandError, Supervisor};
 use keisoku_record::{summary, Recording};
 use keisoku_store::{NewRun, RunStatus};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 /// Flags of `keisoku record`.
 #[derive(clap::Args, Debug)]
@@ -43,13 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let supervisor = Supervisor::new();
     let on_signal = supervisor.interrupter();
-    let stop = Arc::new(AtomicBool::new(false));
-    let _ = ctrlc::set_handler(move || {
-        if stop.swap(true, Ordering::SeqCst) {
-            std::process::exit(130);
-        }
-        on_signal.interrupt();
-    });
+    crate::signals::on_interrupt(move || on_signal.interrupt());
     let mut rec = Recording::start(opts).map_err(record_error)?;
     eprintln!(
         "keisoku: recording run {} while `{}` runs",
@@ -78,6 +70,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let json = &done.run;
     crate::shared::output::print(&summary::recorded(json, &done.findings))?;
     recording::print_notes(&done.notes);
+    if recording::report_lost(&json.run.id, &json.run.status, &done.lost) {
+        return Ok(FAILURE);
+    }
     if interrupted {
         eprintln!(
             "keisoku: interrupted: run {} kept, marked interrupted",

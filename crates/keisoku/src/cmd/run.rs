@@ -52,6 +52,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let job = bench::build(&args.target, &args.load)?;
+    bench::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let plan = &job.plan;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
     let new_run = NewRun {
@@ -73,10 +74,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     {
         let stop = Arc::clone(&ctl.stop);
         let interrupted = Arc::clone(&interrupted);
-        let _ = ctrlc::set_handler(move || {
-            if interrupted.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
+        crate::signals::on_interrupt(move || {
+            interrupted.store(true, Ordering::SeqCst);
             stop.store(true, Ordering::SeqCst);
         });
     }
@@ -86,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut server = None;
     if let Some(cmd) = &args.server_cmd {
         let addr = plan.targets[0].addr;
-        match rec.start_server(cmd, addr, server_timeout) {
+        match rec.start_server_until(cmd, addr, server_timeout, &ctl.stop) {
             Ok((r, s)) => {
                 rec = r;
                 server = Some(s);
@@ -148,6 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         run: json,
         findings,
         notes,
+        lost,
     } = done;
     if let (Some(r), Some(dest)) = (&report, &args.json) {
         let text = render::json(r)?;
@@ -173,6 +173,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         eprint!("{text}");
     }
     recording::print_notes(&notes);
+    if recording::report_lost(&json.run.id, &json.run.status, &lost) {
+        return Ok(FAILURE);
+    }
     let Some(report) = report else {
         eprintln!(
             "keisoku: error: the load could not run; run {} kept, marked interrupted",

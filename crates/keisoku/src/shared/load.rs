@@ -116,6 +116,20 @@ pub fn build(urls: &[String], a: &LoadArgs) -> anyhow::Result<Job> {
     a.spec().build(urls).map_err(load_err)
 }
 
+/// Checks `--json FILE` ('-' is stdout) and `--hdr-log FILE` before any
+/// load starts, so a directory or a missing directory is refused at once
+/// (exit 2) rather than after the whole load.
+pub fn check_outputs(json: Option<&str>, hdr_log: Option<&std::path::Path>) -> anyhow::Result<()> {
+    if let Some(j) = json.filter(|j| *j != "-") {
+        keisoku_load::spec::check_output_file("--json", std::path::Path::new(j))
+            .map_err(load_err)?;
+    }
+    if let Some(h) = hdr_log {
+        keisoku_load::spec::check_output_file("--hdr-log", h).map_err(load_err)?;
+    }
+    Ok(())
+}
+
 /// Prints the summary and writes `--json` / `--hdr-log`; with `--json -`
 /// the JSON owns stdout and the summary goes to stderr.
 pub fn write_outputs(

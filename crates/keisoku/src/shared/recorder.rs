@@ -11,6 +11,7 @@ pub fn record_error(e: keisoku_record::Error) -> anyhow::Error {
     match e {
         keisoku_record::Error::OpenStore(e) => open_error(e),
         keisoku_record::Error::Store(e) => store_error(e),
+        keisoku_record::Error::Input(msg) => bad_input(msg),
         other => anyhow::Error::new(other),
     }
 }
@@ -129,4 +130,18 @@ pub fn print_notes(notes: &[String]) {
     for n in notes {
         eprintln!("keisoku: note: {n}");
     }
+}
+
+/// Says what the store could not keep (a full disk mid-run) and whether
+/// anything was lost: the run is then `partial` (or interrupted) and the
+/// command exits 1.
+pub fn report_lost(run: &str, status: &str, lost: &[String]) -> bool {
+    if lost.is_empty() {
+        return false;
+    }
+    eprintln!("keisoku: error: the store could not keep everything; run {run} kept as far as it could be, marked {status}:");
+    for l in lost {
+        eprintln!("  not kept: {l}");
+    }
+    true
 }
