@@ -4,18 +4,21 @@
 //! SLO's `p99<=1s` accept the same durations; `--log-lines-max` and friends
 //! the same sizes; SLOs, regression gates and `--fail-if` the same clauses.
 //!
-//! The crate has no dependencies on the rest of the workspace and no I/O.
+//! The crate has no dependencies on the rest of the workspace; its only I/O
+//! is [`limits::Guard`], the `Read` wrapper every input reader applies.
 
 #![deny(missing_docs)]
 
 pub mod duration;
 pub mod gate;
 pub mod idle;
+pub mod limits;
 pub mod size;
 pub mod time;
 
 pub use duration::{parse_duration, DurationError};
 pub use gate::{Clause, GateError, Op, Quantity};
 pub use idle::{is_idle_frame, IDLE_FRAMES};
+pub use limits::{Guard, Limits};
 pub use size::parse_size;
 pub use time::{civil_from_unix, human_duration, utc, utc_iso};
