@@ -6,7 +6,7 @@
 //! genuinely huge input can still read it:
 //! - the longest line of a text input ([`MAX_LINE_ENV`], default 8 MiB):
 //!   streaming readers hold a whole line, so a line is what exhausts memory;
-//! - the size of an input read whole ([`MAX_INPUT_ENV`], default 512 MiB):
+//! - the size of an input read whole ([`MAX_INPUT_ENV`], default 256 MiB):
 //!   JSON, protobuf and request bodies are parsed from one buffer;
 //! - the ratio of decompressed to compressed bytes of a gzip input
 //!   ([`MAX_RATIO_ENV`], default 500, checked past 256 MiB decompressed):
@@ -32,7 +32,7 @@ pub const MAX_RATIO_ENV: &str = "KEISOKU_MAX_RATIO";
 /// what hurts a machine.
 pub const DEFAULT_MAX_LINE: u64 = 8 << 20;
 /// Default largest input read whole.
-pub const DEFAULT_MAX_INPUT: u64 = 512 << 20;
+pub const DEFAULT_MAX_INPUT: u64 = 256 << 20;
 /// Default largest decompression ratio.
 pub const DEFAULT_MAX_RATIO: u64 = 500;
 /// Decompressed bytes below which the ratio is not checked: a small file of
@@ -296,6 +296,53 @@ impl<R: Read> Read for Guard<R> {
     }
 }
 
+/// Reads a whole file the user named, refusing one larger than
+/// `limits.input` (a character device such as `/dev/zero` included) before
+/// holding more than that in memory.
+pub fn read_whole(path: &std::path::Path, limits: &Limits) -> io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    read_to_end(Guard::new(file).whole(limits), size)
+}
+
+/// Reads `reader` to its end in small steps, so memory holds what was read
+/// (plus growth) rather than a zeroed buffer twice the limit; `size`, when
+/// known, is reserved at once.
+pub fn read_to_end(mut reader: impl Read, size: Option<u64>) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(size.map_or(0, |n| n.min(DEFAULT_MAX_INPUT) as usize));
+    let mut step = vec![0u8; 256 * 1024];
+    loop {
+        match reader.read(&mut step) {
+            Ok(0) => return Ok(buf),
+            Ok(n) => buf.extend_from_slice(&step[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// [`read_whole`] as UTF-8 text (`InvalidData` when it is not), refusing
+/// also a line longer than `limits.line`.
+pub fn read_whole_string(path: &std::path::Path, limits: &Limits) -> io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let bytes = read_to_end(Guard::new(file).whole(limits).lines(limits), size)?;
+    String::from_utf8(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 /// Counts the bytes read through it into a shared counter (the compressed
 /// side of a gzip input, for [`Guard::ratio`] and progress displays).
 pub struct Counting<R> {
@@ -394,6 +441,21 @@ mod tests {
         )
         .unwrap();
         assert_eq!(n, RATIO_FLOOR + 1);
+    }
+
+    #[test]
+    fn whole_files_are_read_within_the_limit() {
+        let limits = Limits {
+            input: 4096,
+            line: 100,
+            ..Limits::default()
+        };
+        let e = read_whole(std::path::Path::new("/dev/zero"), &limits).unwrap_err();
+        assert_eq!(exceeded(&e).map(|x| x.limit), Some(Limit::Input));
+        let e = read_whole_string(std::path::Path::new("/dev/zero"), &limits).unwrap_err();
+        assert_eq!(exceeded(&e).map(|x| x.limit), Some(Limit::Line));
+        let e = read_whole(std::path::Path::new("/"), &limits).unwrap_err();
+        assert!(is_input_fault(&e), "{e:?}");
     }
 
     #[test]

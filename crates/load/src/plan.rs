@@ -193,7 +193,8 @@ pub fn parse_header(s: &str) -> Result<(String, String), LoadError> {
 /// Blank lines and lines starting with `#` are skipped; body files are
 /// relative to the targets file.
 pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
-    let text = std::fs::read_to_string(path)
+    let limits = keisoku_common::Limits::current();
+    let text = keisoku_common::limits::read_whole_string(path, &limits)
         .map_err(|e| LoadError::BadInput(format!("{}: {e}", path.display())))?;
     let base = path.parent().unwrap_or_else(|| Path::new("."));
     let mut targets = Vec::new();
@@ -216,8 +217,8 @@ pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
         if let Some(last) = words.last() {
             if let Some(file) = last.strip_prefix('@') {
                 let p = base.join(file);
-                body =
-                    std::fs::read(&p).map_err(|e| at(format!("body file {}: {e}", p.display())))?;
+                body = keisoku_common::limits::read_whole(&p, &limits)
+                    .map_err(|e| at(format!("body file {}: {e}", p.display())))?;
                 words.pop();
             }
         }

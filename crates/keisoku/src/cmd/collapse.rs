@@ -63,8 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (args.first.clone(), false)
     };
     let forced = args.format.or(perf_forced.then_some(Format::Perf));
-    let input = Input::open(&path).map_err(bad_input)?;
-    let format = keisoku_stacks::format_of(&input, forced).map_err(bad_input)?;
+    let input = Input::open(&path).map_err(classify)?;
+    let format = keisoku_stacks::format_of(&input, forced).map_err(classify)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if format == Format::Perf {

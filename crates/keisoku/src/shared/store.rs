@@ -109,8 +109,11 @@ impl StoreArg {
         use anyhow::Context;
         let path = Path::new(spec);
         if path.is_file() {
-            return std::fs::read_to_string(path)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())));
+            return keisoku_common::limits::read_whole_string(
+                path,
+                &keisoku_common::Limits::current(),
+            )
+            .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())));
         }
         if spec.ends_with(".json") {
             return Err(bad_input(format!("no such file: {spec}")));
