@@ -446,7 +446,7 @@ mod tests {
     #[test]
     fn whole_files_are_read_within_the_limit() {
         let limits = Limits {
-            input: 4096,
+            input: 1 << 20,
             line: 100,
             ..Limits::default()
         };

@@ -52,7 +52,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .map_err(bad_input)?;
     let a = args.store.run_json(&args.run_a)?;
     let b = args.store.run_json(&args.run_b)?;
-    let cmp = compare(&a, &b, gate.as_deref()).map_err(|e| page_error("compare", e))?;
+    let cmp = compare(&a, &b, gate.as_deref()).map_err(|e| {
+        // Name the input at fault: comparing a run with itself fails only
+        // when that run is bad (the error path alone pays for this).
+        let culprit = if compare(&a, &a, None).is_err() {
+            args.run_a.as_str()
+        } else if compare(&b, &b, None).is_err() {
+            args.run_b.as_str()
+        } else {
+            "compare"
+        };
+        page_error(culprit, e)
+    })?;
     let html = compare_page(&cmp, false).map_err(|e| page_error("compare", e))?;
     write_page(&args.output, html.as_bytes())?;
 

@@ -108,6 +108,12 @@ impl StoreArg {
     pub fn run_json(&self, spec: &str) -> anyhow::Result<String> {
         use anyhow::Context;
         let path = Path::new(spec);
+        if path.is_dir() {
+            return Err(bad_input(format!(
+                "{}: a directory, not a Run JSON file nor a run",
+                path.display()
+            )));
+        }
         if path.is_file() {
             return keisoku_common::limits::read_whole_string(
                 path,
