@@ -61,7 +61,11 @@ fn inputs() -> tempfile::TempDir {
         .current_dir(p)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for f in std::fs::read_dir(p).unwrap() {
         let f = f.unwrap().path();
         if !f.ends_with("noperm") {

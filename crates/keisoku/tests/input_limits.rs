@@ -113,7 +113,12 @@ fn refused(h: &Hostile, args: &[&str], file: &str, limit_var: &str) {
 fn profile_readers_refuse_endless_and_one_line_input() {
     let h = Hostile::new();
     for input in h.inputs() {
-        refused(&h, &["collapse", "perf", &input], &input, "KEISOKU_MAX_LINE");
+        refused(
+            &h,
+            &["collapse", "perf", &input],
+            &input,
+            "KEISOKU_MAX_LINE",
+        );
         refused(
             &h,
             &["collapse", "--format", "folded", &input],
@@ -153,7 +158,11 @@ fn log_readers_refuse_endless_and_one_line_input() {
         .arg(&dump)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dump = dump.display().to_string();
     for input in h.inputs() {
         for format in ["ltsv", "json", "regexp"] {
@@ -162,7 +171,12 @@ fn log_readers_refuse_endless_and_one_line_input() {
     }
     // `logs diff` reads dumps (JSON, not gzip) whole.
     for input in &h.inputs()[..2] {
-        refused(&h, &["logs", "diff", &dump, input], input, "KEISOKU_MAX_LINE");
+        refused(
+            &h,
+            &["logs", "diff", &dump, input],
+            input,
+            "KEISOKU_MAX_LINE",
+        );
     }
 }
 
@@ -171,7 +185,10 @@ fn bench_and_report_files_refuse_endless_and_one_line_input() {
     let h = Hostile::new();
     let port = common::free_port();
     let url = format!("http://127.0.0.1:{port}/");
-    for input in ["/dev/zero".to_string(), h.path("line.txt").display().to_string()] {
+    for input in [
+        "/dev/zero".to_string(),
+        h.path("line.txt").display().to_string(),
+    ] {
         refused(
             &h,
             &["bench", "--targets", &input, "-d", "1s"],
@@ -187,7 +204,12 @@ fn bench_and_report_files_refuse_endless_and_one_line_input() {
         );
     }
     let line = h.path("line.txt").display().to_string();
-    refused(&h, &["report", &line, "-o", "r.html"], &line, "KEISOKU_MAX_LINE");
+    refused(
+        &h,
+        &["report", &line, "-o", "r.html"],
+        &line,
+        "KEISOKU_MAX_LINE",
+    );
 }
 
 #[test]

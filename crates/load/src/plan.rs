@@ -189,6 +189,18 @@ pub fn parse_header(s: &str) -> Result<(String, String), LoadError> {
     Ok((name.to_string(), value.to_string()))
 }
 
+/// The start of a line for an error message, quoted with control
+/// characters escaped: a line of a million NUL bytes is not echoed whole.
+fn excerpt(line: &str) -> String {
+    const SHOWN: usize = 60;
+    let head: String = line.chars().take(SHOWN).collect();
+    if head.len() < line.len() {
+        format!("{head:?} (first {SHOWN} of {} bytes)", line.len())
+    } else {
+        format!("{head:?}")
+    }
+}
+
 /// Reads a targets file: one request per line, `[weight] METHOD URL [@bodyfile]`.
 /// Blank lines and lines starting with `#` are skipped; body files are
 /// relative to the targets file.
@@ -226,7 +238,8 @@ pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
             [m, u] => (*m, *u),
             _ => {
                 return Err(at(format!(
-                    "expected '[weight] METHOD URL [@bodyfile]', got {line:?}"
+                    "expected '[weight] METHOD URL [@bodyfile]', got {}",
+                    excerpt(line)
                 )))
             }
         };
@@ -401,6 +414,17 @@ pub fn default_threads() -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_line_of_nul_bytes_is_not_echoed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("targets");
+        std::fs::write(&path, vec![0u8; 100_000]).unwrap();
+        let e = parse_targets_file(&path).unwrap_err().to_string();
+        assert!(e.len() < 600, "a {}-byte message", e.len());
+        assert!(e.contains("\\0\\0") && e.contains("of 100000 bytes"), "{e}");
+    }
+
     use super::*;
 
     #[test]
