@@ -156,11 +156,11 @@ impl fmt::Display for Exceeded {
 impl std::error::Error for Exceeded {}
 
 fn bytes(n: u64) -> String {
-    if n >= 1 << 30 && n.is_multiple_of(1 << 30) {
+    if n >= 1 << 30 && n & ((1 << 30) - 1) == 0 {
         format!("{} GiB", n >> 30)
-    } else if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+    } else if n >= 1 << 20 && n & ((1 << 20) - 1) == 0 {
         format!("{} MiB", n >> 20)
-    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+    } else if n >= 1 << 10 && n & ((1 << 10) - 1) == 0 {
         format!("{} KiB", n >> 10)
     } else {
         format!("{n} bytes")
@@ -178,17 +178,14 @@ pub fn exceeded(e: &io::Error) -> Option<&Exceeded> {
 /// cut short, over a limit: exit 2) rather than about the machine (exit 1).
 pub fn is_input_fault(e: &io::Error) -> bool {
     use io::ErrorKind::*;
+    // EISDIR, ENOTDIR and ENAMETOOLONG (Linux numbers) by errno: their
+    // ErrorKinds are newer than the workspace's minimum Rust version.
+    const PATH_ERRNOS: [i32; 3] = [21, 20, 36];
     exceeded(e).is_some()
+        || e.raw_os_error().is_some_and(|n| PATH_ERRNOS.contains(&n))
         || matches!(
             e.kind(),
-            NotFound
-                | PermissionDenied
-                | IsADirectory
-                | NotADirectory
-                | InvalidData
-                | InvalidInput
-                | UnexpectedEof
-                | InvalidFilename
+            NotFound | PermissionDenied | InvalidData | InvalidInput | UnexpectedEof
         )
 }
 

@@ -87,7 +87,7 @@ impl Latencies {
     pub fn record_n(&mut self, us: u64, n: u32) {
         match &mut self.0 {
             Repr::Exact(values) if values.len() + n as usize <= EXACT_MAX => {
-                values.extend(std::iter::repeat_n(us, n as usize));
+                values.extend(std::iter::repeat(us).take(n as usize));
             }
             _ => {
                 let _ = self.promote().record_n(us, n);
