@@ -6,7 +6,8 @@
 //!
 //! Terminal output of recorded text goes through [`terminal_safe`].
 //!
-//! The crate has no dependencies on the rest of the workspace and no I/O.
+//! The crate has no dependencies on the rest of the workspace; its only I/O
+//! is [`limits::Guard`], the `Read` wrapper every input reader applies.
 
 #![deny(missing_docs)]
 
@@ -14,6 +15,7 @@ pub mod buckets;
 pub mod duration;
 pub mod gate;
 pub mod idle;
+pub mod limits;
 pub mod size;
 pub mod text;
 pub mod time;
@@ -22,6 +24,7 @@ pub use buckets::{bucket_percentile_us, bucket_upper_us, latency_bucket};
 pub use duration::{parse_duration, DurationError};
 pub use gate::{Clause, GateError, Op, Quantity};
 pub use idle::{is_idle_frame, IDLE_FRAMES};
+pub use limits::{Guard, Limits};
 pub use size::parse_size;
 pub use text::terminal_safe;
 pub use time::{civil_from_unix, human_duration, utc, utc_iso};

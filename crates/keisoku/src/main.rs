@@ -27,6 +27,12 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Input limits raised through the environment are read by every reader;
+    // a value that is not a size is refused once, here, before any work.
+    if let Err(e) = keisoku_common::Limits::from_env() {
+        eprintln!("keisoku: error: {e}");
+        return ExitCode::from(exit::BAD_INPUT);
+    }
     match cmd::dispatch(cli.command) {
         Ok(code) => ExitCode::from(code),
         // The reader of our output went away (`| head`): it had enough.

@@ -189,11 +189,24 @@ pub fn parse_header(s: &str) -> Result<(String, String), LoadError> {
     Ok((name.to_string(), value.to_string()))
 }
 
+/// The start of a line for an error message, quoted with control
+/// characters escaped: a line of a million NUL bytes is not echoed whole.
+fn excerpt(line: &str) -> String {
+    const SHOWN: usize = 60;
+    let head: String = line.chars().take(SHOWN).collect();
+    if head.len() < line.len() {
+        format!("{head:?} (first {SHOWN} of {} bytes)", line.len())
+    } else {
+        format!("{head:?}")
+    }
+}
+
 /// Reads a targets file: one request per line, `[weight] METHOD URL [@bodyfile]`.
 /// Blank lines and lines starting with `#` are skipped; body files are
 /// relative to the targets file.
 pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
-    let text = std::fs::read_to_string(path)
+    let limits = keisoku_common::Limits::current();
+    let text = keisoku_common::limits::read_whole_string(path, &limits)
         .map_err(|e| LoadError::BadInput(format!("{}: {e}", path.display())))?;
     let base = path.parent().unwrap_or_else(|| Path::new("."));
     let mut targets = Vec::new();
@@ -216,8 +229,8 @@ pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
         if let Some(last) = words.last() {
             if let Some(file) = last.strip_prefix('@') {
                 let p = base.join(file);
-                body =
-                    std::fs::read(&p).map_err(|e| at(format!("body file {}: {e}", p.display())))?;
+                body = keisoku_common::limits::read_whole(&p, &limits)
+                    .map_err(|e| at(format!("body file {}: {e}", p.display())))?;
                 words.pop();
             }
         }
@@ -225,7 +238,8 @@ pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
             [m, u] => (*m, *u),
             _ => {
                 return Err(at(format!(
-                    "expected '[weight] METHOD URL [@bodyfile]', got {line:?}"
+                    "expected '[weight] METHOD URL [@bodyfile]', got {}",
+                    excerpt(line)
                 )))
             }
         };
@@ -400,6 +414,17 @@ pub fn default_threads() -> usize {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_line_of_nul_bytes_is_not_echoed_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("targets");
+        std::fs::write(&path, vec![0u8; 100_000]).unwrap();
+        let e = parse_targets_file(&path).unwrap_err().to_string();
+        assert!(e.len() < 600, "a {}-byte message", e.len());
+        assert!(e.contains("\\0\\0") && e.contains("of 100000 bytes"), "{e}");
+    }
+
     use super::*;
 
     #[test]

@@ -130,7 +130,11 @@ pub fn read_body(body: Option<&str>) -> Result<Vec<u8>, LoadError> {
     Ok(match body {
         None => Vec::new(),
         Some(b) => match b.strip_prefix('@') {
-            Some(file) => std::fs::read(file).map_err(|e| bad(format!("--body: {file}: {e}")))?,
+            Some(file) => keisoku_common::limits::read_whole(
+                std::path::Path::new(file),
+                &keisoku_common::Limits::current(),
+            )
+            .map_err(|e| bad(format!("--body: {file}: {e}")))?,
             None => b.as_bytes().to_vec(),
         },
     })

@@ -71,16 +71,9 @@ fn one(
 ) -> Result<Analysis> {
     let name = display(path);
     let read = Arc::new(AtomicU64::new(0));
-    let opened = input::open(Some(path), Arc::clone(&read)).map_err(|e| {
-        // A wrong path is the user's to fix; anything else is the machine's.
-        if e.kind() == std::io::ErrorKind::NotFound
-            || e.kind() == std::io::ErrorKind::PermissionDenied
-        {
-            Error::input(format!("{name}: {e}"))
-        } else {
-            Error::io("opening", &name, e)
-        }
-    })?;
+    // Whose fault a failure is follows from its kind (Error::cause).
+    let opened =
+        input::open(Some(path), Arc::clone(&read)).map_err(|e| Error::io("opening", &name, e))?;
     reader(
         cfg,
         &name,
@@ -195,7 +188,7 @@ pub fn check_format(name: &str, cfg: &Config, a: &Analysis) -> Result<()> {
 /// The byte offset saved in a position file (0 when it is missing or
 /// empty).
 fn read_pos(pos: &Path) -> Result<u64> {
-    match std::fs::read_to_string(pos) {
+    match keisoku_common::limits::read_whole_string(pos, &keisoku_common::Limits::current()) {
         Ok(s) if s.trim().is_empty() => Ok(0),
         Ok(s) => s.trim().parse().map_err(|_| {
             Error::input(format!(
@@ -227,7 +220,8 @@ fn from_pos(
     let start = if start > len { 0 } else { start };
     f.seek(SeekFrom::Start(start))
         .map_err(|e| Error::io("seeking", &name, e))?;
-    let reader = f.take(len - start);
+    let reader =
+        keisoku_common::Guard::new(f.take(len - start)).lines(&keisoku_common::Limits::current());
     let a =
         engine::analyze(Arc::clone(cfg), reader, threads).map_err(|e| engine_error(&name, e))?;
     // Only the start of a file says what format it is: a later offset may

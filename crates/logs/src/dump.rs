@@ -77,7 +77,8 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
 pub fn load(path: &std::path::Path) -> crate::error::Result<Vec<RouteStats>> {
     let bad =
         |e: &dyn std::fmt::Display| crate::error::Error::Input(format!("{}: {e}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
+    let text = keisoku_common::limits::read_whole_string(path, &keisoku_common::Limits::current())
+        .map_err(|e| bad(&e))?;
     let (routes, _) = from_json(&text).map_err(|e| bad(&e))?;
     Ok(routes)
 }

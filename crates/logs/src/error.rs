@@ -56,6 +56,14 @@ impl Error {
     pub fn cause(&self) -> Cause {
         match self {
             Error::Input(_) => Cause::Input,
+            // A file the user named that is missing, unreadable, a
+            // directory, corrupt, cut short or over a limit is theirs to
+            // fix; writing our output, or any other failure, is the machine's.
+            Error::Io { action, source, .. }
+                if *action != "writing" && keisoku_common::limits::is_input_fault(source) =>
+            {
+                Cause::Input
+            }
             Error::Io { .. } | Error::Store { .. } | Error::Recorded { .. } => Cause::Environment,
         }
     }

@@ -1,32 +1,18 @@
 //! Opening inputs: files or stdin, gzip detected by its magic bytes and
-//! decoded transparently, with a byte counter for progress displays.
+//! decoded transparently, with a byte counter for progress displays. Every
+//! input is read under the shared limits (`keisoku_common::limits`): a line
+//! longer than the limit or a gzip bomb fails the read as the user's input,
+//! so `/dev/zero` is refused in a second instead of exhausting memory.
 
+use keisoku_common::limits::{Guard, Limits};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// Counts the raw (possibly compressed) bytes read through it.
-pub struct Counting<R> {
-    inner: R,
-    read: Arc<AtomicU64>,
-}
-
-impl<R> Counting<R> {
-    /// Wraps `inner`, adding every byte read to `read`.
-    pub fn new(inner: R, read: Arc<AtomicU64>) -> Counting<R> {
-        Counting { inner, read }
-    }
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
+pub use keisoku_common::limits::Counting;
 
 /// An opened input.
 pub struct Input {
@@ -40,6 +26,15 @@ pub struct Input {
 
 /// Opens `path` (`None` or `-` for stdin); `read` counts raw bytes consumed.
 pub fn open(path: Option<&Path>, read: Arc<AtomicU64>) -> io::Result<Input> {
+    open_limited(path, read, &Limits::current())
+}
+
+/// [`open`] under explicit limits.
+pub fn open_limited(
+    path: Option<&Path>,
+    read: Arc<AtomicU64>,
+    limits: &Limits,
+) -> io::Result<Input> {
     let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
         Some(p) if p != Path::new("-") => {
             let f = File::open(p)?;
@@ -48,13 +43,17 @@ pub fn open(path: Option<&Path>, read: Arc<AtomicU64>) -> io::Result<Input> {
         }
         _ => (Box::new(io::stdin()), None),
     };
-    let mut buffered = BufReader::with_capacity(1 << 20, Counting { inner: raw, read });
+    let mut buffered = BufReader::with_capacity(1 << 20, Counting::new(raw, Arc::clone(&read)));
     let head = buffered.fill_buf()?;
     let gzip = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
     let reader: Box<dyn Read + Send> = if gzip {
-        Box::new(flate2::read::MultiGzDecoder::new(buffered))
+        Box::new(
+            Guard::new(flate2::read::MultiGzDecoder::new(buffered))
+                .ratio(limits, read)
+                .lines(limits),
+        )
     } else {
-        Box::new(buffered)
+        Box::new(Guard::new(buffered).lines(limits))
     };
     Ok(Input { reader, size, gzip })
 }

@@ -1,7 +1,8 @@
 //! Access-log analysis, alp-compatible: parse LTSV, JSON or regexp logs,
 //! group requests into routes, and compute per-route statistics with alp's
 //! exact arithmetic (count, status classes, min/max/sum/avg, body sizes) and
-//! bounded-memory percentiles (HdrHistogram, 3 significant digits).
+//! bounded-memory percentiles (exact values while a route has few requests,
+//! then HdrHistogram, 3 significant digits: [`latency`]).
 //!
 //! Pieces, usable on their own:
 //! - [`format`]: line parsers ([`LineParser`]) configured like alp (labels,
@@ -35,6 +36,7 @@ pub mod filter;
 pub mod format;
 pub mod group;
 pub mod input;
+pub mod latency;
 pub mod options;
 pub mod output;
 pub mod render;

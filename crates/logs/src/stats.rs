@@ -4,10 +4,10 @@
 use crate::filter::Filter;
 use crate::format::{trim_line, LineError, LineParser, Record};
 use crate::group::Grouper;
+use crate::latency::Latencies;
 use crate::summary::{Moments, Summary};
 use crate::timeline::{Timeline, TimelineAcc};
 use crate::timestamp;
-use hdrhistogram::Histogram;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
@@ -79,20 +79,12 @@ pub struct RouteStats {
     pub moments: Moments,
     /// True smallest response time (alp's `min` column has a quirk; see [`Summary`]).
     pub low: f64,
-    /// Response times in microseconds.
-    pub hist: Histogram<u32>,
+    /// Response times in microseconds: exact while few, then a histogram.
+    pub hist: Latencies,
     /// Whether every response time was a whole number of milliseconds (as
     /// nginx writes them); percentiles then snap to the millisecond inside
     /// their histogram bucket, which makes them exact below about 2 s.
     pub ms_grid: bool,
-}
-
-fn new_hist() -> Histogram<u32> {
-    // Bounds 1..2 with auto-resize: a route costs only what its range needs.
-    let mut h = Histogram::new_with_bounds(1, 2, HISTOGRAM_SIGFIGS)
-        .unwrap_or_else(|_| Histogram::new(HISTOGRAM_SIGFIGS).unwrap_or_else(|_| unreachable!()));
-    h.auto(true);
-    h
 }
 
 #[inline]
@@ -129,7 +121,7 @@ impl RouteStats {
             body: Summary::default(),
             moments: Moments::default(),
             low: f64::INFINITY,
-            hist: new_hist(),
+            hist: Latencies::new(),
             ms_grid: true,
         }
     }
@@ -154,8 +146,7 @@ impl RouteStats {
         }
         let us = micros(rt);
         self.ms_grid &= us % 1000 == 0;
-        // Auto-resizes to the value; counts saturate rather than overflow.
-        let _ = self.hist.record(us);
+        self.hist.record(us);
     }
 
     /// Adds the order-independent parts of `o` (histogram, moments, counts).
@@ -167,8 +158,7 @@ impl RouteStats {
         self.moments.merge(&o.moments);
         self.low = self.low.min(o.low);
         self.ms_grid &= o.ms_grid;
-        // Both auto-resize, so adding cannot fail for lack of range.
-        let _ = self.hist.add(&o.hist);
+        self.hist.add(&o.hist);
     }
 
     /// Appends `later`, the statistics of lines after these ones.
@@ -208,14 +198,13 @@ impl RouteStats {
         }
         let mut seen = 0u64;
         let mut value = self.hist.max();
-        for v in self.hist.iter_recorded() {
-            seen += u64::from(v.count_at_value());
+        for (top, count) in self.hist.buckets() {
+            seen += count;
             if seen >= rank {
-                let top = v.value_iterated_to();
-                value = self.hist.median_equivalent(top);
+                value = Latencies::median_equivalent(top);
                 if self.ms_grid {
-                    let lo = self.hist.lowest_equivalent(top).div_ceil(1000);
-                    let hi = self.hist.highest_equivalent(top) / 1000;
+                    let lo = Latencies::lowest_equivalent(top).div_ceil(1000);
+                    let hi = Latencies::highest_equivalent(top) / 1000;
                     if lo <= hi {
                         value = ((value + 500) / 1000).clamp(lo, hi) * 1000;
                     }
@@ -229,18 +218,14 @@ impl RouteStats {
 
     /// The histogram as `(microseconds, count)` pairs, for dumps.
     pub fn hist_pairs(&self) -> Vec<(u64, u64)> {
-        self.hist
-            .iter_recorded()
-            .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
-            .collect()
+        self.hist.buckets()
     }
 
     /// Rebuilds the histogram from [`RouteStats::hist_pairs`].
     pub fn set_hist_pairs(&mut self, pairs: &[(u64, u64)]) {
-        self.hist = new_hist();
+        self.hist = Latencies::new();
         for &(v, c) in pairs {
-            let _ = self
-                .hist
+            self.hist
                 .record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
         }
     }

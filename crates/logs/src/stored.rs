@@ -268,7 +268,7 @@ pub fn from_rows(rows: &[RouteRow], seconds: &[RouteSecond]) -> Vec<RouteStats> 
             let n = u32::try_from(v.count_at_value()).unwrap_or(u32::MAX);
             // A value beyond the histogram's range cannot come from a
             // stored histogram of the same bounds; skipping it is safe.
-            let _ = routes[i].hist.record_n(v.value_iterated_to(), n);
+            routes[i].hist.record_n(v.value_iterated_to(), n);
         }
     }
     routes

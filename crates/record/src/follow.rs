@@ -120,6 +120,11 @@ struct State {
     notes: Vec<String>,
     /// Keeps the lines in the store (`None` if it could not start).
     keeper: Option<LogLinesWriter>,
+    /// The longest line accepted (`keisoku_common::limits`): a log without
+    /// newlines (`/dev/zero`, a binary file) must not grow `partial` forever.
+    max_line: u64,
+    /// Set once the log broke a limit: it is no longer followed.
+    given_up: bool,
 }
 
 /// One second of the log across routes.
@@ -187,6 +192,8 @@ impl Follower {
             reopened: 0,
             notes,
             keeper,
+            max_line: keisoku_common::Limits::current().line,
+            given_up: false,
         };
         if let Ok(f) = File::open(path) {
             let meta = f
@@ -265,6 +272,9 @@ impl State {
     /// Reads new bytes; follows the name to a new file after rotation and
     /// restarts from the top after truncation.
     fn poll(&mut self, store: &Store) {
+        if self.given_up {
+            return;
+        }
         let current = std::fs::metadata(&self.path)
             .ok()
             .map(|m| ((m.dev(), m.ino()), m.len()));
@@ -378,6 +388,7 @@ impl State {
         let now_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
         self.partial.extend_from_slice(buf);
         let Some(last_nl) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            self.check_line_limit();
             return;
         };
         let rest = self.partial.split_off(last_nl + 1);
@@ -394,6 +405,28 @@ impl State {
             }
             self.line(line, now_ms);
         }
+        self.check_line_limit();
+    }
+
+    /// Stops following a log whose unfinished line is over the limit (an
+    /// endless device or a binary file), with a note saying so, instead of
+    /// holding it all in memory and reading it forever.
+    fn check_line_limit(&mut self) {
+        if (self.partial.len() as u64) <= self.max_line {
+            return;
+        }
+        let limit = keisoku_common::limits::Exceeded {
+            limit: keisoku_common::limits::Limit::Line,
+            max: self.max_line,
+        };
+        let msg = format!(
+            "access log {}: {limit}; stopped following it",
+            self.path.display()
+        );
+        self.note(msg);
+        self.given_up = true;
+        self.file = None;
+        self.partial = Vec::new();
     }
 
     /// One log line, read at `now_ms` on the run's clock: the request ended

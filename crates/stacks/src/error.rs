@@ -44,6 +44,17 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the problem is the user's input (exit 2): a malformed,
+    /// unrecognised or empty profile, or an input that cannot be opened or
+    /// read because of what it is (missing, unreadable, a directory, cut
+    /// short, over a limit); otherwise the machine failed (exit 1).
+    pub fn is_input(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => keisoku_common::limits::is_input_fault(source),
+            Error::Malformed { .. } | Error::UnknownFormat { .. } | Error::Empty { .. } => true,
+        }
+    }
+
     pub(crate) fn io(path: &str, source: std::io::Error) -> Self {
         // A gzip stream cut short surfaces as an I/O error deep in flate2;
         // name it for what it is so the user knows the file is truncated.

@@ -63,8 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         (args.first.clone(), false)
     };
     let forced = args.format.or(perf_forced.then_some(Format::Perf));
-    let input = Input::open(&path).map_err(bad_input)?;
-    let format = keisoku_stacks::format_of(&input, forced).map_err(bad_input)?;
+    let input = Input::open(&path).map_err(classify)?;
+    let format = keisoku_stacks::format_of(&input, forced).map_err(classify)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if format == Format::Perf {
@@ -85,6 +85,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let name = input.name.clone();
         let mut reader = input.into_reader();
         let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
+        // Skipping odd lines is stackcollapse-perf.pl's way; a file in
+        // which no line was perf script output is not a profile at all.
+        if folded.stacks.is_empty() && folded.unrecognised > 0 {
+            return Err(bad_input(format!(
+                "{name}: not perf script output (no line recognised; first unrecognised at line {})",
+                folded.first_unrecognised.unwrap_or(1)
+            )));
+        }
         for note in folded.notes(&name) {
             eprintln!("keisoku: {note}");
         }

@@ -65,7 +65,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let opts = CompareOptions {
         normalise_names: !args.no_normalise,
     };
-    let cmp = compare_with(&a, &b, gate.as_deref(), opts).map_err(|e| page_error("compare", e))?;
+    let cmp = compare_with(&a, &b, gate.as_deref(), opts).map_err(|e| {
+        // Name the input at fault: comparing a run with itself fails only
+        // when that run is bad (the error path alone pays for this).
+        let culprit = if compare_with(&a, &a, None, opts).is_err() {
+            args.run_a.as_str()
+        } else if compare_with(&b, &b, None, opts).is_err() {
+            args.run_b.as_str()
+        } else {
+            "compare"
+        };
+        page_error(culprit, e)
+    })?;
     let html = compare_page(&cmp, false).map_err(|e| page_error("compare", e))?;
     write_page(&args.output, html.as_bytes())?;
 

@@ -1,7 +1,7 @@
 //! `keisoku logs`: alp-compatible access-log analysis per route, faster,
 //! with timelines, the slowest requests and dump diffs.
 
-use crate::exit::{bad_input, GATE_FAILED, OK};
+use crate::exit::{bad_input, input_error, GATE_FAILED, OK};
 use crate::shared::output;
 use crate::shared::store::StoreArg;
 use clap::Parser as _;
@@ -351,7 +351,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 /// A library failure as an exit status: the user's input 2, else 1.
 fn fail(e: keisoku_logs::Error) -> anyhow::Error {
     match e.cause() {
-        Cause::Input => bad_input(e),
+        Cause::Input => input_error(e),
         Cause::Environment => anyhow::Error::new(e),
     }
 }

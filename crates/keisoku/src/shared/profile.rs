@@ -3,7 +3,7 @@
 //! format registry, error classification, stored runs in place of files,
 //! sample selection and the SVG writer.
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, input_error};
 use crate::shared::store::{store_error, StoreArg};
 use clap::builder::{PossibleValue, TypedValueParser};
 use keisoku_stacks::filter::Selection;
@@ -43,21 +43,14 @@ impl TypedValueParser for FormatArg {
     }
 }
 
-/// Parse errors are the user's input being wrong (exit 2); I/O errors on
-/// an opened input are runtime failures unless they mean a corrupt stream.
+/// The user's input being wrong (exit 2) as the stacks crate classifies
+/// it by error type and I/O error kind; otherwise a runtime failure (exit 1).
+/// The cause chain is kept so the message says why a file could not be read.
 pub fn classify(e: keisoku_stacks::Error) -> anyhow::Error {
-    match &e {
-        keisoku_stacks::Error::Io { source, .. }
-            if !matches!(
-                source.kind(),
-                std::io::ErrorKind::InvalidData
-                    | std::io::ErrorKind::InvalidInput
-                    | std::io::ErrorKind::UnexpectedEof
-            ) =>
-        {
-            anyhow::Error::new(e)
-        }
-        _ => bad_input(e),
+    if e.is_input() {
+        input_error(e)
+    } else {
+        anyhow::Error::new(e)
     }
 }
 

@@ -108,9 +108,18 @@ impl StoreArg {
     pub fn run_json(&self, spec: &str) -> anyhow::Result<String> {
         use anyhow::Context;
         let path = Path::new(spec);
+        if path.is_dir() {
+            return Err(bad_input(format!(
+                "{}: a directory, not a Run JSON file nor a run",
+                path.display()
+            )));
+        }
         if path.is_file() {
-            return std::fs::read_to_string(path)
-                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())));
+            return keisoku_common::limits::read_whole_string(
+                path,
+                &keisoku_common::Limits::current(),
+            )
+            .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())));
         }
         if spec.ends_with(".json") {
             return Err(bad_input(format!("no such file: {spec}")));
