@@ -23,6 +23,8 @@ SVC_DIR="$HERE/$SERVICE"
 [ -x "$SVC_DIR/start.sh" ] || { echo "run-case: no service $SERVICE in $HERE" >&2; exit 2; }
 PROFILER=$(cat "$SVC_DIR/profiler.txt")
 TARGET_PATH=$(cat "$SVC_DIR/target-path.txt" 2>/dev/null || echo /)
+# JIT runtimes need longer before the measured phases stop being about compilation.
+WARMUP=$(cat "$SVC_DIR/warmup.txt" 2>/dev/null || echo 2s)
 CASE="$SERVICE-$MODE-$(echo "${CAUSES:-none}" | tr ',' '+')${NEIGHBOUR:+-neighbour}"
 mkdir -p "$CORPUS_DIR"
 STORE="$CORPUS_DIR/$CASE.db"
@@ -44,7 +46,7 @@ trap cleanup EXIT INT TERM
   --server-cmd "MODE=$MODE CAUSES=$CAUSES ACCESS_LOG=$LOG exec $SVC_DIR/start.sh $PORT" \
   --server-timeout 90s \
   --profile "$PROFILER" --access-log "$LOG" \
-  --sweep-connections "$SWEEP" --step-duration "$STEP" --warmup 2s \
+  --sweep-connections "$SWEEP" --step-duration "$STEP" --warmup "$WARMUP" --profile-hz "${PROFILE_HZ:-199}" \
   --name "$CASE" --store "$STORE" > "$CORPUS_DIR/$CASE.out" 2>&1 || {
   rc=$?
   echo "run-case: keisoku run failed ($rc) for $CASE:" >&2
