@@ -4,6 +4,7 @@ CAUSES (comma-separated) plants field notes §4's causes one at a time or stacke
   slowcall   a synchronous POST to a slow external logger inside the request
   config     the shop settings re-read from disk and parsed on every request
   nokeepalive  a new TCP connection to the inventory backend for every request
+  oneworker  one sync worker on a multi-core host (start.sh reads it)
 MODE=tuned removes all of them (the logger call is queued to a background
 thread, settings are read once, the backend connection is kept alive).
 """
@@ -21,7 +22,7 @@ MODE = os.environ.get("MODE", "naive")
 CAUSES = set() if MODE == "tuned" else {
     c.strip() for c in os.environ.get("CAUSES", "").split(",") if c.strip()
 }
-KNOWN = {"slowcall", "config", "nokeepalive"}
+KNOWN = {"slowcall", "config", "nokeepalive", "oneworker"}
 if CAUSES - KNOWN:
     raise SystemExit(f"flask-shop: unknown CAUSES {sorted(CAUSES - KNOWN)} (known: {sorted(KNOWN)})")
 

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Starts the Flask shop on gunicorn at 127.0.0.1:PORT (the inventory/audit backend on PORT+1).
-#   MODE=naive|tuned   CAUSES=slowcall,config,nokeepalive (naive only)
+#   MODE=naive|tuned   CAUSES=slowcall,config,nokeepalive,oneworker (naive only)
 #   ACCESS_LOG=FILE    LTSV access log (default /tmp/keisoku-corpus/flask-shop-PORT.log)
-# Naive: one sync worker, the causes planted. Tuned: 2*cores+1 sync workers, no causes.
+# 2*cores+1 sync workers (gunicorn's advice), or one with the cause oneworker; tuned: no causes.
 # Prints "flask-shop listening on PORT" once gunicorn accepts connections.
 set -eu
 PORT=${1:?usage: start.sh PORT}
@@ -16,10 +16,9 @@ mkdir -p "$(dirname "$ACCESS_LOG")"
 # Started outside this process tree (a detached session) so keisoku watches and profiles the
 # shop alone, as it would with a real external service; it exits when this process does.
 (setsid python3 "$HERE/backend.py" "$BACKEND_PORT" $$ > /dev/null 2>&1 &)
-if [ "$MODE" = tuned ]; then
-  WORKERS=$(( $(nproc) * 2 + 1 ))
-else
-  WORKERS=1
+WORKERS=$(( $(nproc) * 2 + 1 ))
+if [ "$MODE" = naive ]; then
+  case ",${CAUSES:-}," in *,oneworker,*) WORKERS=1 ;; esac
 fi
 export MODE CAUSES="${CAUSES:-}" BACKEND_PORT
 # gunicorn's %(t)s is [day/Mon/year:H:M:S zone]; %(L)s the request time in seconds.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Starts nginx at 127.0.0.1:PORT proxying to perl-dsp (tuned) at PORT+1.
+# Starts nginx at 127.0.0.1:PORT proxying to perl-dsp (tuned) at PORT+1, both in one process tree.
 #   MODE=naive|tuned  CAUSES=noupstreamkeepalive (naive only)  ACCESS_LOG=FILE (nginx, LTSV)
 # naive with noupstreamkeepalive: nginx's default upstream HTTP/1.0, a new connection to the
 # upstream per request; otherwise a keep-alive pool of 16 upstream connections.
@@ -26,14 +26,9 @@ fi
 sed -e "s|@PORT@|$PORT|g; s|@UPSTREAM_PORT@|$UPSTREAM_PORT|g; s|@PREFIX@|$PREFIX|g" \
     -e "s|@ACCESS_LOG@|$ACCESS_LOG|g; s|@UPSTREAM_KEEPALIVE@|$UP_KA|; s|@PROXY_KEEPALIVE@|$PX_KA|" \
     "$HERE/nginx.conf.in" > "$PREFIX/nginx.conf"
-# The upstream runs outside nginx's process tree (a detached session), so keisoku watches
-# nginx alone; its watcher stops it when this script (then nginx, after exec) is gone.
-(setsid sh -c '
-  MODE=tuned ACCESS_LOG=/dev/null "$1/../perl-dsp/start.sh" "$2" > /dev/null 2>&1 &
-  up=$!
-  while kill -0 "$3" 2> /dev/null; do sleep 0.5; done
-  kill -TERM "$up" 2> /dev/null
-' upstream "$HERE" "$UPSTREAM_PORT" $$ &)
+# The upstream runs in nginx's process tree: keisoku watches the service as a whole (proxy and
+# application on one host), so the proxy's wait on the upstream is the upstream's CPU.
+MODE=tuned CAUSES= ACCESS_LOG=/dev/null "$HERE/../perl-dsp/start.sh" "$UPSTREAM_PORT" > "$PREFIX/upstream.log" 2>&1 &
 # Wait (up to 60 s) until the upstream accepts, so nginx's first answers are not 502s.
 perl -MIO::Socket::INET -e '
   for (1 .. 600) { exit 0 if IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]", Timeout => 1); select(undef, undef, undef, 0.1) }
