@@ -54,4 +54,7 @@ trap cleanup EXIT INT TERM
   exit "$rc"
 }
 "$KEISOKU" export last --store "$STORE" > "$CORPUS_DIR/$CASE.json"
-jq -r '.findings | to_entries[] | "\(.key + 1)\t\(.value.id)\t\(.value.severity)\t\(.value.title)"' "$CORPUS_DIR/$CASE.json"
+python3 -c '
+import json, sys
+for rank, f in enumerate(json.load(open(sys.argv[1]))["findings"], 1):
+    print(f"{rank}\t{f["id"]}\t{f["severity"]}\t{f["title"]}")' "$CORPUS_DIR/$CASE.json"
