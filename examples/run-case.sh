@@ -57,4 +57,4 @@ trap cleanup EXIT INT TERM
 python3 -c '
 import json, sys
 for rank, f in enumerate(json.load(open(sys.argv[1]))["findings"], 1):
-    print(f"{rank}\t{f["id"]}\t{f["severity"]}\t{f["title"]}")' "$CORPUS_DIR/$CASE.json"
+    print("%d\t%s\t%s\t%s" % (rank, f["id"], f["severity"], f["title"]))' "$CORPUS_DIR/$CASE.json"
