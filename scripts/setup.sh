@@ -47,3 +47,13 @@ if [[ ! -d web/node_modules/esbuild || web/package-lock.json -nt web/node_module
   echo "setup: installing web/ dependencies (npm ci)" >&2
   (cd web && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# ---- corpus of real services (examples/, issue 14) -------------------------------------------
+# Each service's install.sh is idempotent and quiet when its dependencies are present: logback
+# (Maven Central, through mvn), Express (npm), Flask and gunicorn (PyPI), Starman and nginx (Debian).
+command -v mvn >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends maven >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install maven failed" >&2; exit 1; }; }
+for svc in java-bidder node-bff flask-shop perl-dsp nginx-proxy; do
+  examples/$svc/install.sh || { echo "setup: examples/$svc/install.sh failed" >&2; exit 1; }
+done
