@@ -3,7 +3,7 @@
 //! they hold on a fast or slow machine; docs/findings.md lists them.
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
-use crate::patterns::{matches, KINDS, STALL_WORK};
+use crate::patterns::{is_stall_work, matches, Kind, KINDS, RUNTIME_THREADS};
 use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -408,42 +408,113 @@ fn node_weights(v: &View, a: f64, b: f64) -> (f64, BTreeMap<u32, f64>) {
     (total, by_node)
 }
 
+/// Whether a thread belongs to the runtime rather than to the requests
+/// (JIT compilers, garbage collectors, the VM's own threads).
+fn runtime_thread(v: &View, t: u32) -> bool {
+    matches(&v.thread_name(t).to_lowercase(), RUNTIME_THREADS)
+}
+
+/// The frame that names a kind's work in a stack (leaf first), if any: the
+/// outermost frame matching its patterns (`Regex::new`, not its
+/// internals), or else the outermost caller frame (a DI container) with a
+/// matching callee below it.
+fn kind_frame(v: &View, kind: &Kind, stack: &[u32]) -> Option<u32> {
+    if let Some(f) = stack
+        .iter()
+        .rev()
+        .find(|f| matches(v.frame_name_lc(**f), kind.patterns))
+    {
+        return Some(*f);
+    }
+    if kind.caller.is_empty() {
+        return None;
+    }
+    let callee = stack
+        .iter()
+        .position(|f| matches(v.frame_name_lc(*f), kind.callee))?;
+    stack[callee + 1..]
+        .iter()
+        .rev()
+        .find(|f| matches(v.frame_name_lc(**f), kind.caller))
+        .copied()
+}
+
 /// Hot code: the top self-time frames, and known-expensive work in the
 /// request path.
+///
+/// A kind's share is of the request path: the samples of threads that
+/// serve requests (a JVM's JIT compiler and GC threads are left out). With
+/// several causes at once each one's share of the whole shrinks (JSON
+/// parsing at 9% beside regex compilation at 30%), so a kind below its
+/// threshold still counts when its share of the work left after the other
+/// reported causes reaches it, as long as it holds half the threshold of
+/// the whole.
 pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     let (a, b) = v.measured_window();
     let (total, by_node) = node_weights(v, a, b);
+    let mut path_nodes: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut runtime_w = 0.0;
+    let mut runtime_memo: HashMap<u32, bool> = HashMap::new();
+    for s in v.samples_in(a, b) {
+        let rt = s.thread.is_some_and(|t| {
+            *runtime_memo
+                .entry(t)
+                .or_insert_with(|| runtime_thread(v, t))
+        });
+        if rt {
+            runtime_w += s.weight;
+        } else {
+            *path_nodes.entry(s.node).or_default() += s.weight;
+        }
+    }
+    let path_total = total - runtime_w;
     let mut selfw: HashMap<u32, f64> = HashMap::new();
-    let mut kind_w = vec![0.0; KINDS.len()];
-    let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); KINDS.len()];
-    for (node, w) in by_node {
-        let stack = v.stack(node);
-        if let Some(leaf) = stack.first() {
+    let n = KINDS.len();
+    let mut kind_w = vec![0.0; n];
+    let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); n];
+    // Per node, which kinds it holds: the work each kind shares with others.
+    let mut node_kinds: Vec<(f64, Vec<bool>)> = Vec::new();
+    for (node, w) in &by_node {
+        if let Some(leaf) = v.stack(*node).first() {
             *selfw.entry(*leaf).or_default() += w;
         }
+    }
+    for (node, w) in path_nodes {
+        let stack = v.stack(node);
+        let mut hit = vec![false; n];
         for (k, kind) in KINDS.iter().enumerate() {
-            // The outermost matching frame names the work (Regex::new, not its internals).
-            if let Some(f) = stack
-                .iter()
-                .rev()
-                .find(|f| matches(v.frame_name(**f), kind.patterns))
-            {
+            if let Some(f) = kind_frame(v, kind, &stack) {
                 kind_w[k] += w;
-                *kind_frames[k].entry(*f).or_default() += w;
+                *kind_frames[k].entry(f).or_default() += w;
+                hit[k] = true;
             }
         }
+        if hit.iter().any(|h| *h) {
+            node_kinds.push((w, hit));
+        }
     }
-    if total < 50.0 {
+    if total < 50.0 || path_total <= 0.0 {
         return Vec::new();
     }
+    let share_of = |k: usize| kind_w[k] / path_total;
+    let alone: Vec<bool> = (0..n).map(|k| share_of(k) >= KINDS[k].min_share).collect();
     let mut out = Vec::new();
     for (k, kind) in KINDS.iter().enumerate() {
-        let share = kind_w[k] / total;
-        if share < kind.min_share {
+        let share = share_of(k);
+        // The work of the other causes reported on their own.
+        let others: f64 = node_kinds
+            .iter()
+            .filter(|(_, hit)| !hit[k] && (0..n).any(|j| j != k && hit[j] && alone[j]))
+            .map(|(w, _)| w)
+            .sum();
+        let rest = (path_total - others).max(kind_w[k]);
+        let of_rest = if rest > 0.0 { kind_w[k] / rest } else { 0.0 };
+        let stacked = !alone[k] && of_rest >= kind.min_share && share >= kind.min_share / 2.0;
+        if !alone[k] && !stacked {
             continue;
         }
         let mut frames: Vec<(u32, f64)> = kind_frames[k].iter().map(|(f, w)| (*f, *w)).collect();
-        frames.sort_by(|x, y| y.1.total_cmp(&x.1));
+        frames.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         let sev = if share >= 0.2 {
             Severity::High
         } else {
@@ -466,18 +537,31 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
             1.0 / (1.0 - share.min(0.95))
         );
         f.suggestion = kind.suggestion.to_string();
+        let mut text = vec![format!(
+            "{:.0} of {:.0} samples of the request path in the measured phases",
+            kind_w[k], path_total
+        )];
+        if runtime_w > 0.0 {
+            text.push(format!(
+                "{runtime_w:.0} samples of runtime threads (JIT, GC) left out"
+            ));
+        }
+        if stacked {
+            text.push(format!(
+                "{} of the work left after the other causes found (threshold {} alone)",
+                pct(of_rest),
+                pct(kind.min_share)
+            ));
+        }
         f.evidence = Evidence {
-            text: vec![format!(
-                "{:.0} of {:.0} samples in the measured phases",
-                kind_w[k], total
-            )],
+            text,
             series: Vec::new(),
             range_ms: Some([a, b]),
             phases: v.phases.iter().map(|p| p.index).collect(),
             frames: frames
                 .iter()
                 .take(5)
-                .map(|(fr, w)| frame_share(v, *fr, *w, total))
+                .map(|(fr, w)| frame_share(v, *fr, *w, path_total))
                 .collect(),
         };
         out.push(f);
@@ -534,7 +618,7 @@ fn short(name: &str) -> String {
 /// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let timeline = timeline(v);
-    let mut copying = stack_matches(v, STALL_WORK);
+    let mut copying = stall_stack(v);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
     for p in &v.phases {
         // Skip the edges: connections open and close there.
@@ -581,12 +665,25 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let mut stalls = Vec::new();
     for (s, e, p) in windows {
         let len = e - s;
-        // Latency rises: a request overlapping the window waited about its
-        // length, far above what the phase normally sees.
+        // Latency rises: a request whose window [end - latency, end]
+        // overlaps the stall waited through part of it. The timeline keeps
+        // each second's slowest request by the second it completed in, so
+        // a request stalled at 6.2 s that completed at 7.1 s counts, and a
+        // second in which nothing completed means every request in flight
+        // waited through all of it.
         let worst = timeline
             .iter()
-            .filter(|(t, _)| *t + 1000.0 > s && *t < e)
-            .map(|(_, m)| *m)
+            .filter(|sec| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
+            .map(|sec| {
+                if sec.requests == Some(0)
+                    && sec.t_ms >= p.start_ms
+                    && sec.t_ms + 1000.0 <= p.end_ms
+                {
+                    sec.max_ms.max(1000.0)
+                } else {
+                    sec.max_ms
+                }
+            })
             .fold(0.0, f64::max);
         let normal = p.mean_ms.unwrap_or(f64::INFINITY);
         if worst >= 0.5 * len && worst >= 3.0 * normal {
@@ -611,7 +708,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     frames.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     let work: Vec<&(u32, f64)> = frames
         .iter()
-        .filter(|(f, _)| matches(v.frame_name(*f), STALL_WORK))
+        .filter(|(f, _)| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
         .collect();
     // On a shared machine other tenants make the same dip; only a stall
     // with file copying or compression in it is the server's own doing.
@@ -675,7 +772,12 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         frames: work
             .iter()
             .map(|x| **x)
-            .chain(frames.iter().copied().filter(|(f, _)| !matches(v.frame_name(*f), STALL_WORK)))
+            .chain(
+                frames
+                    .iter()
+                    .copied()
+                    .filter(|(f, _)| !is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f))),
+            )
             .take(6)
             .filter(|_| total > 0.0)
             .map(|(fr, w)| frame_share(v, fr, w, total))
@@ -684,20 +786,17 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     vec![f]
 }
 
-/// Whether a node's stack holds a frame matching `patterns`, worked out
-/// once per node: a profile has far fewer distinct nodes than samples, and
-/// walking every sample's stack through substring matches made this rule
-/// cost samples x depth x patterns.
-fn stack_matches<'v>(
-    v: &'v View,
-    patterns: &'static [&'static str],
-) -> impl FnMut(u32) -> bool + 'v {
+/// Whether a node's stack holds stall work (file copying, compression),
+/// worked out once per node: a profile has far fewer distinct nodes than
+/// samples, and walking every sample's stack through substring matches
+/// made this rule cost samples x depth x patterns.
+fn stall_stack<'v>(v: &'v View) -> impl FnMut(u32) -> bool + 'v {
     let mut memo: HashMap<u32, bool> = HashMap::new();
     move |node| {
         *memo.entry(node).or_insert_with(|| {
             v.stack(node)
                 .iter()
-                .any(|f| matches(v.frame_name(*f), patterns))
+                .any(|f| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
         })
     }
 }
@@ -716,6 +815,9 @@ fn frame_share(v: &View, frame: u32, weight: f64, total: f64) -> FrameShare {
 fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)]) -> bool {
     let mut by_family: HashMap<String, f64> = HashMap::new();
     for (t, w) in thread_samples(v) {
+        if runtime_thread(v, t) {
+            continue;
+        }
         *by_family
             .entry(family(&v.thread_name(t)).to_string())
             .or_default() += w;
@@ -728,7 +830,7 @@ fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)])
         // No thread information: the copy's place cannot be checked.
         return true;
     };
-    let mut is_copy = stack_matches(v, STALL_WORK);
+    let mut is_copy = stall_stack(v);
     let mut copying: HashMap<String, f64> = HashMap::new();
     for (s, e, _, _) in stalls {
         for smp in v.samples_in(s - STALL_BIN_MS, e + STALL_BIN_MS) {
@@ -746,15 +848,28 @@ fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)])
         .is_some_and(|(f, _)| *f == busiest)
 }
 
-/// The client's per-second worst latency on the run's clock: (second start, max ms).
-fn timeline(v: &View) -> Vec<(f64, f64)> {
+/// One second of the client's timeline on the run's clock.
+struct Second {
+    /// Start of the second, ms.
+    t_ms: f64,
+    /// Slowest response completed in it, ms (0 when none completed).
+    max_ms: f64,
+    /// Responses completed in it; `None` when the run did not say.
+    requests: Option<u64>,
+}
+
+/// The client's per-second worst latency on the run's clock. Seconds the
+/// timeline skips between two it has (older runs wrote no row for a second
+/// without responses) are kept as seconds with 0 responses.
+fn timeline(v: &View) -> Vec<Second> {
     let origin = v
         .run
         .results
         .get("started_unix_ms")
         .and_then(|x| x.as_f64())
         .map_or(0.0, |s| s - v.run.run.started_unix_ms as f64);
-    v.run
+    let rows: Vec<(u64, f64, Option<u64>)> = v
+        .run
         .results
         .get("timeline")
         .and_then(|t| t.as_array())
@@ -762,13 +877,35 @@ fn timeline(v: &View) -> Vec<(f64, f64)> {
             rows.iter()
                 .filter_map(|r| {
                     Some((
-                        origin + r.get("t_s")?.as_f64()? * 1000.0,
-                        r.get("max_ms")?.as_f64()?,
+                        r.get("t_s")?.as_u64()?,
+                        r.get("max_ms").and_then(|m| m.as_f64()).unwrap_or(0.0),
+                        r.get("requests").and_then(|m| m.as_u64()),
                     ))
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let mut out: Vec<Second> = Vec::with_capacity(rows.len());
+    let mut prev: Option<u64> = None;
+    for (t, max_ms, requests) in rows {
+        if let Some(p) = prev {
+            // Bounded: a damaged timeline must not allocate without end.
+            for gap in (p + 1..t).take(3600) {
+                out.push(Second {
+                    t_ms: origin + gap as f64 * 1000.0,
+                    max_ms: 0.0,
+                    requests: Some(0),
+                });
+            }
+        }
+        prev = Some(prev.map_or(t, |p| p.max(t)));
+        out.push(Second {
+            t_ms: origin + t as f64 * 1000.0,
+            max_ms: if max_ms.is_finite() { max_ms } else { 0.0 },
+            requests,
+        });
+    }
+    out
 }
 
 /// Scheduler churn: involuntary switches or migrations per request.
