@@ -28,6 +28,9 @@ pub const MIGRATIONS_PER_CORE_S: f64 = 50.0;
 pub const CONNECTS_PER_REQUEST: f64 = 0.3;
 /// A route's share of total time from which it dominates.
 pub const ROUTE_SHARE: f64 = 0.6;
+/// A dominating route is a problem when its share of time is this many
+/// times its share of requests (it is slow per request, not just busy).
+pub const ROUTE_SLOW_RATIO: f64 = 3.0;
 /// Share of request time spent waiting (neither on CPU nor runnable).
 pub const WAIT_SHARE: f64 = 0.5;
 /// Mean latency below which waiting is not worth a finding (a loopback
@@ -42,6 +45,18 @@ pub const STALL_DROP: f64 = 0.5;
 /// A bin where file copying/compression frames hold this share of the
 /// server's samples is stopped: the copy crowds out the requests.
 pub const STALL_WORK_SHARE: f64 = 0.6;
+/// What one CPU migration costs a worker, µs: a cache refill for a warm
+/// L2 (docs/findings.md, "judged by cost").
+pub const MIGRATION_COST_US: f64 = 75.0;
+/// Share of the server's CPU per request from which migrations count.
+pub const SCHED_COST_SHARE: f64 = 0.05;
+/// What one new TCP connection costs the server, µs of CPU: the handshake,
+/// accept, socket set-up and teardown in the kernel.
+pub const CONNECT_COST_US: f64 = 30.0;
+/// Share of the server's CPU per request from which connection churn counts.
+pub const CONNECT_COST_SHARE: f64 = 0.1;
+/// Share of closes done by the server from which it "closes every connection".
+pub const SERVER_CLOSE_SHARE: f64 = 0.5;
 /// Major faults per request from which page-cache thrash is considered.
 pub const MAJFAULTS_PER_REQUEST: f64 = 0.05;
 
@@ -908,17 +923,60 @@ fn timeline(v: &View) -> Vec<Second> {
     out
 }
 
-/// Scheduler churn: involuntary switches or migrations per request.
+/// The server's CPU per request over (a, b], µs.
+fn cpu_us_per_request(v: &View, a: f64, b: f64) -> Option<f64> {
+    let cpu = v.server_cpu(a, b)?;
+    let rps = v.measured_rps()?;
+    (rps > 0.0).then(|| cpu / 100.0 * 1e6 / rps)
+}
+
+/// How much of the host's competition for cores the server causes itself
+/// (0-1), with the demand behind it: threads wanting a core on average
+/// (running or runnable), the server's own (its CPU plus its run-queue
+/// wait) and the host's (`sched.procs_running`, or its busy cores). When
+/// the host has more runnable threads than cores but the server alone
+/// would fit, the preemptions and migrations it suffers come from the
+/// neighbours and the load generator; pinning it would trade them for
+/// waiting.
+fn own_contention(v: &View, a: f64, b: f64) -> (f64, Option<(f64, f64)>) {
+    let Some(cpu) = v.server_cpu(a, b) else {
+        return (1.0, None);
+    };
+    let own = cpu / 100.0 + v.mean("proc.runq_delay_ms", a, b).unwrap_or(0.0) / 1000.0;
+    let busy = v.host_busy(a, b).map(|b| b / 100.0 * v.cores());
+    let running = v.mean("sched.procs_running", a, b);
+    let Some(host) = [busy, running].into_iter().flatten().reduce(f64::max) else {
+        return (1.0, None);
+    };
+    let host = host.max(own);
+    let cores = v.cores();
+    if host <= cores {
+        return (1.0, Some((own, host)));
+    }
+    (
+        ((own - cores).max(0.0) / (host - cores)).clamp(0.0, 1.0),
+        Some((own, host)),
+    )
+}
+
+/// Scheduler churn: involuntary switches or migrations per request, the
+/// part the server causes itself, judged by what it costs.
 pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
-    let niv = v.per_request("proc.nivcsw");
-    let mig = v.per_request("proc.migrations");
-    let hit_niv = niv.filter(|x| *x >= NIVCSW_PER_REQUEST);
     let (a, b) = v.measured_window();
-    let mig_rate = v.mean("proc.migrations", a, b).unwrap_or(0.0);
+    let (own_share, demand) = own_contention(v, a, b);
+    let niv = v.per_request("proc.nivcsw").map(|x| x * own_share);
+    let mig = v.per_request("proc.migrations").map(|x| x * own_share);
+    let hit_niv = niv.filter(|x| *x >= NIVCSW_PER_REQUEST);
+    let mig_rate = v.mean("proc.migrations", a, b).unwrap_or(0.0) * own_share;
+    let cpu_us = cpu_us_per_request(v, a, b);
     // At low throughput a few migrations of idle helper threads look large
-    // per request; churn also needs a rate that costs something per core.
-    let hit_mig = mig
-        .filter(|x| *x >= MIGRATIONS_PER_REQUEST && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores());
+    // per request; churn also needs a rate that costs something per core,
+    // and a cost that is a visible part of a request's CPU.
+    let hit_mig = mig.filter(|x| {
+        *x >= MIGRATIONS_PER_REQUEST
+            && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores()
+            && cpu_us.is_none_or(|c| x * MIGRATION_COST_US >= SCHED_COST_SHARE * c)
+    });
     if hit_niv.is_none() && hit_mig.is_none() {
         return Vec::new();
     }
@@ -946,6 +1004,15 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
         text: [
             mig.map(|m| format!("migrations: {m:.3} per request (threshold {MIGRATIONS_PER_REQUEST})")),
             niv.map(|n| format!("involuntary context switches: {n:.2} per request (threshold {NIVCSW_PER_REQUEST})")),
+            demand.filter(|_| own_share < 1.0).map(|(own, host)| format!(
+                "counted {} of them as the server's own: it wants {own:.1} cores, the host {host:.1} of {}",
+                pct(own_share),
+                v.cores()
+            )),
+            cpu_us.zip(mig).map(|(c, m)| format!(
+                "migrations cost ~{:.0} µs of {c:.0} µs CPU per request (~{MIGRATION_COST_US} µs each)",
+                m * MIGRATION_COST_US
+            )),
         ]
         .into_iter()
         .flatten()
@@ -1006,40 +1073,155 @@ fn busiest_threads(
     Some((text, names))
 }
 
-/// Connection churn: new TCP connections per request.
+/// A count of keisoku's load report (contract 4: `connects`,
+/// `server_closed`), over the whole run.
+fn client_count(v: &View, key: &str) -> Option<f64> {
+    v.run
+        .results
+        .get(key)
+        .and_then(|x| x.as_f64())
+        .filter(|x| x.is_finite())
+}
+
+/// Requests the client completed over the whole run.
+fn client_requests(v: &View) -> Option<f64> {
+    v.run
+        .results
+        .get("requests")
+        .and_then(|x| x.as_f64())
+        .or_else(|| {
+            let n: f64 = v.phases.iter().map(|p| p.requests).sum();
+            (n > 0.0).then_some(n)
+        })
+        .filter(|n| *n > 0.0)
+}
+
+/// Connection churn: new TCP connections per request, on the side that
+/// makes them, judged by what they cost. Sources, best first: the server
+/// process's own sockets (`proc.tcp_accepted`, `proc.tcp_connected` and
+/// who closed: `proc.tcp_closed_by_server`/`_by_peer`, from sock_diag by
+/// the process's socket inodes); keisoku's own client counts (`connects`,
+/// `server_closed`); the host-wide TCP counters, which on a shared host
+/// count every other process's connections too.
 pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
-    let act = v.per_request("tcp.active_opens");
-    let pas = v.per_request("tcp.passive_opens");
-    let (Some(a), Some(p)) = (act, pas) else {
-        return Vec::new();
+    let (a, b) = v.measured_window();
+    let own = v.has("proc.tcp_accepted");
+    let (inbound, outbound, source) = if own {
+        (
+            v.per_request("proc.tcp_accepted").unwrap_or(0.0),
+            v.per_request("proc.tcp_connected").unwrap_or(0.0),
+            "the server's own sockets",
+        )
+    } else if let (Some(c), Some(n)) = (client_count(v, "connects"), client_requests(v)) {
+        (c / n, 0.0, "keisoku's client")
+    } else {
+        let (Some(act), Some(pas)) = (
+            v.per_request("tcp.active_opens"),
+            v.per_request("tcp.passive_opens"),
+        ) else {
+            return Vec::new();
+        };
+        // On loopback every connection counts once as opened and once as
+        // accepted; elsewhere only one side is on this host. Which side
+        // churns is unknown from these.
+        (act.max(pas), 0.0, "host-wide TCP counters")
     };
-    // On loopback every connection counts once as opened and once as
-    // accepted; elsewhere only one side is on this host.
-    let per = a.max(p);
-    if per < CONNECTS_PER_REQUEST {
+    let per = inbound + outbound;
+    if inbound.max(outbound) < CONNECTS_PER_REQUEST {
         return Vec::new();
     }
+    let cpu_us = cpu_us_per_request(v, a, b);
+    let cost = cpu_us.map(|c| per * CONNECT_COST_US / c.max(1.0));
+    if cost.is_some_and(|c| c < CONNECT_COST_SHARE) {
+        return Vec::new();
+    }
+    // Who closed: the server's TIME_WAIT sockets, else keisoku's count of
+    // responses with `Connection: close` and connections the server closed.
+    let by_server = if own {
+        let s = v.per_request("proc.tcp_closed_by_server").unwrap_or(0.0);
+        let p = v.per_request("proc.tcp_closed_by_peer").unwrap_or(0.0);
+        (s + p > 0.0).then(|| s / (s + p))
+    } else {
+        None
+    }
+    .or_else(|| {
+        let c = client_count(v, "connects")?;
+        let s = client_count(v, "server_closed")?;
+        (c > 0.0).then(|| (s / c).min(1.0))
+    });
+    let severity = if cost.is_none_or(|c| c >= 2.0 * CONNECT_COST_SHARE) {
+        Severity::High
+    } else {
+        Severity::Warning
+    };
     let mut f = finding(
         "connection-churn",
         None,
-        Severity::High,
+        severity,
         55.0 + 20.0 * per.min(2.0),
     );
-    f.title = format!("{per:.2} new TCP connections per request: connections are not reused");
-    f.summary = "Requests open new TCP connections (to the server or from it to a backend) instead of reusing kept-alive ones: a handshake, a socket and a TIME_WAIT entry each.".into();
-    f.impact = "connect/accept syscalls and kernel TCP work per request, added round trips, TIME_WAIT buildup and port exhaustion under load".into();
-    f.suggestion = "use keep-alive and a connection pool for backend calls (and for the clients of this server)".into();
+    let (title, suggestion) = if outbound >= CONNECTS_PER_REQUEST && outbound >= inbound {
+        (
+            format!("The server opens {outbound:.2} new connections per request to its backends: backend calls do not reuse connections"),
+            "use keep-alive and a connection pool for backend calls (one client shared by all requests, not one per request)",
+        )
+    } else if by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE) {
+        (
+            format!("The server closes its connections: {inbound:.2} new client connections per request"),
+            "enable keep-alive on the server (gunicorn: a worker class that keeps connections, such as gthread or gevent, or nginx in front with keepalive; nginx: keepalive_timeout and keepalive_requests; stop sending Connection: close)",
+        )
+    } else if by_server.is_some() {
+        (
+            format!("Clients open {inbound:.2} new connections per request and close them"),
+            "keep connections alive in the clients (HTTP keep-alive, a pool in the calling service or proxy)",
+        )
+    } else {
+        (
+            format!("{per:.2} new TCP connections per request: connections are not reused"),
+            "use keep-alive and a connection pool for backend calls (and for the clients of this server)",
+        )
+    };
+    f.title = title;
+    f.suggestion = suggestion.into();
+    f.summary = "Requests open new TCP connections instead of reusing kept-alive ones: a handshake, a socket and a TIME_WAIT entry each.".into();
+    f.impact = match (cost, cpu_us) {
+        (Some(c), Some(us)) => format!(
+            "~{:.0} µs of the server's {us:.0} µs CPU per request ({}) at ~{CONNECT_COST_US} µs per connection, added round trips, TIME_WAIT buildup and port exhaustion under load",
+            per * CONNECT_COST_US,
+            pct(c)
+        ),
+        _ => "connect/accept syscalls and kernel TCP work per request, added round trips, TIME_WAIT buildup and port exhaustion under load".into(),
+    };
+    let mut text = vec![format!("from {source}: {inbound:.2} accepted per request")];
+    if own {
+        text.push(format!("opened to backends: {outbound:.2} per request"));
+    }
+    if let Some(s) = by_server {
+        text.push(format!(
+            "{} of the connections were closed by the server",
+            pct(s)
+        ));
+    }
+    let series: Vec<String> = if own {
+        [
+            "proc.tcp_accepted",
+            "proc.tcp_connected",
+            "proc.tcp_closed_by_server",
+            "proc.tcp_closed_by_peer",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
+    } else {
+        ["tcp.active_opens", "tcp.passive_opens", "tcp.time_wait"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
     f.evidence = Evidence {
-        text: vec![
-            format!("TCP connections opened: {a:.2} per request"),
-            format!("TCP connections accepted: {p:.2} per request"),
-        ],
-        series: vec![
-            "tcp.active_opens".into(),
-            "tcp.passive_opens".into(),
-            "tcp.time_wait".into(),
-        ],
-        range_ms: Some(v.measured_window().into()),
+        text,
+        series,
+        range_ms: Some([a, b]),
         phases: v.phases.iter().map(|p| p.index).collect(),
         frames: Vec::new(),
     };
@@ -1069,12 +1251,20 @@ pub(crate) fn route_dominating(v: &View) -> Vec<Finding> {
     if share < ROUTE_SHARE {
         return Vec::new();
     }
-    let mut f = finding(
-        "route-dominating",
-        None,
-        Severity::Warning,
-        30.0 + 30.0 * share,
-    );
+    // A route that takes most of the time because it serves most of the
+    // requests simply does the most work: a place to look, not a problem.
+    // It is a problem when its time share far exceeds its request share.
+    let slow = share >= ROUTE_SLOW_RATIO * count_share;
+    let mut f = if slow {
+        finding(
+            "route-dominating",
+            None,
+            Severity::Warning,
+            30.0 + 30.0 * share,
+        )
+    } else {
+        finding("route-dominating", None, Severity::Info, 8.0 + 5.0 * share)
+    };
     f.title = format!(
         "{} {} takes {} of all request time ({} of requests)",
         top.method,
