@@ -1,0 +1,225 @@
+package bidder;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.BufferedWriter;
+import java.io.FileWriter;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.text.DecimalFormat;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An RTB bidder on the JDK's HttpServer (field notes §1): GET /bid?seg=N&ua=... answers a bid.
+ *
+ * <p>CAUSES (comma-separated, naive mode only) plants one cause at a time or several:
+ * rollover (the logging config: logback's synchronous RollingFileAppender gzip-compressing
+ * on rollover under the appender lock; chosen in start.sh), regex (the user-agent pattern
+ * compiled per request), formatter (date and price formatters built per bid item), scan (the
+ * campaign query reads the whole table and sorts it, without an index or a limit).
+ */
+public final class Bidder {
+    private static final Logger BID_LOG = LoggerFactory.getLogger("bidder.bids");
+
+    static final String UA_PATTERN =
+            "^(?<product>[A-Za-z]+)/(?<major>\\d+)\\.(?<minor>\\d+)(?:\\.\\d+)*\\s+\\((?<platform>[^;)]+)(?:;\\s*(?<detail>[^)]*))?\\)"
+                    + "(?:\\s+(?<engine>(?:AppleWebKit|Gecko|Blink)/[\\d.]+))?(?:\\s+\\((?<engineDetail>[^)]*)\\))?"
+                    + "(?:\\s+(?<browser>(?:Chrome|Firefox|Safari|Edg|OPR)/[\\d.]+))*";
+    private static final Pattern UA = Pattern.compile(UA_PATTERN);
+    /** Bot signatures checked on every bid request (a real bidder's list runs to hundreds). */
+    static final List<String> BOT_SIGNATURES = List.of(
+            "(?i)\\b(googlebot|bingbot|yandex(bot|images)|baiduspider|duckduckbot)\\b",
+            "(?i)(crawler|spider|scraper|fetcher)[-_ /]?v?\\d*(\\.\\d+)*",
+            "(?i)^(curl|wget|python-requests|python-urllib|go-http-client|java)/[\\d.]+",
+            "(?i)headless(chrome|firefox)?/?[\\d.]*",
+            "(?i)\\b(phantomjs|selenium|puppeteer|playwright)\\b.*",
+            "(?i)(facebookexternalhit|twitterbot|slackbot|discordbot|linkedinbot)(/[\\d.]+)?",
+            "(?i)\\((?:compatible|x11|windows nt [\\d.]+);?\\s*(?:[a-z]+bot|monitor|checker)[^)]*\\)",
+            "(?i)^mozilla/[45]\\.0 \\(compatible; (?:ahrefs|semrush|mj12|dot)bot/[\\d.]+;",
+            "(?i)\\b(uptimerobot|pingdom|statuscake|site24x7|newrelicpinger)\\b",
+            "(?i)(apache-httpclient|okhttp|axios|node-fetch|undici)/[\\d.]+",
+            "(?i)\\b(?:ia_archiver|archive\\.org_bot|heritrix)\\b",
+            "(?i)^(?:[a-z0-9_-]+)(?:/[0-9a-z._-]+)?\\s*\\(\\+?https?://[^)]+\\)$");
+    private static final List<Pattern> BOTS = BOT_SIGNATURES.stream().map(Pattern::compile).toList();
+    private static final DateTimeFormatter STAMP =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.US);
+    private static final ThreadLocal<DecimalFormat> PRICE =
+            ThreadLocal.withInitial(() -> new DecimalFormat("#,##0.0000"));
+
+    private static final int BIDS_PER_RESPONSE = 24;
+    private final Set<String> causes;
+    private final CampaignTable campaigns;
+    private final BufferedWriter accessLog;
+
+    private Bidder(Set<String> causes, CampaignTable campaigns, BufferedWriter accessLog) {
+        this.causes = causes;
+        this.campaigns = campaigns;
+        this.accessLog = accessLog;
+    }
+
+    public static void main(String[] args) throws IOException {
+        int port = Integer.parseInt(args[0]);
+        String mode = System.getenv().getOrDefault("MODE", "naive");
+        Set<String> causes = new HashSet<>();
+        if (mode.equals("naive")) {
+            for (String c : System.getenv().getOrDefault("CAUSES", "").split(",")) {
+                if (!c.isBlank()) {
+                    causes.add(c.trim());
+                }
+            }
+        }
+        Set<String> known = Set.of("rollover", "regex", "formatter", "scan");
+        for (String c : causes) {
+            if (!known.contains(c)) {
+                System.err.println("java-bidder: unknown cause " + c + " (known: " + known + ")");
+                System.exit(2);
+            }
+        }
+        int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "60000"));
+        CampaignTable table = new CampaignTable(rows);
+        String logPath = System.getenv().getOrDefault("ACCESS_LOG", "/tmp/keisoku-corpus/java-bidder.log");
+        BufferedWriter access = new BufferedWriter(new FileWriter(logPath, StandardCharsets.UTF_8, true));
+        Bidder bidder = new Bidder(causes, table, access);
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 256);
+        server.createContext("/", bidder::handle);
+        int threads = Integer.parseInt(System.getenv().getOrDefault("WORKERS", "16"));
+        server.setExecutor(Executors.newFixedThreadPool(threads));
+        server.start();
+        System.out.println("java-bidder listening on " + port);
+        System.out.flush();
+    }
+
+    private void handle(HttpExchange ex) throws IOException {
+        long start = System.nanoTime();
+        String query = ex.getRequestURI().getRawQuery();
+        int segment = 7;
+        String ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+        if (query != null) {
+            for (String kv : query.split("&")) {
+                if (kv.startsWith("seg=")) {
+                    try {
+                        segment = Integer.parseInt(kv.substring(4));
+                    } catch (NumberFormatException e) {
+                        segment = 7;
+                    }
+                }
+            }
+        }
+        byte[] body = bid(segment, ua).getBytes(StandardCharsets.UTF_8);
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        ex.sendResponseHeaders(200, body.length);
+        try (OutputStream os = ex.getResponseBody()) {
+            os.write(body);
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        String line = "time:" + ZonedDateTime.now(ZoneOffset.UTC).format(STAMP) + "\tmethod:GET\turi:"
+                + ex.getRequestURI().getPath() + "\tstatus:200\tsize:" + body.length + "\treqtime:"
+                + String.format(Locale.ROOT, "%.6f", secs) + "\n";
+        synchronized (accessLog) {
+            accessLog.write(line);
+            accessLog.flush();
+        }
+    }
+
+    String bid(int segment, String userAgent) {
+        Pattern ua = causes.contains("regex") ? Pattern.compile(UA_PATTERN) : UA;
+        Matcher m = ua.matcher(userAgent);
+        String platform = m.find() ? m.group("platform") : "unknown";
+        if (isKnownBot(userAgent)) {
+            return "{\"nobid\":\"bot\"}";
+        }
+        List<CampaignTable.Campaign> top = causes.contains("scan")
+                ? campaigns.selectBySegmentUnbounded(segment)
+                : campaigns.topForSegment(segment);
+        StringBuilder sb = new StringBuilder(1024);
+        sb.append("{\"segment\":").append(segment).append(",\"platform\":\"").append(platform).append("\",\"bids\":[");
+        ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
+        for (int i = 0; i < Math.min(BIDS_PER_RESPONSE, top.size()); i++) {
+            CampaignTable.Campaign c = top.get(i);
+            DateTimeFormatter stamp = causes.contains("formatter")
+                    ? DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.US)
+                    : STAMP;
+            DecimalFormat price = causes.contains("formatter") ? new DecimalFormat("#,##0.0000") : PRICE.get();
+            if (i > 0) {
+                sb.append(',');
+            }
+            sb.append("{\"campaign\":").append(c.id()).append(",\"price\":\"").append(price.format(c.price()))
+                    .append("\",\"at\":\"").append(stamp.format(now.plusNanos(i))).append("\"}");
+        }
+        sb.append("]}");
+        String response = sb.toString();
+        // Every bid is logged in full (the bid log is what the ad ops read): ~1 kB a request.
+        BID_LOG.info("bid seg={} ua={} platform={} response={} trace={}", segment, userAgent, platform, response,
+                Long.toHexString(Double.doubleToLongBits(Math.random())) + Long.toHexString(System.nanoTime()));
+        return response;
+    }
+
+    private boolean isKnownBot(String userAgent) {
+        if (causes.contains("regex")) {
+            // The cause: every signature compiled again for every request.
+            for (String sig : BOT_SIGNATURES) {
+                if (Pattern.compile(sig).matcher(userAgent).find()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+        for (Pattern p : BOTS) {
+            if (p.matcher(userAgent).find()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The campaign store: an in-memory table, with an index the tuned path uses. */
+    static final class CampaignTable {
+        record Campaign(int id, int segment, double price, String advertiser) {}
+
+        private final Campaign[] rows;
+        private final List<List<Campaign>> topBySegment = new ArrayList<>();
+
+        CampaignTable(int n) {
+            rows = new Campaign[n];
+            java.util.Random r = new java.util.Random(42);
+            for (int i = 0; i < n; i++) {
+                rows[i] = new Campaign(i, r.nextInt(64), r.nextDouble() * 3.0, "adv-" + r.nextInt(5000));
+            }
+            for (int s = 0; s < 64; s++) {
+                topBySegment.add(selectBySegmentUnbounded(s).subList(0, BIDS_PER_RESPONSE));
+            }
+        }
+
+        /** SELECT * FROM campaigns WHERE segment = ? ORDER BY price DESC: no index, no LIMIT. */
+        List<Campaign> selectBySegmentUnbounded(int segment) {
+            List<Campaign> out = new ArrayList<>();
+            for (Campaign c : rows) {
+                if (c.segment() == Math.floorMod(segment, 64) || c.advertiser().hashCode() % 997 == segment) {
+                    out.add(c);
+                }
+            }
+            Campaign[] sorted = out.toArray(new Campaign[0]);
+            Arrays.sort(sorted, (a, b) -> Double.compare(b.price(), a.price()));
+            return Arrays.asList(sorted);
+        }
+
+        List<Campaign> topForSegment(int segment) {
+            return topBySegment.get(Math.floorMod(segment, 64));
+        }
+    }
+}
