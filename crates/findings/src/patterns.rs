@@ -21,8 +21,9 @@ pub(crate) struct Kind {
     /// Lowercase substrings of frame names.
     pub patterns: &'static [&'static str],
     /// A frame matching one of these counts only when a frame below it (a
-    /// callee) matches [`Kind::callee`]: a DI container's constructor is
-    /// per-request configuration only when it reads a file.
+    /// callee) matches [`Kind::callee`]: a constructor (V8's construct
+    /// stub, Java's `<init>`, Python's `__init__`, Rust's `::new`) or a DI
+    /// container is per-request configuration only when it reads a file.
     pub caller: &'static [&'static str],
     /// What a [`Kind::caller`] frame must call to count.
     pub callee: &'static [&'static str],
@@ -141,7 +142,6 @@ parse only the fields a request needs",
             "jsnumberformat::new",
             "simpledateformat.<init>",
             "datetimeformatter.ofpattern",
-            "datetimeformatterbuilder",
             "decimalformat.<init>",
             "numberformat.getinstance",
             "icu::simpledateformat::simpledateformat",
@@ -181,6 +181,10 @@ parse only the fields a request needs",
             "config::tiny->read",
         ],
         caller: &[
+            "jsconstructstub",
+            ".<init>",
+            "__init__ (",
+            "::new",
             "container",
             "injector",
             "servicelocator",

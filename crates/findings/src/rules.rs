@@ -48,6 +48,13 @@ pub const STALL_WORK_SHARE: f64 = 0.6;
 /// What one CPU migration costs a worker, µs: a cache refill for a warm
 /// L2 (docs/findings.md, "judged by cost").
 pub const MIGRATION_COST_US: f64 = 75.0;
+/// A server thread with this share of the busiest thread's CPU counts as busy.
+pub const BUSY_THREAD_SHARE: f64 = 0.25;
+/// Busy server threads per core from which the server is oversubscribed.
+pub const OVERSUBSCRIBED_THREADS: f64 = 2.0;
+/// Growth of CPU per request (lightest to heaviest phase) from which
+/// oversubscription costs something.
+pub const OVERSUBSCRIBED_CPU_GROWTH: f64 = 0.25;
 /// Share of the server's CPU per request from which migrations count.
 pub const SCHED_COST_SHARE: f64 = 0.05;
 /// What one new TCP connection costs the server, µs of CPU: the handshake,
@@ -447,11 +454,17 @@ fn kind_frame(v: &View, kind: &Kind, stack: &[u32]) -> Option<u32> {
     let callee = stack
         .iter()
         .position(|f| matches(v.frame_name_lc(*f), kind.callee))?;
-    stack[callee + 1..]
-        .iter()
-        .rev()
-        .find(|f| matches(v.frame_name_lc(**f), kind.caller))
-        .copied()
+    let at = callee
+        + 1
+        + stack[callee + 1..]
+            .iter()
+            .rposition(|f| matches(v.frame_name_lc(*f), kind.caller))?;
+    // V8's construct stub says "a constructor ran"; the frame it called
+    // (`JS:*ArticleRenderer`) names which.
+    if v.frame_name_lc(stack[at]).contains("constructstub") && at > callee + 1 {
+        return Some(stack[at - 1]);
+    }
+    Some(stack[at])
 }
 
 /// Hot code: the top self-time frames, and known-expensive work in the
@@ -959,6 +972,59 @@ fn own_contention(v: &View, a: f64, b: f64) -> (f64, Option<(f64, f64)>) {
     )
 }
 
+/// More busy server threads than cores, at a cost: from the lightest
+/// phase to the one with the most busy threads, CPU per request grew.
+struct Oversubscribed {
+    busy: usize,
+    growth: f64,
+    lo_label: String,
+    lo_us: f64,
+    hi_label: String,
+    hi_us: f64,
+    niv: f64,
+}
+
+/// Whether the server runs more busy threads than cores and pays for it
+/// (field notes §2: 8 prefork workers on 2 cores). Busy threads are the
+/// server's own, from their series (>= `BUSY_THREAD_SHARE` of the busiest one's CPU), so
+/// neighbours that make the server wait do not count; the cost is CPU per
+/// request growing from the lightest phase to the heaviest (preemption
+/// and cold caches), with involuntary switches at the heaviest.
+fn oversubscribed(v: &View) -> Option<Oversubscribed> {
+    let cost = |p: &MeasuredPhase| -> Option<f64> {
+        let cpu = v.server_cpu(p.start_ms, p.end_ms)?;
+        (p.rps > 0.0).then(|| cpu / 100.0 * 1e6 / p.rps)
+    };
+    let lo = v.phases.first()?;
+    let hi = v.phases.last()?;
+    if lo.index == hi.index {
+        return None;
+    }
+    let threads = v.threads_by("cpu", "proc.cpu_user", hi.start_ms, hi.end_ms);
+    // Busy: comparable to the busiest thread (on a crowded host every
+    // worker may get only a few % of a core).
+    let top = threads.first().map_or(0.0, |t| t.0);
+    let busy = threads
+        .iter()
+        .filter(|(c, _)| *c >= BUSY_THREAD_SHARE * top && *c >= 1.0)
+        .count();
+    if (busy as f64) < OVERSUBSCRIBED_THREADS * v.cores() {
+        return None;
+    }
+    let (lo_us, hi_us) = (cost(lo)?, cost(hi)?);
+    let growth = hi_us / lo_us - 1.0;
+    let niv = v.mean("proc.nivcsw", hi.start_ms, hi.end_ms)? / hi.rps;
+    (growth >= OVERSUBSCRIBED_CPU_GROWTH && niv >= 1.0).then(|| Oversubscribed {
+        busy,
+        growth,
+        lo_label: lo.label.clone(),
+        lo_us,
+        hi_label: hi.label.clone(),
+        hi_us,
+        niv,
+    })
+}
+
 /// Scheduler churn: involuntary switches or migrations per request, the
 /// part the server causes itself, judged by what it costs.
 pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
@@ -977,11 +1043,15 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
             && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores()
             && cpu_us.is_none_or(|c| x * MIGRATION_COST_US >= SCHED_COST_SHARE * c)
     });
-    if hit_niv.is_none() && hit_mig.is_none() {
+    let over = oversubscribed(v);
+    if hit_niv.is_none() && hit_mig.is_none() && over.is_none() {
         return Vec::new();
     }
     let ratio = hit_mig.map_or(0.0, |m| m / MIGRATIONS_PER_REQUEST)
-        + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST);
+        + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST)
+        + over
+            .as_ref()
+            .map_or(0.0, |o| o.growth / OVERSUBSCRIBED_CPU_GROWTH);
     let mut f = finding(
         "scheduler-churn",
         None,
@@ -993,7 +1063,14 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
         (None, Some(n)) => {
             format!("Server threads are preempted {n:.1} times per request (involuntary switches)")
         }
-        (None, None) => String::new(),
+        (None, None) => over.as_ref().map_or_else(String::new, |o| {
+            format!(
+                "{} busy server threads share {} cores: CPU per request grows {} as they preempt each other",
+                o.busy,
+                v.cores(),
+                pct(o.growth)
+            )
+        }),
     };
     f.summary = "The scheduler moves or preempts the server's threads far more often than its requests need: caches go cold and requests wait for a core.".into();
     f.impact =
@@ -1008,6 +1085,10 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
                 "counted {} of them as the server's own: it wants {own:.1} cores, the host {host:.1} of {}",
                 pct(own_share),
                 v.cores()
+            )),
+            over.as_ref().map(|o| format!(
+                "{}: {:.0} µs CPU per request with {} busy threads, against {:.0} µs at {}; {:.1} involuntary switches per request",
+                o.hi_label, o.hi_us, o.busy, o.lo_us, o.lo_label, o.niv
             )),
             cpu_us.zip(mig).map(|(c, m)| format!(
                 "migrations cost ~{:.0} µs of {c:.0} µs CPU per request (~{MIGRATION_COST_US} µs each)",
@@ -1132,9 +1213,6 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
     }
     let cpu_us = cpu_us_per_request(v, a, b);
     let cost = cpu_us.map(|c| per * CONNECT_COST_US / c.max(1.0));
-    if cost.is_some_and(|c| c < CONNECT_COST_SHARE) {
-        return Vec::new();
-    }
     // Who closed: the server's TIME_WAIT sockets, else keisoku's count of
     // responses with `Connection: close` and connections the server closed.
     let by_server = if own {
@@ -1149,6 +1227,15 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
         let s = client_count(v, "server_closed")?;
         (c > 0.0).then(|| (s / c).min(1.0))
     });
+    let backend = outbound >= CONNECTS_PER_REQUEST && outbound >= inbound;
+    let server_closes = !backend && by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
+    // A server that closes after each response by design (gunicorn's sync
+    // workers, usually behind a proxy that keeps the clients' connections)
+    // pays an accept per request: a problem only when that is a visible
+    // part of its CPU per request.
+    if server_closes && cost.is_some_and(|c| c < CONNECT_COST_SHARE) {
+        return Vec::new();
+    }
     let severity = if cost.is_none_or(|c| c >= 2.0 * CONNECT_COST_SHARE) {
         Severity::High
     } else {
@@ -1160,12 +1247,12 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
         severity,
         55.0 + 20.0 * per.min(2.0),
     );
-    let (title, suggestion) = if outbound >= CONNECTS_PER_REQUEST && outbound >= inbound {
+    let (title, suggestion) = if backend {
         (
             format!("The server opens {outbound:.2} new connections per request to its backends: backend calls do not reuse connections"),
             "use keep-alive and a connection pool for backend calls (one client shared by all requests, not one per request)",
         )
-    } else if by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE) {
+    } else if server_closes {
         (
             format!("The server closes its connections: {inbound:.2} new client connections per request"),
             "enable keep-alive on the server (gunicorn: a worker class that keeps connections, such as gthread or gevent, or nginx in front with keepalive; nginx: keepalive_timeout and keepalive_requests; stop sending Connection: close)",
