@@ -62,6 +62,8 @@ pub const SCHED_COST_SHARE: f64 = 0.05;
 pub const CONNECT_COST_US: f64 = 30.0;
 /// Share of the server's CPU per request from which connection churn counts.
 pub const CONNECT_COST_SHARE: f64 = 0.1;
+/// Backend connections per request from which every call opens its own.
+pub const PER_REQUEST_CONNECTS: f64 = 0.9;
 /// Share of closes done by the server from which it "closes every connection".
 pub const SERVER_CLOSE_SHARE: f64 = 0.5;
 /// Major faults per request from which page-cache thrash is considered.
@@ -1212,30 +1214,45 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
         return Vec::new();
     }
     let cpu_us = cpu_us_per_request(v, a, b);
-    let cost = cpu_us.map(|c| per * CONNECT_COST_US / c.max(1.0));
-    // Who closed: the server's TIME_WAIT sockets, else keisoku's count of
-    // responses with `Connection: close` and connections the server closed.
-    let by_server = if own {
+    let cost_of = |n: f64| cpu_us.map(|c| n * CONNECT_COST_US / c.max(1.0));
+    let costly = |n: f64| cost_of(n).is_none_or(|c| c >= CONNECT_COST_SHARE);
+    // Who asked to close: keisoku's count of responses with `Connection:
+    // close` and connections the server closed, else the side holding the
+    // TIME_WAIT (a client that closes as soon as it reads `Connection:
+    // close` holds it, though the server asked).
+    let by_server = {
+        let c = client_count(v, "connects");
+        let s = client_count(v, "server_closed");
+        c.zip(s)
+            .filter(|(c, _)| *c > 0.0)
+            .map(|(c, s)| (s / c).min(1.0))
+    }
+    .or_else(|| {
+        if !own {
+            return None;
+        }
         let s = v.per_request("proc.tcp_closed_by_server").unwrap_or(0.0);
         let p = v.per_request("proc.tcp_closed_by_peer").unwrap_or(0.0);
         (s + p > 0.0).then(|| s / (s + p))
-    } else {
-        None
-    }
-    .or_else(|| {
-        let c = client_count(v, "connects")?;
-        let s = client_count(v, "server_closed")?;
-        (c > 0.0).then(|| (s / c).min(1.0))
     });
-    let backend = outbound >= CONNECTS_PER_REQUEST && outbound >= inbound;
-    let server_closes = !backend && by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
-    // A server that closes after each response by design (gunicorn's sync
-    // workers, usually behind a proxy that keeps the clients' connections)
-    // pays an accept per request: a problem only when that is a visible
-    // part of its CPU per request.
-    if server_closes && cost.is_some_and(|c| c < CONNECT_COST_SHARE) {
+    // Backend calls that open a connection each (>= 0.9 per request) are
+    // a problem whatever their CPU cost: every call pays a handshake and
+    // leaves a TIME_WAIT, and the ports run out under load. Fewer (a
+    // background sender batching its calls) count by cost.
+    let backend = outbound >= CONNECTS_PER_REQUEST
+        && (outbound >= PER_REQUEST_CONNECTS || costly(outbound))
+        && (own || outbound >= inbound);
+    // Accepted connections count by cost: a server that closes after each
+    // response by design (gunicorn's sync workers, usually behind a proxy
+    // that keeps the clients' connections) pays an accept per request, a
+    // problem only when that is a visible part of its CPU per request.
+    let clients = !backend && inbound >= CONNECTS_PER_REQUEST && costly(inbound);
+    let host_wide = !own && by_server.is_none();
+    if !backend && !clients && !host_wide {
         return Vec::new();
     }
+    let server_closes = clients && by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
+    let cost = cost_of(per);
     let severity = if cost.is_none_or(|c| c >= 2.0 * CONNECT_COST_SHARE) {
         Severity::High
     } else {
@@ -1257,7 +1274,7 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
             format!("The server closes its connections: {inbound:.2} new client connections per request"),
             "enable keep-alive on the server (gunicorn: a worker class that keeps connections, such as gthread or gevent, or nginx in front with keepalive; nginx: keepalive_timeout and keepalive_requests; stop sending Connection: close)",
         )
-    } else if by_server.is_some() {
+    } else if clients && by_server.is_some() {
         (
             format!("Clients open {inbound:.2} new connections per request and close them"),
             "keep connections alive in the clients (HTTP keep-alive, a pool in the calling service or proxy)",
