@@ -1436,6 +1436,32 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         return Vec::new();
     }
     let nv = v.per_request("proc.nvcsw");
+    // A reverse proxy waits for its upstream by design: where the time
+    // goes, not a blocking call to take off its request path.
+    if let Some(proxy) = proxy_name(v) {
+        let mut f = finding("blocking-wait", Some("upstream"), Severity::Info, 12.0);
+        f.title = format!(
+            "{proxy} waits for its upstream {} of the request time",
+            pct(wait)
+        );
+        f.summary = "The server is a reverse proxy: its requests wait for the upstream, where the latency is.".into();
+        f.impact = format!(
+            "at {}: {lat:.1} ms mean latency of which {cpu_ms:.2} ms the proxy's CPU",
+            p.label
+        );
+        f.suggestion = "record the upstream service itself (keisoku run against it, or --pid of it) to see where its time goes".into();
+        f.evidence = Evidence {
+            text: vec![format!(
+                "{}: mean latency {lat:.2} ms, {proxy} CPU {cpu_ms:.3} ms per request",
+                p.label
+            )],
+            series: vec!["client.p50_ms".into(), "proc.cpu_user".into()],
+            range_ms: Some([p.start_ms, p.end_ms]),
+            phases: vec![p.index],
+            frames: Vec::new(),
+        };
+        return vec![f];
+    }
     let mut f = finding("blocking-wait", None, Severity::High, 55.0 + 40.0 * wait);
     f.title = format!(
         "Requests spend {} of their time waiting with the CPU idle",
@@ -1471,6 +1497,26 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         frames: Vec::new(),
     };
     vec![f]
+}
+
+/// Reverse proxies by process name.
+const PROXIES: &[&str] = &[
+    "nginx", "haproxy", "envoy", "traefik", "caddy", "varnishd", "h2o",
+];
+
+/// The proxy the server is, when all its named threads are a known
+/// reverse proxy's (from the profile's threads or the thread series).
+fn proxy_name(v: &View) -> Option<&'static str> {
+    let mut names: Vec<String> = v
+        .run
+        .profile
+        .as_ref()
+        .map(|p| p.threads.iter().map(|t| t.comm.to_lowercase()).collect())
+        .unwrap_or_default();
+    names.extend(v.threads.iter().map(|t| t.comm.to_lowercase()));
+    let first = names.first()?;
+    let proxy = PROXIES.iter().find(|p| first.starts_with(**p))?;
+    names.iter().all(|n| n.starts_with(proxy)).then_some(*proxy)
 }
 
 /// Generator saturated: the numbers may describe the client.

@@ -1009,3 +1009,30 @@ fn a_route_busy_because_it_serves_most_requests_is_info() {
         .expect("route");
     assert_eq!(r.severity, Severity::Info);
 }
+
+#[test]
+fn a_reverse_proxy_waiting_for_its_upstream_is_info() {
+    let mut run = base();
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 15.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(15.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    set(&mut run, "thread.nginx:10:10.cpu", |_, _| 1.0);
+    set(&mut run, "thread.nginx:11:11.cpu", |_, _| 1.0);
+    let f = analyze(&run);
+    let b = f.iter().find(|f| f.rule == "blocking-wait").expect("wait");
+    assert_eq!(b.severity, Severity::Info);
+    assert!(
+        b.title.starts_with("nginx waits for its upstream"),
+        "{}",
+        b.title
+    );
+    // An application server with the same numbers: a blocking call.
+    set(&mut run, "thread.nginx:11:11.cpu", |_, _| 0.0);
+    set(&mut run, "thread.gunicorn:12:12.cpu", |_, _| 1.0);
+    assert!(ids(&run).contains(&"blocking-wait".to_string()));
+}
