@@ -1220,14 +1220,14 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
     // close` and connections the server closed, else the side holding the
     // TIME_WAIT (a client that closes as soon as it reads `Connection:
     // close` holds it, though the server asked).
-    let by_server = {
+    let asked = {
         let c = client_count(v, "connects");
         let s = client_count(v, "server_closed");
         c.zip(s)
             .filter(|(c, _)| *c > 0.0)
             .map(|(c, s)| (s / c).min(1.0))
-    }
-    .or_else(|| {
+    };
+    let by_server = asked.or_else(|| {
         if !own {
             return None;
         }
@@ -1235,6 +1235,16 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
         let p = v.per_request("proc.tcp_closed_by_peer").unwrap_or(0.0);
         (s + p > 0.0).then(|| s / (s + p))
     });
+    // Accepted connections beyond keisoku's own connects come from
+    // elsewhere: the server calling its own listening port (an in-process
+    // backend) or another client; with keisoku's count they are told apart.
+    let (inbound, outbound) = match (own, client_count(v, "connects"), client_requests(v)) {
+        (true, Some(c), Some(n)) => {
+            let from_client = (c / n).min(inbound);
+            (from_client, outbound + (inbound - from_client))
+        }
+        _ => (inbound, outbound),
+    };
     // Backend calls that open a connection each (>= 0.9 per request) are
     // a problem whatever their CPU cost: every call pays a handshake and
     // leaves a TIME_WAIT, and the ports run out under load. Fewer (a
@@ -1242,11 +1252,12 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
     let backend = outbound >= CONNECTS_PER_REQUEST
         && (outbound >= PER_REQUEST_CONNECTS || costly(outbound))
         && (own || outbound >= inbound);
-    // Accepted connections count by cost: a server that closes after each
-    // response by design (gunicorn's sync workers, usually behind a proxy
-    // that keeps the clients' connections) pays an accept per request, a
+    // A server that tells keisoku `Connection: close` after each response
+    // by design (gunicorn's sync workers, usually behind a proxy that
+    // keeps the clients' connections) pays an accept per request: a
     // problem only when that is a visible part of its CPU per request.
-    let clients = !backend && inbound >= CONNECTS_PER_REQUEST && costly(inbound);
+    let told_close = asked.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
+    let clients = !backend && inbound >= CONNECTS_PER_REQUEST && (!told_close || costly(inbound));
     let host_wide = !own && by_server.is_none();
     if !backend && !clients && !host_wide {
         return Vec::new();

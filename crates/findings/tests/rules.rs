@@ -921,13 +921,25 @@ fn connection_churn_names_the_side_from_the_servers_own_sockets() {
     let f = churn(&run).expect("server closes");
     assert!(f.title.starts_with("The server closes"), "{}", f.title);
     assert!(f.suggestion.contains("gunicorn"));
-    // The same at 2 ms of CPU per request (a Python worker): an accept per
-    // request is ~1.5% of it, no finding.
+    // The same at 2 ms of CPU per request (a gunicorn sync worker telling
+    // keisoku `Connection: close`): an accept per request is ~1.5% of it,
+    // no finding.
     let mut slow = run.clone();
     set(&mut slow, "proc.cpu_user", |_, rps| {
         rps * 2.0 / 1000.0 * 100.0
     });
+    let requests: f64 = [1000.0, 3000.0, 3500.0].iter().sum::<f64>() * 4.0;
+    slow.results["requests"] = json!(requests);
+    slow.results["connects"] = json!(requests);
+    slow.results["server_closed"] = json!(requests);
     assert!(churn(&slow).is_none());
+    // Accepted beyond keisoku's own connects: the server calling its own
+    // listening port per request (an in-process backend).
+    let mut inproc = slow.clone();
+    inproc.results["connects"] = json!(8.0);
+    inproc.results["server_closed"] = json!(0.0);
+    let f = churn(&inproc).expect("in-process backend");
+    assert!(f.title.contains("backends"), "{}", f.title);
     // Backend calls without keep-alive: named as such whatever the cost.
     let mut run = base();
     set(&mut run, "proc.tcp_accepted", |_, _| 0.0);
