@@ -62,6 +62,9 @@ pub const SCHED_COST_SHARE: f64 = 0.05;
 pub const CONNECT_COST_US: f64 = 30.0;
 /// Share of the server's CPU per request from which connection churn counts.
 pub const CONNECT_COST_SHARE: f64 = 0.1;
+/// Share of the CPU per request from which backend connections (both ends
+/// on this host) count.
+pub const BACKEND_COST_SHARE: f64 = 0.05;
 /// Backend connections per request from which every call opens its own.
 pub const PER_REQUEST_CONNECTS: f64 = 0.9;
 /// Share of closes done by the server from which it "closes every connection".
@@ -1249,8 +1252,12 @@ pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
     // a problem whatever their CPU cost: every call pays a handshake and
     // leaves a TIME_WAIT, and the ports run out under load. Fewer (a
     // background sender batching its calls) count by cost.
+    // A backend call's connection costs the server its connect, and on
+    // this host the backend its accept; on loopback the kernel reuses
+    // TIME_WAIT tuples, so the server's own count runs low at high rates.
+    let backend_costly = cost_of(2.0 * outbound).is_none_or(|c| c >= BACKEND_COST_SHARE);
     let backend = outbound >= CONNECTS_PER_REQUEST
-        && (outbound >= PER_REQUEST_CONNECTS || costly(outbound))
+        && (outbound >= PER_REQUEST_CONNECTS || backend_costly)
         && (own || outbound >= inbound);
     // A server that tells keisoku `Connection: close` after each response
     // by design (gunicorn's sync workers, usually behind a proxy that
