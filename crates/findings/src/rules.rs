@@ -3,7 +3,7 @@
 //! they hold on a fast or slow machine; docs/findings.md lists them.
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
-use crate::patterns::{matches, KINDS, STALL_WORK};
+use crate::patterns::{is_stall_work, matches, Kind, KINDS, RUNTIME_THREADS};
 use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -28,6 +28,9 @@ pub const MIGRATIONS_PER_CORE_S: f64 = 50.0;
 pub const CONNECTS_PER_REQUEST: f64 = 0.3;
 /// A route's share of total time from which it dominates.
 pub const ROUTE_SHARE: f64 = 0.6;
+/// A dominating route is a problem when its share of time is this many
+/// times its share of requests (it is slow per request, not just busy).
+pub const ROUTE_SLOW_RATIO: f64 = 3.0;
 /// Share of request time spent waiting (neither on CPU nor runnable).
 pub const WAIT_SHARE: f64 = 0.5;
 /// Mean latency below which waiting is not worth a finding (a loopback
@@ -42,6 +45,30 @@ pub const STALL_DROP: f64 = 0.5;
 /// A bin where file copying/compression frames hold this share of the
 /// server's samples is stopped: the copy crowds out the requests.
 pub const STALL_WORK_SHARE: f64 = 0.6;
+/// What one CPU migration costs a worker, µs: a cache refill for a warm
+/// L2 (docs/findings.md, "judged by cost").
+pub const MIGRATION_COST_US: f64 = 75.0;
+/// A server thread with this share of the busiest thread's CPU counts as busy.
+pub const BUSY_THREAD_SHARE: f64 = 0.25;
+/// Busy server threads per core from which the server is oversubscribed.
+pub const OVERSUBSCRIBED_THREADS: f64 = 2.0;
+/// Growth of CPU per request (lightest to heaviest phase) from which
+/// oversubscription costs something.
+pub const OVERSUBSCRIBED_CPU_GROWTH: f64 = 0.25;
+/// Share of the server's CPU per request from which migrations count.
+pub const SCHED_COST_SHARE: f64 = 0.05;
+/// What one new TCP connection costs the server, µs of CPU: the handshake,
+/// accept, socket set-up and teardown in the kernel.
+pub const CONNECT_COST_US: f64 = 30.0;
+/// Share of the server's CPU per request from which connection churn counts.
+pub const CONNECT_COST_SHARE: f64 = 0.1;
+/// Share of the CPU per request from which backend connections (both ends
+/// on this host) count.
+pub const BACKEND_COST_SHARE: f64 = 0.05;
+/// Backend connections per request from which every call opens its own.
+pub const PER_REQUEST_CONNECTS: f64 = 0.9;
+/// Share of closes done by the server from which it "closes every connection".
+pub const SERVER_CLOSE_SHARE: f64 = 0.5;
 /// Major faults per request from which page-cache thrash is considered.
 pub const MAJFAULTS_PER_REQUEST: f64 = 0.05;
 
@@ -408,42 +435,119 @@ fn node_weights(v: &View, a: f64, b: f64) -> (f64, BTreeMap<u32, f64>) {
     (total, by_node)
 }
 
+/// Whether a thread belongs to the runtime rather than to the requests
+/// (JIT compilers, garbage collectors, the VM's own threads).
+fn runtime_thread(v: &View, t: u32) -> bool {
+    matches(&v.thread_name(t).to_lowercase(), RUNTIME_THREADS)
+}
+
+/// The frame that names a kind's work in a stack (leaf first), if any: the
+/// outermost frame matching its patterns (`Regex::new`, not its
+/// internals), or else the outermost caller frame (a DI container) with a
+/// matching callee below it.
+fn kind_frame(v: &View, kind: &Kind, stack: &[u32]) -> Option<u32> {
+    if let Some(f) = stack
+        .iter()
+        .rev()
+        .find(|f| matches(v.frame_name_lc(**f), kind.patterns))
+    {
+        return Some(*f);
+    }
+    if kind.caller.is_empty() {
+        return None;
+    }
+    let callee = stack
+        .iter()
+        .position(|f| matches(v.frame_name_lc(*f), kind.callee))?;
+    let at = callee
+        + 1
+        + stack[callee + 1..]
+            .iter()
+            .rposition(|f| matches(v.frame_name_lc(*f), kind.caller))?;
+    // V8's construct stub says "a constructor ran"; the frame it called
+    // (`JS:*ArticleRenderer`) names which.
+    if v.frame_name_lc(stack[at]).contains("constructstub") && at > callee + 1 {
+        return Some(stack[at - 1]);
+    }
+    Some(stack[at])
+}
+
 /// Hot code: the top self-time frames, and known-expensive work in the
 /// request path.
+///
+/// A kind's share is of the request path: the samples of threads that
+/// serve requests (a JVM's JIT compiler and GC threads are left out). With
+/// several causes at once each one's share of the whole shrinks (JSON
+/// parsing at 9% beside regex compilation at 30%), so a kind below its
+/// threshold still counts when its share of the work left after the other
+/// reported causes reaches it, as long as it holds half the threshold of
+/// the whole.
 pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     let (a, b) = v.measured_window();
     let (total, by_node) = node_weights(v, a, b);
+    let mut path_nodes: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut runtime_w = 0.0;
+    let mut runtime_memo: HashMap<u32, bool> = HashMap::new();
+    for s in v.samples_in(a, b) {
+        let rt = s.thread.is_some_and(|t| {
+            *runtime_memo
+                .entry(t)
+                .or_insert_with(|| runtime_thread(v, t))
+        });
+        if rt {
+            runtime_w += s.weight;
+        } else {
+            *path_nodes.entry(s.node).or_default() += s.weight;
+        }
+    }
+    let path_total = total - runtime_w;
     let mut selfw: HashMap<u32, f64> = HashMap::new();
-    let mut kind_w = vec![0.0; KINDS.len()];
-    let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); KINDS.len()];
-    for (node, w) in by_node {
-        let stack = v.stack(node);
-        if let Some(leaf) = stack.first() {
+    let n = KINDS.len();
+    let mut kind_w = vec![0.0; n];
+    let mut kind_frames: Vec<HashMap<u32, f64>> = vec![HashMap::new(); n];
+    // Per node, which kinds it holds: the work each kind shares with others.
+    let mut node_kinds: Vec<(f64, Vec<bool>)> = Vec::new();
+    for (node, w) in &by_node {
+        if let Some(leaf) = v.stack(*node).first() {
             *selfw.entry(*leaf).or_default() += w;
         }
+    }
+    for (node, w) in path_nodes {
+        let stack = v.stack(node);
+        let mut hit = vec![false; n];
         for (k, kind) in KINDS.iter().enumerate() {
-            // The outermost matching frame names the work (Regex::new, not its internals).
-            if let Some(f) = stack
-                .iter()
-                .rev()
-                .find(|f| matches(v.frame_name(**f), kind.patterns))
-            {
+            if let Some(f) = kind_frame(v, kind, &stack) {
                 kind_w[k] += w;
-                *kind_frames[k].entry(*f).or_default() += w;
+                *kind_frames[k].entry(f).or_default() += w;
+                hit[k] = true;
             }
         }
+        if hit.iter().any(|h| *h) {
+            node_kinds.push((w, hit));
+        }
     }
-    if total < 50.0 {
+    if total < 50.0 || path_total <= 0.0 {
         return Vec::new();
     }
+    let share_of = |k: usize| kind_w[k] / path_total;
+    let alone: Vec<bool> = (0..n).map(|k| share_of(k) >= KINDS[k].min_share).collect();
     let mut out = Vec::new();
     for (k, kind) in KINDS.iter().enumerate() {
-        let share = kind_w[k] / total;
-        if share < kind.min_share {
+        let share = share_of(k);
+        // The work of the other causes reported on their own.
+        let others: f64 = node_kinds
+            .iter()
+            .filter(|(_, hit)| !hit[k] && (0..n).any(|j| j != k && hit[j] && alone[j]))
+            .map(|(w, _)| w)
+            .sum();
+        let rest = (path_total - others).max(kind_w[k]);
+        let of_rest = if rest > 0.0 { kind_w[k] / rest } else { 0.0 };
+        let stacked = !alone[k] && of_rest >= kind.min_share && share >= kind.min_share / 2.0;
+        if !alone[k] && !stacked {
             continue;
         }
         let mut frames: Vec<(u32, f64)> = kind_frames[k].iter().map(|(f, w)| (*f, *w)).collect();
-        frames.sort_by(|x, y| y.1.total_cmp(&x.1));
+        frames.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
         let sev = if share >= 0.2 {
             Severity::High
         } else {
@@ -466,18 +570,31 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
             1.0 / (1.0 - share.min(0.95))
         );
         f.suggestion = kind.suggestion.to_string();
+        let mut text = vec![format!(
+            "{:.0} of {:.0} samples of the request path in the measured phases",
+            kind_w[k], path_total
+        )];
+        if runtime_w > 0.0 {
+            text.push(format!(
+                "{runtime_w:.0} samples of runtime threads (JIT, GC) left out"
+            ));
+        }
+        if stacked {
+            text.push(format!(
+                "{} of the work left after the other causes found (threshold {} alone)",
+                pct(of_rest),
+                pct(kind.min_share)
+            ));
+        }
         f.evidence = Evidence {
-            text: vec![format!(
-                "{:.0} of {:.0} samples in the measured phases",
-                kind_w[k], total
-            )],
+            text,
             series: Vec::new(),
             range_ms: Some([a, b]),
             phases: v.phases.iter().map(|p| p.index).collect(),
             frames: frames
                 .iter()
                 .take(5)
-                .map(|(fr, w)| frame_share(v, *fr, *w, total))
+                .map(|(fr, w)| frame_share(v, *fr, *w, path_total))
                 .collect(),
         };
         out.push(f);
@@ -534,7 +651,7 @@ fn short(name: &str) -> String {
 /// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let timeline = timeline(v);
-    let mut copying = stack_matches(v, STALL_WORK);
+    let mut copying = stall_stack(v);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
     for p in &v.phases {
         // Skip the edges: connections open and close there.
@@ -581,12 +698,25 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     let mut stalls = Vec::new();
     for (s, e, p) in windows {
         let len = e - s;
-        // Latency rises: a request overlapping the window waited about its
-        // length, far above what the phase normally sees.
+        // Latency rises: a request whose window [end - latency, end]
+        // overlaps the stall waited through part of it. The timeline keeps
+        // each second's slowest request by the second it completed in, so
+        // a request stalled at 6.2 s that completed at 7.1 s counts, and a
+        // second in which nothing completed means every request in flight
+        // waited through all of it.
         let worst = timeline
             .iter()
-            .filter(|(t, _)| *t + 1000.0 > s && *t < e)
-            .map(|(_, m)| *m)
+            .filter(|sec| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
+            .map(|sec| {
+                if sec.requests == Some(0)
+                    && sec.t_ms >= p.start_ms
+                    && sec.t_ms + 1000.0 <= p.end_ms
+                {
+                    sec.max_ms.max(1000.0)
+                } else {
+                    sec.max_ms
+                }
+            })
             .fold(0.0, f64::max);
         let normal = p.mean_ms.unwrap_or(f64::INFINITY);
         if worst >= 0.5 * len && worst >= 3.0 * normal {
@@ -611,7 +741,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     frames.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     let work: Vec<&(u32, f64)> = frames
         .iter()
-        .filter(|(f, _)| matches(v.frame_name(*f), STALL_WORK))
+        .filter(|(f, _)| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
         .collect();
     // On a shared machine other tenants make the same dip; only a stall
     // with file copying or compression in it is the server's own doing.
@@ -675,7 +805,12 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         frames: work
             .iter()
             .map(|x| **x)
-            .chain(frames.iter().copied().filter(|(f, _)| !matches(v.frame_name(*f), STALL_WORK)))
+            .chain(
+                frames
+                    .iter()
+                    .copied()
+                    .filter(|(f, _)| !is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f))),
+            )
             .take(6)
             .filter(|_| total > 0.0)
             .map(|(fr, w)| frame_share(v, fr, w, total))
@@ -684,20 +819,17 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     vec![f]
 }
 
-/// Whether a node's stack holds a frame matching `patterns`, worked out
-/// once per node: a profile has far fewer distinct nodes than samples, and
-/// walking every sample's stack through substring matches made this rule
-/// cost samples x depth x patterns.
-fn stack_matches<'v>(
-    v: &'v View,
-    patterns: &'static [&'static str],
-) -> impl FnMut(u32) -> bool + 'v {
+/// Whether a node's stack holds stall work (file copying, compression),
+/// worked out once per node: a profile has far fewer distinct nodes than
+/// samples, and walking every sample's stack through substring matches
+/// made this rule cost samples x depth x patterns.
+fn stall_stack<'v>(v: &'v View) -> impl FnMut(u32) -> bool + 'v {
     let mut memo: HashMap<u32, bool> = HashMap::new();
     move |node| {
         *memo.entry(node).or_insert_with(|| {
             v.stack(node)
                 .iter()
-                .any(|f| matches(v.frame_name(*f), patterns))
+                .any(|f| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
         })
     }
 }
@@ -716,6 +848,9 @@ fn frame_share(v: &View, frame: u32, weight: f64, total: f64) -> FrameShare {
 fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)]) -> bool {
     let mut by_family: HashMap<String, f64> = HashMap::new();
     for (t, w) in thread_samples(v) {
+        if runtime_thread(v, t) {
+            continue;
+        }
         *by_family
             .entry(family(&v.thread_name(t)).to_string())
             .or_default() += w;
@@ -728,7 +863,7 @@ fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)])
         // No thread information: the copy's place cannot be checked.
         return true;
     };
-    let mut is_copy = stack_matches(v, STALL_WORK);
+    let mut is_copy = stall_stack(v);
     let mut copying: HashMap<String, f64> = HashMap::new();
     for (s, e, _, _) in stalls {
         for smp in v.samples_in(s - STALL_BIN_MS, e + STALL_BIN_MS) {
@@ -746,15 +881,28 @@ fn copy_on_request_threads(v: &View, stalls: &[(f64, f64, &MeasuredPhase, f64)])
         .is_some_and(|(f, _)| *f == busiest)
 }
 
-/// The client's per-second worst latency on the run's clock: (second start, max ms).
-fn timeline(v: &View) -> Vec<(f64, f64)> {
+/// One second of the client's timeline on the run's clock.
+struct Second {
+    /// Start of the second, ms.
+    t_ms: f64,
+    /// Slowest response completed in it, ms (0 when none completed).
+    max_ms: f64,
+    /// Responses completed in it; `None` when the run did not say.
+    requests: Option<u64>,
+}
+
+/// The client's per-second worst latency on the run's clock. Seconds the
+/// timeline skips between two it has (older runs wrote no row for a second
+/// without responses) are kept as seconds with 0 responses.
+fn timeline(v: &View) -> Vec<Second> {
     let origin = v
         .run
         .results
         .get("started_unix_ms")
         .and_then(|x| x.as_f64())
         .map_or(0.0, |s| s - v.run.run.started_unix_ms as f64);
-    v.run
+    let rows: Vec<(u64, f64, Option<u64>)> = v
+        .run
         .results
         .get("timeline")
         .and_then(|t| t.as_array())
@@ -762,31 +910,153 @@ fn timeline(v: &View) -> Vec<(f64, f64)> {
             rows.iter()
                 .filter_map(|r| {
                     Some((
-                        origin + r.get("t_s")?.as_f64()? * 1000.0,
-                        r.get("max_ms")?.as_f64()?,
+                        r.get("t_s")?.as_u64()?,
+                        r.get("max_ms").and_then(|m| m.as_f64()).unwrap_or(0.0),
+                        r.get("requests").and_then(|m| m.as_u64()),
                     ))
                 })
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let mut out: Vec<Second> = Vec::with_capacity(rows.len());
+    let mut prev: Option<u64> = None;
+    for (t, max_ms, requests) in rows {
+        if let Some(p) = prev {
+            // Bounded: a damaged timeline must not allocate without end.
+            for gap in (p + 1..t).take(3600) {
+                out.push(Second {
+                    t_ms: origin + gap as f64 * 1000.0,
+                    max_ms: 0.0,
+                    requests: Some(0),
+                });
+            }
+        }
+        prev = Some(prev.map_or(t, |p| p.max(t)));
+        out.push(Second {
+            t_ms: origin + t as f64 * 1000.0,
+            max_ms: if max_ms.is_finite() { max_ms } else { 0.0 },
+            requests,
+        });
+    }
+    out
 }
 
-/// Scheduler churn: involuntary switches or migrations per request.
+/// The server's CPU per request over (a, b], µs.
+fn cpu_us_per_request(v: &View, a: f64, b: f64) -> Option<f64> {
+    let cpu = v.server_cpu(a, b)?;
+    let rps = v.measured_rps()?;
+    (rps > 0.0).then(|| cpu / 100.0 * 1e6 / rps)
+}
+
+/// How much of the host's competition for cores the server causes itself
+/// (0-1), with the demand behind it: threads wanting a core on average
+/// (running or runnable), the server's own (its CPU plus its run-queue
+/// wait) and the host's (`sched.procs_running`, or its busy cores). When
+/// the host has more runnable threads than cores but the server alone
+/// would fit, the preemptions and migrations it suffers come from the
+/// neighbours and the load generator; pinning it would trade them for
+/// waiting.
+fn own_contention(v: &View, a: f64, b: f64) -> (f64, Option<(f64, f64)>) {
+    let Some(cpu) = v.server_cpu(a, b) else {
+        return (1.0, None);
+    };
+    let own = cpu / 100.0 + v.mean("proc.runq_delay_ms", a, b).unwrap_or(0.0) / 1000.0;
+    let busy = v.host_busy(a, b).map(|b| b / 100.0 * v.cores());
+    let running = v.mean("sched.procs_running", a, b);
+    let Some(host) = [busy, running].into_iter().flatten().reduce(f64::max) else {
+        return (1.0, None);
+    };
+    let host = host.max(own);
+    let cores = v.cores();
+    if host <= cores {
+        return (1.0, Some((own, host)));
+    }
+    (
+        ((own - cores).max(0.0) / (host - cores)).clamp(0.0, 1.0),
+        Some((own, host)),
+    )
+}
+
+/// More busy server threads than cores, at a cost: from the lightest
+/// phase to the one with the most busy threads, CPU per request grew.
+struct Oversubscribed {
+    busy: usize,
+    growth: f64,
+    lo_label: String,
+    lo_us: f64,
+    hi_label: String,
+    hi_us: f64,
+    niv: f64,
+}
+
+/// Whether the server runs more busy threads than cores and pays for it
+/// (field notes §2: 8 prefork workers on 2 cores). Busy threads are the
+/// server's own, from their series (>= `BUSY_THREAD_SHARE` of the busiest one's CPU), so
+/// neighbours that make the server wait do not count; the cost is CPU per
+/// request growing from the lightest phase to the heaviest (preemption
+/// and cold caches), with involuntary switches at the heaviest.
+fn oversubscribed(v: &View) -> Option<Oversubscribed> {
+    let cost = |p: &MeasuredPhase| -> Option<f64> {
+        let cpu = v.server_cpu(p.start_ms, p.end_ms)?;
+        (p.rps > 0.0).then(|| cpu / 100.0 * 1e6 / p.rps)
+    };
+    let lo = v.phases.first()?;
+    let hi = v.phases.last()?;
+    if lo.index == hi.index {
+        return None;
+    }
+    let threads = v.threads_by("cpu", "proc.cpu_user", hi.start_ms, hi.end_ms);
+    // Busy: comparable to the busiest thread (on a crowded host every
+    // worker may get only a few % of a core).
+    let top = threads.first().map_or(0.0, |t| t.0);
+    let busy = threads
+        .iter()
+        .filter(|(c, _)| *c >= BUSY_THREAD_SHARE * top && *c >= 1.0)
+        .count();
+    if (busy as f64) < OVERSUBSCRIBED_THREADS * v.cores() {
+        return None;
+    }
+    let (lo_us, hi_us) = (cost(lo)?, cost(hi)?);
+    let growth = hi_us / lo_us - 1.0;
+    let niv = v.mean("proc.nivcsw", hi.start_ms, hi.end_ms)? / hi.rps;
+    (growth >= OVERSUBSCRIBED_CPU_GROWTH && niv >= 1.0).then(|| Oversubscribed {
+        busy,
+        growth,
+        lo_label: lo.label.clone(),
+        lo_us,
+        hi_label: hi.label.clone(),
+        hi_us,
+        niv,
+    })
+}
+
+/// Scheduler churn: involuntary switches or migrations per request, the
+/// part the server causes itself, judged by what it costs.
 pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
-    let niv = v.per_request("proc.nivcsw");
-    let mig = v.per_request("proc.migrations");
-    let hit_niv = niv.filter(|x| *x >= NIVCSW_PER_REQUEST);
     let (a, b) = v.measured_window();
-    let mig_rate = v.mean("proc.migrations", a, b).unwrap_or(0.0);
+    let (own_share, demand) = own_contention(v, a, b);
+    let niv = v.per_request("proc.nivcsw").map(|x| x * own_share);
+    let mig = v.per_request("proc.migrations").map(|x| x * own_share);
+    let hit_niv = niv.filter(|x| *x >= NIVCSW_PER_REQUEST);
+    let mig_rate = v.mean("proc.migrations", a, b).unwrap_or(0.0) * own_share;
+    let cpu_us = cpu_us_per_request(v, a, b);
     // At low throughput a few migrations of idle helper threads look large
-    // per request; churn also needs a rate that costs something per core.
-    let hit_mig = mig
-        .filter(|x| *x >= MIGRATIONS_PER_REQUEST && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores());
-    if hit_niv.is_none() && hit_mig.is_none() {
+    // per request; churn also needs a rate that costs something per core,
+    // and a cost that is a visible part of a request's CPU.
+    let hit_mig = mig.filter(|x| {
+        *x >= MIGRATIONS_PER_REQUEST
+            && mig_rate >= MIGRATIONS_PER_CORE_S * v.cores()
+            && cpu_us.is_none_or(|c| x * MIGRATION_COST_US >= SCHED_COST_SHARE * c)
+    });
+    let over = oversubscribed(v);
+    if hit_niv.is_none() && hit_mig.is_none() && over.is_none() {
         return Vec::new();
     }
     let ratio = hit_mig.map_or(0.0, |m| m / MIGRATIONS_PER_REQUEST)
-        + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST);
+        + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST)
+        + over
+            .as_ref()
+            .map_or(0.0, |o| o.growth / OVERSUBSCRIBED_CPU_GROWTH);
     let mut f = finding(
         "scheduler-churn",
         None,
@@ -798,7 +1068,14 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
         (None, Some(n)) => {
             format!("Server threads are preempted {n:.1} times per request (involuntary switches)")
         }
-        (None, None) => String::new(),
+        (None, None) => over.as_ref().map_or_else(String::new, |o| {
+            format!(
+                "{} busy server threads share {} cores: CPU per request grows {} as they preempt each other",
+                o.busy,
+                v.cores(),
+                pct(o.growth)
+            )
+        }),
     };
     f.summary = "The scheduler moves or preempts the server's threads far more often than its requests need: caches go cold and requests wait for a core.".into();
     f.impact =
@@ -809,6 +1086,19 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
         text: [
             mig.map(|m| format!("migrations: {m:.3} per request (threshold {MIGRATIONS_PER_REQUEST})")),
             niv.map(|n| format!("involuntary context switches: {n:.2} per request (threshold {NIVCSW_PER_REQUEST})")),
+            demand.filter(|_| own_share < 1.0).map(|(own, host)| format!(
+                "counted {} of them as the server's own: it wants {own:.1} cores, the host {host:.1} of {}",
+                pct(own_share),
+                v.cores()
+            )),
+            over.as_ref().map(|o| format!(
+                "{}: {:.0} µs CPU per request with {} busy threads, against {:.0} µs at {}; {:.1} involuntary switches per request",
+                o.hi_label, o.hi_us, o.busy, o.lo_us, o.lo_label, o.niv
+            )),
+            cpu_us.zip(mig).map(|(c, m)| format!(
+                "migrations cost ~{:.0} µs of {c:.0} µs CPU per request (~{MIGRATION_COST_US} µs each)",
+                m * MIGRATION_COST_US
+            )),
         ]
         .into_iter()
         .flatten()
@@ -869,40 +1159,191 @@ fn busiest_threads(
     Some((text, names))
 }
 
-/// Connection churn: new TCP connections per request.
+/// A count of keisoku's load report (contract 4: `connects`,
+/// `server_closed`), over the whole run.
+fn client_count(v: &View, key: &str) -> Option<f64> {
+    v.run
+        .results
+        .get(key)
+        .and_then(|x| x.as_f64())
+        .filter(|x| x.is_finite())
+}
+
+/// Requests the client completed over the whole run.
+fn client_requests(v: &View) -> Option<f64> {
+    v.run
+        .results
+        .get("requests")
+        .and_then(|x| x.as_f64())
+        .or_else(|| {
+            let n: f64 = v.phases.iter().map(|p| p.requests).sum();
+            (n > 0.0).then_some(n)
+        })
+        .filter(|n| *n > 0.0)
+}
+
+/// Connection churn: new TCP connections per request, on the side that
+/// makes them, judged by what they cost. Sources, best first: the server
+/// process's own sockets (`proc.tcp_accepted`, `proc.tcp_connected` and
+/// who closed: `proc.tcp_closed_by_server`/`_by_peer`, from sock_diag by
+/// the process's socket inodes); keisoku's own client counts (`connects`,
+/// `server_closed`); the host-wide TCP counters, which on a shared host
+/// count every other process's connections too.
 pub(crate) fn connection_churn(v: &View) -> Vec<Finding> {
-    let act = v.per_request("tcp.active_opens");
-    let pas = v.per_request("tcp.passive_opens");
-    let (Some(a), Some(p)) = (act, pas) else {
-        return Vec::new();
+    let (a, b) = v.measured_window();
+    let own = v.has("proc.tcp_accepted");
+    let (inbound, outbound, source) = if own {
+        (
+            v.per_request("proc.tcp_accepted").unwrap_or(0.0),
+            v.per_request("proc.tcp_connected").unwrap_or(0.0),
+            "the server's own sockets",
+        )
+    } else if let (Some(c), Some(n)) = (client_count(v, "connects"), client_requests(v)) {
+        (c / n, 0.0, "keisoku's client")
+    } else {
+        let (Some(act), Some(pas)) = (
+            v.per_request("tcp.active_opens"),
+            v.per_request("tcp.passive_opens"),
+        ) else {
+            return Vec::new();
+        };
+        // On loopback every connection counts once as opened and once as
+        // accepted; elsewhere only one side is on this host. Which side
+        // churns is unknown from these.
+        (act.max(pas), 0.0, "host-wide TCP counters")
     };
-    // On loopback every connection counts once as opened and once as
-    // accepted; elsewhere only one side is on this host.
-    let per = a.max(p);
-    if per < CONNECTS_PER_REQUEST {
+    let per = inbound + outbound;
+    if inbound.max(outbound) < CONNECTS_PER_REQUEST {
         return Vec::new();
     }
+    let cpu_us = cpu_us_per_request(v, a, b);
+    let cost_of = |n: f64| cpu_us.map(|c| n * CONNECT_COST_US / c.max(1.0));
+    let costly = |n: f64| cost_of(n).is_none_or(|c| c >= CONNECT_COST_SHARE);
+    // Who asked to close: keisoku's count of responses with `Connection:
+    // close` and connections the server closed, else the side holding the
+    // TIME_WAIT (a client that closes as soon as it reads `Connection:
+    // close` holds it, though the server asked).
+    let asked = {
+        let c = client_count(v, "connects");
+        let s = client_count(v, "server_closed");
+        c.zip(s)
+            .filter(|(c, _)| *c > 0.0)
+            .map(|(c, s)| (s / c).min(1.0))
+    };
+    let by_server = asked.or_else(|| {
+        if !own {
+            return None;
+        }
+        let s = v.per_request("proc.tcp_closed_by_server").unwrap_or(0.0);
+        let p = v.per_request("proc.tcp_closed_by_peer").unwrap_or(0.0);
+        (s + p > 0.0).then(|| s / (s + p))
+    });
+    // Accepted connections beyond keisoku's own connects come from
+    // elsewhere: the server calling its own listening port (an in-process
+    // backend) or another client; with keisoku's count they are told apart.
+    let (inbound, outbound) = match (own, client_count(v, "connects"), client_requests(v)) {
+        (true, Some(c), Some(n)) => {
+            let from_client = (c / n).min(inbound);
+            (from_client, outbound + (inbound - from_client))
+        }
+        _ => (inbound, outbound),
+    };
+    // Backend calls that open a connection each (>= 0.9 per request) are
+    // a problem whatever their CPU cost: every call pays a handshake and
+    // leaves a TIME_WAIT, and the ports run out under load. Fewer (a
+    // background sender batching its calls) count by cost.
+    // A backend call's connection costs the server its connect, and on
+    // this host the backend its accept; on loopback the kernel reuses
+    // TIME_WAIT tuples, so the server's own count runs low at high rates.
+    let backend_costly = cost_of(2.0 * outbound).is_none_or(|c| c >= BACKEND_COST_SHARE);
+    let backend = outbound >= CONNECTS_PER_REQUEST
+        && (outbound >= PER_REQUEST_CONNECTS || backend_costly)
+        && (own || outbound >= inbound);
+    // A server that tells keisoku `Connection: close` after each response
+    // by design (gunicorn's sync workers, usually behind a proxy that
+    // keeps the clients' connections) pays an accept per request: a
+    // problem only when that is a visible part of its CPU per request.
+    let told_close = asked.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
+    let clients = !backend && inbound >= CONNECTS_PER_REQUEST && (!told_close || costly(inbound));
+    let host_wide = !own && by_server.is_none();
+    if !backend && !clients && !host_wide {
+        return Vec::new();
+    }
+    let server_closes = clients && by_server.is_some_and(|s| s >= SERVER_CLOSE_SHARE);
+    let cost = cost_of(per);
+    let severity = if cost.is_none_or(|c| c >= 2.0 * CONNECT_COST_SHARE) {
+        Severity::High
+    } else {
+        Severity::Warning
+    };
     let mut f = finding(
         "connection-churn",
         None,
-        Severity::High,
+        severity,
         55.0 + 20.0 * per.min(2.0),
     );
-    f.title = format!("{per:.2} new TCP connections per request: connections are not reused");
-    f.summary = "Requests open new TCP connections (to the server or from it to a backend) instead of reusing kept-alive ones: a handshake, a socket and a TIME_WAIT entry each.".into();
-    f.impact = "connect/accept syscalls and kernel TCP work per request, added round trips, TIME_WAIT buildup and port exhaustion under load".into();
-    f.suggestion = "use keep-alive and a connection pool for backend calls (and for the clients of this server)".into();
+    let (title, suggestion) = if backend {
+        (
+            format!("The server opens {outbound:.2} new connections per request to its backends: backend calls do not reuse connections"),
+            "use keep-alive and a connection pool for backend calls (one client shared by all requests, not one per request)",
+        )
+    } else if server_closes {
+        (
+            format!("The server closes its connections: {inbound:.2} new client connections per request"),
+            "enable keep-alive on the server (gunicorn: a worker class that keeps connections, such as gthread or gevent, or nginx in front with keepalive; nginx: keepalive_timeout and keepalive_requests; stop sending Connection: close)",
+        )
+    } else if clients && by_server.is_some() {
+        (
+            format!("Clients open {inbound:.2} new connections per request and close them"),
+            "keep connections alive in the clients (HTTP keep-alive, a pool in the calling service or proxy)",
+        )
+    } else {
+        (
+            format!("{per:.2} new TCP connections per request: connections are not reused"),
+            "use keep-alive and a connection pool for backend calls (and for the clients of this server)",
+        )
+    };
+    f.title = title;
+    f.suggestion = suggestion.into();
+    f.summary = "Requests open new TCP connections instead of reusing kept-alive ones: a handshake, a socket and a TIME_WAIT entry each.".into();
+    f.impact = match (cost, cpu_us) {
+        (Some(c), Some(us)) => format!(
+            "~{:.0} µs of the server's {us:.0} µs CPU per request ({}) at ~{CONNECT_COST_US} µs per connection, added round trips, TIME_WAIT buildup and port exhaustion under load",
+            per * CONNECT_COST_US,
+            pct(c)
+        ),
+        _ => "connect/accept syscalls and kernel TCP work per request, added round trips, TIME_WAIT buildup and port exhaustion under load".into(),
+    };
+    let mut text = vec![format!("from {source}: {inbound:.2} accepted per request")];
+    if own {
+        text.push(format!("opened to backends: {outbound:.2} per request"));
+    }
+    if let Some(s) = by_server {
+        text.push(format!(
+            "{} of the connections were closed by the server",
+            pct(s)
+        ));
+    }
+    let series: Vec<String> = if own {
+        [
+            "proc.tcp_accepted",
+            "proc.tcp_connected",
+            "proc.tcp_closed_by_server",
+            "proc.tcp_closed_by_peer",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect()
+    } else {
+        ["tcp.active_opens", "tcp.passive_opens", "tcp.time_wait"]
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
     f.evidence = Evidence {
-        text: vec![
-            format!("TCP connections opened: {a:.2} per request"),
-            format!("TCP connections accepted: {p:.2} per request"),
-        ],
-        series: vec![
-            "tcp.active_opens".into(),
-            "tcp.passive_opens".into(),
-            "tcp.time_wait".into(),
-        ],
-        range_ms: Some(v.measured_window().into()),
+        text,
+        series,
+        range_ms: Some([a, b]),
         phases: v.phases.iter().map(|p| p.index).collect(),
         frames: Vec::new(),
     };
@@ -932,12 +1373,20 @@ pub(crate) fn route_dominating(v: &View) -> Vec<Finding> {
     if share < ROUTE_SHARE {
         return Vec::new();
     }
-    let mut f = finding(
-        "route-dominating",
-        None,
-        Severity::Warning,
-        30.0 + 30.0 * share,
-    );
+    // A route that takes most of the time because it serves most of the
+    // requests simply does the most work: a place to look, not a problem.
+    // It is a problem when its time share far exceeds its request share.
+    let slow = share >= ROUTE_SLOW_RATIO * count_share;
+    let mut f = if slow {
+        finding(
+            "route-dominating",
+            None,
+            Severity::Warning,
+            30.0 + 30.0 * share,
+        )
+    } else {
+        finding("route-dominating", None, Severity::Info, 8.0 + 5.0 * share)
+    };
     f.title = format!(
         "{} {} takes {} of all request time ({} of requests)",
         top.method,
@@ -1005,6 +1454,32 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         return Vec::new();
     }
     let nv = v.per_request("proc.nvcsw");
+    // A reverse proxy waits for its upstream by design: where the time
+    // goes, not a blocking call to take off its request path.
+    if let Some(proxy) = proxy_name(v) {
+        let mut f = finding("blocking-wait", Some("upstream"), Severity::Info, 12.0);
+        f.title = format!(
+            "{proxy} waits for its upstream {} of the request time",
+            pct(wait)
+        );
+        f.summary = "The server is a reverse proxy: its requests wait for the upstream, where the latency is.".into();
+        f.impact = format!(
+            "at {}: {lat:.1} ms mean latency of which {cpu_ms:.2} ms the proxy's CPU",
+            p.label
+        );
+        f.suggestion = "record the upstream service itself (keisoku run against it, or --pid of it) to see where its time goes".into();
+        f.evidence = Evidence {
+            text: vec![format!(
+                "{}: mean latency {lat:.2} ms, {proxy} CPU {cpu_ms:.3} ms per request",
+                p.label
+            )],
+            series: vec!["client.p50_ms".into(), "proc.cpu_user".into()],
+            range_ms: Some([p.start_ms, p.end_ms]),
+            phases: vec![p.index],
+            frames: Vec::new(),
+        };
+        return vec![f];
+    }
     let mut f = finding("blocking-wait", None, Severity::High, 55.0 + 40.0 * wait);
     f.title = format!(
         "Requests spend {} of their time waiting with the CPU idle",
@@ -1040,6 +1515,26 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         frames: Vec::new(),
     };
     vec![f]
+}
+
+/// Reverse proxies by process name.
+const PROXIES: &[&str] = &[
+    "nginx", "haproxy", "envoy", "traefik", "caddy", "varnishd", "h2o",
+];
+
+/// The proxy the server is, when all its named threads are a known
+/// reverse proxy's (from the profile's threads or the thread series).
+fn proxy_name(v: &View) -> Option<&'static str> {
+    let mut names: Vec<String> = v
+        .run
+        .profile
+        .as_ref()
+        .map(|p| p.threads.iter().map(|t| t.comm.to_lowercase()).collect())
+        .unwrap_or_default();
+    names.extend(v.threads.iter().map(|t| t.comm.to_lowercase()));
+    let first = names.first()?;
+    let proxy = PROXIES.iter().find(|p| first.starts_with(**p))?;
+    names.iter().all(|n| n.starts_with(proxy)).then_some(*proxy)
 }
 
 /// Generator saturated: the numbers may describe the client.

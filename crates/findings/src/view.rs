@@ -38,6 +38,43 @@ pub(crate) struct View<'a> {
     pub samples: Vec<Sample>,
     /// Threads with per-thread series, in tid order.
     pub threads: Vec<ThreadKey>,
+    frames: Frames,
+}
+
+/// The profile's frames as rules read them: one function is one frame
+/// (Python's sampled line numbers dropped), names also kept lowercase for
+/// the case-insensitive patterns.
+#[derive(Default)]
+struct Frames {
+    /// Frame id -> the id of the first frame with the same function and module.
+    canon: Vec<u32>,
+    /// Function name per frame id.
+    name: Vec<String>,
+    /// Lowercase name per frame id.
+    name_lc: Vec<String>,
+    /// Lowercase module per frame id.
+    module_lc: Vec<String>,
+}
+
+impl Frames {
+    fn new(run: &RunJson) -> Frames {
+        let Some(p) = &run.profile else {
+            return Frames::default();
+        };
+        let mut first: HashMap<(String, &str), u32> = HashMap::new();
+        let mut out = Frames::default();
+        for (i, f) in p.frames.iter().enumerate() {
+            let name = crate::patterns::function_name(&f.name).into_owned();
+            let id = *first
+                .entry((name.clone(), f.module.as_str()))
+                .or_insert(i as u32);
+            out.canon.push(id);
+            out.name_lc.push(name.to_lowercase());
+            out.module_lc.push(f.module.to_lowercase());
+            out.name.push(name);
+        }
+        out
+    }
 }
 
 fn num(v: &serde_json::Value, key: &str) -> Option<f64> {
@@ -62,6 +99,7 @@ impl<'a> View<'a> {
             phases: measured_phases(run),
             samples: samples(run),
             threads,
+            frames: Frames::new(run),
         }
     }
 
@@ -236,19 +274,32 @@ impl<'a> View<'a> {
                 break;
             }
             if let Some(f) = p.node_frame.get(n as usize) {
-                out.push(*f);
+                out.push(self.frames.canon.get(*f as usize).copied().unwrap_or(*f));
             }
             n = parent;
         }
         out
     }
 
+    /// The frame's function name (Python line numbers dropped).
     pub fn frame_name(&self, f: u32) -> &str {
-        self.run
-            .profile
-            .as_ref()
-            .and_then(|p| p.frames.get(f as usize))
-            .map_or("", |f| f.name.as_str())
+        self.frames.name.get(f as usize).map_or("", String::as_str)
+    }
+
+    /// The frame's name, lowercase, for the patterns.
+    pub fn frame_name_lc(&self, f: u32) -> &str {
+        self.frames
+            .name_lc
+            .get(f as usize)
+            .map_or("", String::as_str)
+    }
+
+    /// The frame's module, lowercase.
+    pub fn frame_module_lc(&self, f: u32) -> &str {
+        self.frames
+            .module_lc
+            .get(f as usize)
+            .map_or("", String::as_str)
     }
 
     pub fn frame_module(&self, f: u32) -> &str {

@@ -659,3 +659,393 @@ fn empty_and_odd_runs_do_not_panic() {
     }
     let _ = analyze(&run);
 }
+
+// ---- issue 14: rules that hold on real services ----
+
+/// A run exported from a corpus service (examples/, trimmed: see
+/// fixtures/README.md).
+fn fixture(name: &str) -> RunJson {
+    let path = format!("{}/tests/fixtures/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Problem ids, ranked.
+fn ranked(run: &RunJson) -> Vec<String> {
+    ids(run)
+}
+
+#[test]
+fn real_java_log_rollover_is_a_stall_named_by_libz() {
+    // logback's RollingFileAppender gzips bids.log under the appender lock:
+    // perf sees `[libz.so...]` frames without callers.
+    let run = fixture("java-bidder-naive-rollover");
+    let f = analyze(&run);
+    let top: Vec<&str> = f
+        .iter()
+        .filter(|f| f.is_problem())
+        .take(3)
+        .map(|f| f.id.as_str())
+        .collect();
+    assert!(top.contains(&"stalls"), "{top:?}");
+    let s = f.iter().find(|f| f.id == "stalls").unwrap();
+    assert!(
+        s.evidence.frames.iter().any(|fr| {
+            let n = fr.name.to_lowercase();
+            n.contains("libz") || n.contains("deflat") || n.contains("gzip")
+        }),
+        "{:?}",
+        s.evidence.frames
+    );
+    // The tuned bidder (async appender, rollover without compression on
+    // the request path): no problem at all.
+    assert_eq!(
+        ranked(&fixture("java-bidder-tuned-none")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn real_node_di_container_reading_files_is_config_load() {
+    // A container building a new ArticleRenderer per lookup, whose
+    // constructor reads the template and the site config (loadConfig,
+    // inlined by V8 into the constructor once optimised).
+    let run = fixture("node-bff-naive-di");
+    let top: Vec<String> = ranked(&run).into_iter().take(3).collect();
+    assert!(top.contains(&"hot-code.config-load".to_string()), "{top:?}");
+}
+
+#[test]
+fn real_python_config_parse_per_request_is_config_load() {
+    let run = fixture("flask-shop-naive-config");
+    let f = analyze(&run);
+    let top: Vec<&str> = f
+        .iter()
+        .filter(|f| f.is_problem())
+        .take(3)
+        .map(|f| f.id.as_str())
+        .collect();
+    assert!(top.contains(&"hot-code.config-load"), "{top:?}");
+    // py-spy's frames carry the line sampled; one function is one frame.
+    let c = f.iter().find(|f| f.id == "hot-code.config-load").unwrap();
+    let names: Vec<&str> = c.evidence.frames.iter().map(|f| f.name.as_str()).collect();
+    let mut dedup = names.clone();
+    dedup.sort();
+    dedup.dedup();
+    assert_eq!(dedup.len(), names.len(), "{names:?}");
+}
+
+#[test]
+fn real_perl_oversubscribed_prefork_is_scheduler_churn_and_tuned_is_clean() {
+    // 8 Starman workers on 2 cores against one pinned worker per core.
+    let run = fixture("perl-dsp-naive-oversubscribed");
+    assert!(
+        ranked(&run).contains(&"scheduler-churn".to_string()),
+        "{:?}",
+        ranked(&run)
+    );
+    assert_eq!(
+        ranked(&fixture("perl-dsp-tuned-none")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn stall_work_is_matched_by_module_and_case_insensitively() {
+    for frame in [
+        "[libz.so.1.2.13]",
+        "void java.util.zip.GZIPOutputStream.finish()",
+        "java.util.zip.Deflater.deflateBytesBytes",
+        "ch.qos.logback.core.rolling.RollingFileAppender.rollover",
+    ] {
+        let mut run = base();
+        stalled(&mut run, frame);
+        assert!(ids(&run).contains(&"stalls".to_string()), "{frame}");
+    }
+}
+
+#[test]
+fn stalls_count_requests_completing_after_the_window_and_empty_seconds() {
+    // The slowest request completed the second after the stall: it waited
+    // through it all the same.
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    run.results["timeline"][6]["max_ms"] = json!(3.0);
+    run.results["timeline"][7]["max_ms"] = json!(1200.0);
+    assert!(ids(&run).contains(&"stalls".to_string()));
+    // A second with no completed response (the row is there with 0
+    // requests, or missing): everything in flight waited through it.
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    run.results["timeline"][6] = json!({"t_s": 6, "requests": 0, "max_ms": 0.0});
+    assert!(ids(&run).contains(&"stalls".to_string()));
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    run.results["timeline"].as_array_mut().unwrap().remove(6);
+    assert!(ids(&run).contains(&"stalls".to_string()));
+    // A request that ended before the stall began does not count.
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    run.results["timeline"][6]["max_ms"] = json!(3.0);
+    run.results["timeline"][4]["max_ms"] = json!(900.0);
+    assert!(!ids(&run).contains(&"stalls".to_string()));
+}
+
+#[test]
+fn json_parse_under_threshold_is_named_when_causes_are_stacked() {
+    // JSON.parse of cached text at 9% beside regex compilation (30%) and
+    // formatter construction (20%): 9% of all samples, 18% of the rest.
+    let stacked = |json_every: usize| {
+        let mut run = base();
+        profile(&mut run, &["worker-0", "worker-1"], 4000, move |i, _| {
+            let leaf = match i % 100 {
+                k if k < 30 => "java.util.regex.Pattern.compile",
+                k if k < 50 => "JS:*Intl.DateTimeFormat",
+                k if k < 50 + json_every => "JSON.parse",
+                _ => "score",
+            };
+            Some((vec!["main", "handle", leaf], (i % 2) as u32))
+        });
+        run
+    };
+    let run = stacked(9);
+    let ids = ids(&run);
+    assert!(ids.contains(&"hot-code.json-parse".to_string()), "{ids:?}");
+    assert!(ids.contains(&"hot-code.regex-compile".to_string()));
+    // At 4% it is not named even then: under half its threshold.
+    assert!(!super_ids(&stacked(4)).contains(&"hot-code.json-parse".to_string()));
+    // Alone at 9%: under the threshold.
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 4000, |i, _| {
+        let leaf = if i % 100 < 9 { "JSON.parse" } else { "score" };
+        Some((vec!["main", "handle", leaf], (i % 2) as u32))
+    });
+    assert!(!super_ids(&run).contains(&"hot-code.json-parse".to_string()));
+}
+
+fn super_ids(run: &RunJson) -> Vec<String> {
+    ids(run)
+}
+
+#[test]
+fn config_load_matches_js_naming_and_constructors_reading_files() {
+    for stack in [
+        vec![
+            "main",
+            "JS:^handle /srv/app.js:3:1",
+            "JS:*loadConfig /srv/app.js:83:22",
+        ],
+        vec![
+            "main",
+            "JS:^resolve /srv/di.js:107:12",
+            "Builtins_JSConstructStubGeneric",
+            "JS:*ArticleRenderer /srv/app.js:87:16",
+            "JS:*readFileSync node:fs:441:22",
+        ],
+    ] {
+        let mut run = base();
+        let s = stack.clone();
+        profile(&mut run, &["worker-0", "worker-1"], 2000, move |i, _| {
+            Some((
+                if i % 10 == 0 {
+                    s.clone()
+                } else {
+                    vec!["main", "handle", "score"]
+                },
+                (i % 2) as u32,
+            ))
+        });
+        let f = analyze(&run);
+        let c = f
+            .iter()
+            .find(|f| f.id == "hot-code.config-load")
+            .unwrap_or_else(|| panic!("{stack:?}"));
+        assert!(!c.evidence.frames[0].name.contains("ConstructStub"));
+    }
+    // A constructor that reads no file is not configuration loading.
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+        Some((
+            if i % 10 == 0 {
+                vec![
+                    "main",
+                    "Builtins_JSConstructStubGeneric",
+                    "JS:*Point /a.js:1:1",
+                ]
+            } else {
+                vec!["main", "handle", "score"]
+            },
+            (i % 2) as u32,
+        ))
+    });
+    assert!(!ids(&run).contains(&"hot-code.config-load".to_string()));
+}
+
+#[test]
+fn python_line_numbers_do_not_split_a_function() {
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+        let leaf = ["load_settings (app.py:40)", "load_settings (app.py:41)"][i % 2];
+        Some((
+            if i % 5 == 0 {
+                vec!["main", "handle (app.py:10)", leaf]
+            } else {
+                vec!["main", "handle (app.py:12)", "score (app.py:3)"]
+            },
+            (i % 2) as u32,
+        ))
+    });
+    let f = analyze(&run);
+    let c = f
+        .iter()
+        .find(|f| f.id == "hot-code.config-load")
+        .expect("config-load");
+    assert_eq!(c.evidence.frames.len(), 1, "{:?}", c.evidence.frames);
+    assert_eq!(c.evidence.frames[0].name, "load_settings (app.py)");
+    assert!((c.evidence.frames[0].share - 0.2).abs() < 0.01);
+}
+
+#[test]
+fn connection_churn_names_the_side_from_the_servers_own_sockets() {
+    let churn = |run: &RunJson| {
+        analyze(run)
+            .into_iter()
+            .find(|f| f.id == "connection-churn")
+    };
+    // The server closes every connection and that costs a large share of a
+    // cheap request (0.2 ms CPU): keep-alive on the server.
+    let mut run = base();
+    set(&mut run, "proc.tcp_accepted", |_, rps| rps);
+    set(&mut run, "proc.tcp_connected", |_, _| 0.0);
+    set(&mut run, "proc.tcp_closed_by_server", |_, rps| rps);
+    set(&mut run, "proc.tcp_closed_by_peer", |_, _| 0.0);
+    let f = churn(&run).expect("server closes");
+    assert!(f.title.starts_with("The server closes"), "{}", f.title);
+    assert!(f.suggestion.contains("gunicorn"));
+    // The same at 2 ms of CPU per request (a gunicorn sync worker telling
+    // keisoku `Connection: close`): an accept per request is ~1.5% of it,
+    // no finding.
+    let mut slow = run.clone();
+    set(&mut slow, "proc.cpu_user", |_, rps| {
+        rps * 2.0 / 1000.0 * 100.0
+    });
+    let requests: f64 = [1000.0, 3000.0, 3500.0].iter().sum::<f64>() * 4.0;
+    slow.results["requests"] = json!(requests);
+    slow.results["connects"] = json!(requests);
+    slow.results["server_closed"] = json!(requests);
+    assert!(churn(&slow).is_none());
+    // Accepted beyond keisoku's own connects: the server calling its own
+    // listening port per request (an in-process backend).
+    let mut inproc = slow.clone();
+    inproc.results["connects"] = json!(8.0);
+    inproc.results["server_closed"] = json!(0.0);
+    let f = churn(&inproc).expect("in-process backend");
+    assert!(f.title.contains("backends"), "{}", f.title);
+    // Backend calls without keep-alive: named as such whatever the cost.
+    let mut run = base();
+    set(&mut run, "proc.tcp_accepted", |_, _| 0.0);
+    set(&mut run, "proc.tcp_connected", |_, rps| rps);
+    set(&mut run, "proc.tcp_closed_by_server", |_, _| 0.0);
+    set(&mut run, "proc.tcp_closed_by_peer", |_, _| 0.0);
+    set(&mut run, "proc.cpu_user", |_, rps| {
+        rps * 2.0 / 1000.0 * 100.0
+    });
+    let f = churn(&run).expect("backend");
+    assert!(f.title.contains("backends"), "{}", f.title);
+    // The server's own sockets win over busy host-wide counters (another
+    // tenant's connections).
+    let mut run = base();
+    set(&mut run, "tcp.active_opens", |_, rps| rps * 3.0);
+    set(&mut run, "tcp.passive_opens", |_, rps| rps * 3.0);
+    for n in [
+        "proc.tcp_accepted",
+        "proc.tcp_connected",
+        "proc.tcp_closed_by_server",
+        "proc.tcp_closed_by_peer",
+    ] {
+        set(&mut run, n, |_, rps| rps * 0.01);
+    }
+    assert!(churn(&run).is_none());
+}
+
+#[test]
+fn connection_churn_reads_the_clients_counts_when_the_run_has_them() {
+    // contract 4: keisoku's client counts its connects and the closes by the server.
+    let mut run = base();
+    let requests: f64 = [1000.0, 3000.0, 3500.0].iter().sum::<f64>() * 4.0;
+    run.results["requests"] = json!(requests);
+    run.results["connects"] = json!(requests);
+    run.results["server_closed"] = json!(requests);
+    let f = analyze(&run)
+        .into_iter()
+        .find(|f| f.id == "connection-churn")
+        .expect("churn");
+    assert!(f.title.starts_with("The server closes"), "{}", f.title);
+}
+
+#[test]
+fn scheduler_churn_subtracts_what_neighbours_cause() {
+    // 12 involuntary switches per request, but the host has 6 runnable
+    // threads on 2 cores while the server wants under one: neighbours.
+    let mut run = base();
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 12.0);
+    set(&mut run, "sched.procs_running", |_, _| 6.0);
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    // The server's own 8 busy threads on 2 cores: its own doing.
+    let mut run = base();
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 12.0);
+    set(&mut run, "sched.procs_running", |_, _| 8.0);
+    set(&mut run, "proc.runq_delay_ms", |_, _| 6000.0);
+    assert!(ids(&run).contains(&"scheduler-churn".to_string()));
+}
+
+#[test]
+fn migrations_are_judged_by_cost() {
+    // 0.3 migrations per request at 2 ms of CPU per request: ~22 µs of
+    // 2000, ~1%: nothing to buy back by pinning.
+    let mut run = base();
+    set(&mut run, "proc.migrations", |_, rps| rps * 0.3);
+    set(&mut run, "proc.cpu_user", |_, rps| {
+        rps * 2.0 / 1000.0 * 100.0
+    });
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+}
+
+#[test]
+fn a_route_busy_because_it_serves_most_requests_is_info() {
+    let mut run = base();
+    run.routes.access_log = vec![route("/bid", 9000, 2.0), route("/health", 1000, 0.5)];
+    let f = analyze(&run);
+    let r = f
+        .iter()
+        .find(|f| f.id == "route-dominating")
+        .expect("route");
+    assert_eq!(r.severity, Severity::Info);
+}
+
+#[test]
+fn a_reverse_proxy_waiting_for_its_upstream_is_info() {
+    let mut run = base();
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 15.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(15.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    set(&mut run, "thread.nginx:10:10.cpu", |_, _| 1.0);
+    set(&mut run, "thread.nginx:11:11.cpu", |_, _| 1.0);
+    let f = analyze(&run);
+    let b = f.iter().find(|f| f.rule == "blocking-wait").expect("wait");
+    assert_eq!(b.severity, Severity::Info);
+    assert!(
+        b.title.starts_with("nginx waits for its upstream"),
+        "{}",
+        b.title
+    );
+    // An application server with the same numbers: a blocking call.
+    set(&mut run, "thread.nginx:11:11.cpu", |_, _| 0.0);
+    set(&mut run, "thread.gunicorn:12:12.cpu", |_, _| 1.0);
+    assert!(ids(&run).contains(&"blocking-wait".to_string()));
+}

@@ -470,9 +470,15 @@ impl PerfRecorder {
                         "JVM {pid}: cannot run jcmd ({e}); install a JDK for Java frame names"
                     )),
                 }
-                notes.push(format!(
-                    "JVM {pid}: Java stacks are complete only with -XX:+PreserveFramePointer"
-                ));
+                // Only when the flag is really absent: the JVM's own
+                // command line says (a later -XX:-PreserveFramePointer wins).
+                if !preserves_frame_pointer(
+                    &std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default(),
+                ) {
+                    notes.push(format!(
+                        "JVM {pid}: Java stacks are complete only with -XX:+PreserveFramePointer"
+                    ));
+                }
             } else if exe == "node" || exe == "nodejs" {
                 let map = format!("/tmp/perf-{pid}.map");
                 if !Path::new(&map).exists() {
@@ -566,6 +572,22 @@ impl Drop for PerfRecorder {
     }
 }
 
+/// Whether a JVM's command line (`/proc/PID/cmdline`: NUL-separated
+/// arguments) turns on `-XX:+PreserveFramePointer`, the last setting
+/// winning; `JAVA_TOOL_OPTIONS` and `JDK_JAVA_OPTIONS` are not on it, so a
+/// flag set there still draws the hint.
+fn preserves_frame_pointer(cmdline: &[u8]) -> bool {
+    cmdline
+        .split(|b| *b == 0)
+        .rev()
+        .find_map(|a| match a {
+            b"-XX:+PreserveFramePointer" => Some(true),
+            b"-XX:-PreserveFramePointer" => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -587,5 +609,16 @@ mod tests {
         assert_eq!(c.to_run_ns(6_500_000_000), 1_500_000_000);
         assert_eq!(c.perf_secs_to_run_ns(6.5), 1_500_000_000);
         assert_eq!(c.to_run_ns(4_000_000_000), -1_000_000_000);
+    }
+
+    #[test]
+    fn frame_pointer_flag_read_from_the_jvm_command_line() {
+        assert!(preserves_frame_pointer(
+            b"java\0-XX:+PreserveFramePointer\0-cp\0.\0Main\0"
+        ));
+        assert!(!preserves_frame_pointer(b"java\0-cp\0.\0Main\0"));
+        assert!(!preserves_frame_pointer(
+            b"java\0-XX:+PreserveFramePointer\0-XX:-PreserveFramePointer\0Main\0"
+        ));
     }
 }

@@ -131,6 +131,13 @@ pub(crate) struct ProcessCollector {
     read_bytes: Series,
     write_bytes: Series,
     fds: Series,
+    /// The tree's TCP connections by side (None once sock_diag failed).
+    conns: Option<crate::sockdiag::ConnTracker>,
+    inodes: std::collections::HashSet<u32>,
+    tcp_accepted: Series,
+    tcp_connected: Series,
+    tcp_closed_by_server: Series,
+    tcp_closed_by_peer: Series,
     cores: Vec<Series>,
     core_acc: Vec<f64>,
     workers: WorkerTable,
@@ -180,6 +187,12 @@ impl ProcessCollector {
             read_bytes: Series::new("proc.read_bytes", "B/s"),
             write_bytes: Series::new("proc.write_bytes", "B/s"),
             fds: Series::new("proc.fds", "count"),
+            conns: Some(crate::sockdiag::ConnTracker::default()),
+            inodes: std::collections::HashSet::new(),
+            tcp_accepted: Series::new("proc.tcp_accepted", "/s"),
+            tcp_connected: Series::new("proc.tcp_connected", "/s"),
+            tcp_closed_by_server: Series::new("proc.tcp_closed_by_server", "/s"),
+            tcp_closed_by_peer: Series::new("proc.tcp_closed_by_peer", "/s"),
             cores: Vec::new(),
             core_acc: Vec::new(),
             workers: WorkerTable::default(),
@@ -263,6 +276,42 @@ impl ProcessCollector {
                 }
             }
             i += 1;
+        }
+    }
+
+    /// The tree's own TCP connections (`proc.tcp_*`): who opened them and
+    /// who closed them, which the host-wide counters cannot say.
+    fn sample_connections(
+        &mut self,
+        dt_s: f64,
+        t_ns: u64,
+        out: &mut Vec<SeriesPoint>,
+        notes: &mut Notes,
+    ) {
+        if !self.procfs {
+            return;
+        }
+        let Some(tracker) = self.conns.as_mut() else {
+            return;
+        };
+        crate::sockdiag::socket_inodes(&self.proc_root, &self.members, &mut self.inodes);
+        match tracker.sample(&self.inodes) {
+            Ok(Some(c)) if dt_s > 0.0 => {
+                self.tcp_accepted.push(out, t_ns, c.accepted as f64 / dt_s);
+                self.tcp_connected
+                    .push(out, t_ns, c.connected as f64 / dt_s);
+                self.tcp_closed_by_server
+                    .push(out, t_ns, c.closed_by_server as f64 / dt_s);
+                self.tcp_closed_by_peer
+                    .push(out, t_ns, c.closed_by_peer as f64 / dt_s);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.conns = None;
+                notes.once("proc.tcp", || {
+                    format!("proc.tcp_* series left out: sock_diag failed ({e})")
+                });
+            }
         }
     }
 
@@ -612,6 +661,7 @@ impl ProcessCollector {
         self.nthreads.push(out, t_ns, nthreads as f64);
         self.rss.push(out, t_ns, rss_pages as f64 * self.page);
         self.fds.push(out, t_ns, fds as f64);
+        self.sample_connections(dt_s, t_ns, out, notes);
         if dt_s <= 0.0 {
             return;
         }
