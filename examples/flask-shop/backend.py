@@ -57,6 +57,16 @@ if __name__ == "__main__":
     if len(sys.argv) > 2:
         threading.Thread(target=exit_with, args=(int(sys.argv[2]),), daemon=True).start()
     ThreadingHTTPServer.daemon_threads = True
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    # The previous case's backend may hold the port for up to half a second
+    # after its shop is gone (it polls its parent): wait for it rather than
+    # exit, or every call of this case's shop would fail.
+    for attempt in range(100):
+        try:
+            srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+            break
+        except OSError as e:
+            if e.errno != 98 or attempt == 99:
+                raise
+            time.sleep(0.1)
     print(f"backend listening on {port}", flush=True)
     srv.serve_forever()
