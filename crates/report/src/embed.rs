@@ -194,10 +194,13 @@ pub(crate) fn compact(profile_json: &str, preview: Option<PreviewFor>) -> Option
         tail.push_str("\" data-enc=\"");
         tail.push_str(c.enc);
         tail.push_str("\">");
-        if c.enc == "varint" {
-            tail.push_str(&c.text);
-        } else {
+        // JSON columns carry frame names (any text); the varint columns'
+        // alphabet ('0'..'o') can form neither `</` nor `<!`, and escaping
+        // their `<`/`>` would change the numbers they spell.
+        if c.enc == "json" {
             tail.push_str(&escape_json_in_script(&c.text));
+        } else {
+            tail.push_str(&c.text);
         }
         tail.push_str("</script>\n");
     }
@@ -481,6 +484,27 @@ mod tests {
         assert_eq!(times_column(&[1.0, 2.0]).1, Some(1_000_000));
         let (col, unit) = times_column(&[0.1234567891]);
         assert_eq!((col.enc, unit), ("json", None), "finer than a nanosecond");
+    }
+
+    #[test]
+    fn number_columns_are_written_as_encoded() {
+        // Times whose deltas spell '<' and '>' (the alphabet's 60 and 62):
+        // escaping them for the script element broke every perf page.
+        let times: Vec<f64> = (0..200).map(|i| f64::from(i * i % 97) * 0.75).collect();
+        let mut p: serde_json::Value = serde_json::from_str(&profile(200)).unwrap();
+        p["samples"]["time_ms"] = json!(times);
+        let c = compact(&p.to_string(), None).expect("compact");
+        let (col, _) = times_column(&times);
+        assert!(
+            col.text.contains('<') || col.text.contains('>'),
+            "{}",
+            col.text
+        );
+        assert!(
+            c.tail.contains(&col.text),
+            "the time column is written verbatim"
+        );
+        assert!(!c.tail.contains("\\u003"));
     }
 
     #[test]
