@@ -211,13 +211,36 @@ fn bench_and_report_files_refuse_endless_and_one_line_input() {
         "/dev/zero",
         "KEISOKU_MAX_INPUT",
     );
+    // A Run JSON is one document (on one line, as `export` writes it): the
+    // input size bounds it (`read_whole`), not the line length; 64 MiB of
+    // one line is read and refused as malformed, naming the file.
     let line = h.path("line.txt").display().to_string();
-    refused(
-        &h,
-        &["report", &line, "-o", "r.html"],
-        &line,
-        "KEISOKU_MAX_LINE",
+    refused(&h, &["report", &line, "-o", "r.html"], &line, "");
+}
+
+#[test]
+fn a_run_json_longer_than_the_line_limit_is_read() {
+    // A 1M-sample run exports to one JSON line of tens of MiB; the line
+    // limit (8 MiB) once refused every such run.
+    let h = Hostile::new();
+    let big = "x".repeat(9 << 20);
+    let run = format!(
+        r#"{{"version":1,"run":{{"id":"20261124-000000-abcd","name":"big","tags":{{"pad":"{big}"}}}}}}"#
     );
+    let f = h.path("big-run.json");
+    std::fs::write(&f, run).unwrap();
+    let out_html = h.path("big.html");
+    let out = Command::new(common::BIN)
+        .args(["report", &f.display().to_string(), "-o"])
+        .arg(&out_html)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::metadata(&out_html).unwrap().len() > 9 << 20);
 }
 
 #[test]
