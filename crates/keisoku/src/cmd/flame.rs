@@ -35,10 +35,12 @@ pub struct Args {
     /// Keep only processes whose name matches this regex.
     #[arg(long, value_name = "REGEX")]
     comm: Option<String>,
-    /// Keep samples from this many seconds after the first sample.
+    /// Keep samples from this second on: seconds after the first sample of a
+    /// file, after the run's start for a stored run (the report's heat map and
+    /// timelines use the same clock, so their range labels can be typed here).
     #[arg(long, value_name = "SEC")]
     from: Option<f64>,
-    /// Keep samples until this many seconds after the first sample.
+    /// Keep samples before this second (same clock as --from).
     #[arg(long, value_name = "SEC")]
     to: Option<f64>,
     /// Invert stacks: leaf functions at the root, their callers above.
