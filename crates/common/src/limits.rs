@@ -340,6 +340,18 @@ pub fn read_whole_string(path: &std::path::Path, limits: &Limits) -> io::Result<
     })
 }
 
+/// One document read whole as UTF-8 text (a Run JSON, a logs dump: one JSON
+/// line however large), bounded by `limits.input` only; the line limit is
+/// for line-oriented inputs and would refuse every large document.
+pub fn read_document(path: &std::path::Path, limits: &Limits) -> io::Result<String> {
+    String::from_utf8(read_whole(path, limits)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 /// Counts the bytes read through it into a shared counter (the compressed
 /// side of a gzip input, for [`Guard::ratio`] and progress displays).
 pub struct Counting<R> {

@@ -77,11 +77,8 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
 pub fn load(path: &std::path::Path) -> crate::error::Result<Vec<RouteStats>> {
     let bad =
         |e: &dyn std::fmt::Display| crate::error::Error::Input(format!("{}: {e}", path.display()));
-    // A dump is one JSON line however many routes it holds: the input-size
-    // limit bounds it, the line limit would refuse our own large dumps.
-    let bytes = keisoku_common::limits::read_whole(path, &keisoku_common::Limits::current())
+    let text = keisoku_common::limits::read_document(path, &keisoku_common::Limits::current())
         .map_err(|e| bad(&e))?;
-    let text = String::from_utf8(bytes).map_err(|_| bad(&"not UTF-8 text"))?;
     let (routes, _) = from_json(&text).map_err(|e| bad(&e))?;
     Ok(routes)
 }

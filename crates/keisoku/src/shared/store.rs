@@ -115,14 +115,8 @@ impl StoreArg {
             )));
         }
         if path.is_file() {
-            // A Run JSON is one document, written on one line by `export`:
-            // the input-size limit bounds it, the line limit would refuse
-            // every large run.
-            let bytes =
-                keisoku_common::limits::read_whole(path, &keisoku_common::Limits::current())
-                    .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())))?;
-            return String::from_utf8(bytes)
-                .map_err(|_| bad_input(format!("cannot read {}: not UTF-8 text", path.display())));
+            return keisoku_common::limits::read_document(path, &keisoku_common::Limits::current())
+                .map_err(|e| bad_input(format!("cannot read {}: {e}", path.display())));
         }
         if spec.ends_with(".json") {
             return Err(bad_input(format!("no such file: {spec}")));
