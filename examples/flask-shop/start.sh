@@ -15,17 +15,7 @@ ACCESS_LOG=${ACCESS_LOG:-/tmp/keisoku-corpus/flask-shop-$PORT.log}
 mkdir -p "$(dirname "$ACCESS_LOG")"
 # Started outside this process tree (a detached session) so keisoku watches and profiles the
 # shop alone, as it would with a real external service; it exits when this process does.
-(setsid python3 "$HERE/backend.py" "$BACKEND_PORT" $$ > /dev/null 2>&1 &)
-# Wait for it: the service must not announce itself before its backend answers.
-python3 -c 'import socket, sys, time
-port = int(sys.argv[1])
-for _ in range(150):
-    try:
-        socket.create_connection(("127.0.0.1", port), 0.2).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.1)
-sys.exit("backend did not listen on %d within 15 s" % port)' "$BACKEND_PORT"
+"$HERE/../start-backend.sh" "$BACKEND_PORT" $$ python3 "$HERE/backend.py"
 WORKERS=$(( $(nproc) * 2 + 1 ))
 if [ "$MODE" = naive ]; then
   case ",${CAUSES:-}," in *,oneworker,*) WORKERS=1 ;; esac
