@@ -28,19 +28,9 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Polls `cond` until it yields a value; panics naming `what` after PATIENCE.
-fn wait_for<T>(what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = cond() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < PATIENCE,
-            "gave up after {PATIENCE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// [`common::wait_for`] with this file's patience.
+fn wait_for<T>(what: &str, cond: impl FnMut() -> Option<T>) -> T {
+    common::wait_for(PATIENCE, what, cond)
 }
 
 fn nginx() -> PathBuf {

@@ -34,19 +34,9 @@ fn export_live(store: &Path, run: &str) -> Option<RunJson> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-/// Polls `cond` until it yields a value; panics naming `what` after PATIENCE.
-fn wait_for<T>(what: &str, mut cond: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = cond() {
-            return v;
-        }
-        assert!(
-            start.elapsed() < PATIENCE,
-            "gave up after {PATIENCE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// [`common::wait_for`] with this file's patience.
+fn wait_for<T>(what: &str, cond: impl FnMut() -> Option<T>) -> T {
+    common::wait_for(PATIENCE, what, cond)
 }
 
 /// Waits until `keisoku record` says its recorders run (it prints the run

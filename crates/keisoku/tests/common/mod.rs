@@ -37,3 +37,23 @@ pub fn export(store: &Path, run: &str, format: &str) -> Vec<u8> {
 pub fn export_run(store: &Path, run: &str) -> keisoku_store::RunJson {
     serde_json::from_slice(&export(store, run, "json")).expect("Run JSON")
 }
+
+/// Polls `cond` every 50 ms until it yields a value; panics naming `what`
+/// after `patience`. Tests wait for a signal this way, never a fixed sleep.
+pub fn wait_for<T>(
+    patience: std::time::Duration,
+    what: &str,
+    mut cond: impl FnMut() -> Option<T>,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        assert!(
+            start.elapsed() < patience,
+            "gave up after {patience:?} waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
