@@ -62,16 +62,32 @@ fn have(tool: &str) -> bool {
 fn record(dir: &Path, store: &Path, name: &str, plant: bool) {
     let script = dir.join("server.js");
     std::fs::write(&script, SERVER).unwrap();
+    let server = |port: u16| {
+        format!(
+            "exec node --perf-basic-prof --no-turbo-inlining {} {port}",
+            script.display()
+        )
+    };
+    record_profiled(store, name, plant, "5s", "499", server);
+}
+
+/// One `keisoku run` of the server `server(port)` with the planted function
+/// on or off (`PLANT`), profiled by perf; the run must complete.
+fn record_profiled(
+    store: &Path,
+    name: &str,
+    plant: bool,
+    duration: &str,
+    hz: &str,
+    server: impl Fn(u16) -> String,
+) {
     let port = free_port();
     let out = Command::new(BIN)
         .env("PLANT", if plant { "1" } else { "0" })
         .args(["run", "--target", &format!("http://127.0.0.1:{port}/")])
-        .args(["-c", "4", "-d", "5s", "--name", name, "--server-cmd"])
-        .arg(format!(
-            "exec node --perf-basic-prof --no-turbo-inlining {} {port}",
-            script.display()
-        ))
-        .args(["--profile", "perf", "--profile-hz", "499", "--store"])
+        .args(["-c", "4", "-d", duration, "--name", name, "--server-cmd"])
+        .arg(server(port))
+        .args(["--profile", "perf", "--profile-hz", hz, "--store"])
         .arg(store)
         .output()
         .unwrap();
@@ -224,25 +240,13 @@ public class KeisokuCmp {
 /// Records one profiled Java run. The lambda classes' methods are kept out
 /// of inlining so they have frames of their own, named per run.
 fn record_java(dir: &Path, store: &Path, name: &str, plant: bool) {
-    let port = free_port();
-    let out = Command::new(BIN)
-        .env("PLANT", if plant { "1" } else { "0" })
-        .args(["run", "--target", &format!("http://127.0.0.1:{port}/")])
-        .args(["-c", "4", "-d", "6s", "--name", name, "--server-cmd"])
-        .arg(format!(
+    let server = |port: u16| {
+        format!(
             "exec java -XX:+PreserveFramePointer -XX:CompileCommand=quiet '-XX:CompileCommand=dontinline,*Lambda*::*' -cp {} KeisokuCmp {port}",
             dir.display()
-        ))
-        .args(["--profile", "perf", "--profile-hz", "999", "--store"])
-        .arg(store)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        )
+    };
+    record_profiled(store, name, plant, "6s", "999", server);
 }
 
 #[test]
