@@ -524,15 +524,19 @@ fn flat_memory_over_a_ten_minute_recording() {
     let (_, rest) = wait_line(&mut child, "recording run ");
     let kpid = child.id();
     let started = Instant::now();
-    let at = |minutes: u64| {
-        let until = Duration::from_secs(minutes * 60);
+    // One reading a minute, printed as it is taken: the long tier's log is
+    // where bench/RESULTS.md's readings come from.
+    let mut readings = Vec::new();
+    for minute in 1..=10u64 {
+        let until = Duration::from_secs(minute * 60);
         while started.elapsed() < until {
             std::thread::sleep(Duration::from_secs(1));
         }
-        rss_kib(kpid).expect("keisoku still runs")
-    };
-    let two = at(2);
-    let ten = at(10);
+        let rss = rss_kib(kpid).expect("keisoku still runs");
+        eprintln!("keisoku record RSS at {minute} min: {rss} KiB");
+        readings.push(rss);
+    }
+    let (two, ten) = (readings[1], readings[9]);
     eprintln!("keisoku record RSS: {two} KiB at 2 min, {ten} KiB at 10 min");
     let status = child.wait().unwrap();
     let err = rest.join().unwrap();

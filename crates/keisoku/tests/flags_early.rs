@@ -289,3 +289,42 @@ fn a_server_that_never_answers_ends_near_duration_plus_timeout() {
         "-d 2s --timeout 1s took {took:?}"
     );
 }
+
+/// Issue 15 item 12: with the default 10 s timeout, `-d 2s` against a
+/// listening socket that never answers ends about 1 s after the duration
+/// (it ran 10 s, the read timeout), and says what was still in flight.
+#[test]
+fn the_duration_ends_a_load_whose_server_never_answers() {
+    let t = Target::start(false);
+    let url = t.url();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let store = dir.path().join("runs.db");
+    for args in [
+        vec!["bench", &url, "-c", "3", "-d", "2s", "--json"],
+        vec!["run", "--target", &url, "-c", "3", "-d", "2s", "--store"],
+    ] {
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        cmd.arg(if args[0] == "bench" { &json } else { &store });
+        let started = Instant::now();
+        let out = cmd.output().unwrap();
+        let took = started.elapsed();
+        let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{stdout}{err}");
+        assert!(
+            took < Duration::from_secs(6),
+            "{} -d 2s against a silent server took {took:?}",
+            args[0]
+        );
+        let all = format!("{stdout}{err}");
+        assert!(
+            all.contains("3 requests were still unanswered when the duration ended"),
+            "{all}"
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["unfinished"], 3, "{report}");
+    assert_eq!(report["requests"], 0, "{report}");
+    assert_eq!(report["errors"], 0, "{report}");
+}

@@ -20,6 +20,10 @@ use std::time::{Duration, Instant};
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
 /// A send later than this after its intended time counts as schedule lag.
 const LATE: Duration = Duration::from_millis(1);
+/// How long the requests in flight at the end of a timed phase may still
+/// take when the timeout is longer: a server that never answers must not hold
+/// the run for its whole read timeout after `-d` has passed.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How often a worker hands its counts to the progress reporter.
 const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 const READ_BUF: usize = 16 * 1024;
@@ -363,6 +367,11 @@ impl Worker<'_, '_> {
         let scan_every =
             (spec.timeout / 4).clamp(Duration::from_millis(1), Duration::from_millis(10));
         let mut next_scan = now + scan_every;
+        // A timeout within the grace ends every request in time by itself.
+        let cut = spec
+            .end
+            .filter(|_| spec.timeout > DRAIN_GRACE)
+            .map(|e| e + DRAIN_GRACE);
         let mut next_publish = now + PUBLISH_EVERY;
         let mut events: Vec<libc::epoll_event> =
             vec![libc::epoll_event { events: 0, u64: 0 }; MAX_EVENTS];
@@ -429,6 +438,10 @@ impl Worker<'_, '_> {
             if self.draining && self.inflight == 0 {
                 break;
             }
+            if self.draining && cut.is_some_and(|c| now >= c) {
+                self.abandon_in_flight(now);
+                break;
+            }
             if now >= next_scan {
                 self.scan(now);
                 next_scan = now + scan_every;
@@ -442,6 +455,9 @@ impl Worker<'_, '_> {
                 if !self.draining {
                     wake = wake.min(e);
                 }
+            }
+            if let (Some(c), true) = (cut, self.draining) {
+                wake = wake.min(c);
             }
             if interval.is_some() && !self.draining && !self.free.is_empty() {
                 wake = wake.min(next_due);
@@ -876,6 +892,30 @@ impl Worker<'_, '_> {
         } else if had_request && self.can_send() {
             let t = self.next_target();
             self.start_request(i, t, now, now);
+        }
+    }
+
+    /// The duration and its grace are over: the requests still in flight
+    /// are counted as unfinished (their outcome is unknown, so they are
+    /// neither responses nor errors) and their connections closed.
+    fn abandon_in_flight(&mut self, now: Instant) {
+        for i in 0..self.conns.len() {
+            if !self.conns[i].has_request {
+                continue;
+            }
+            self.close(i);
+            let c = &mut self.conns[i];
+            c.has_request = false;
+            let t = c.target;
+            self.inflight = self.inflight.saturating_sub(1);
+            self.tally.unfinished += 1;
+            if let Some(pt) = self.per_target.get_mut(t) {
+                pt.unfinished += 1;
+            }
+            let inflight = self.inflight as u64;
+            let sec = self.second(now);
+            sec.tally.unfinished += 1;
+            sec.inflight_end = Some(inflight);
         }
     }
 

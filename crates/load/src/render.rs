@@ -143,6 +143,13 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
             s.connects, s.server_closed
         );
     }
+    if s.unfinished > 0 {
+        let _ = writeln!(
+            out,
+            "  unfinished  {} requests still unanswered when the duration ended (neither responses nor errors)",
+            s.unfinished
+        );
+    }
     out
 }
 

@@ -283,6 +283,9 @@ pub struct Stats {
     /// Responses with `Connection: close` and connections the server closed
     /// (idle, or reset mid-request).
     pub server_closed: u64,
+    /// Requests still unanswered when the duration ended (after a grace of
+    /// at most 1 s): not responses, not errors; their outcome is unknown.
+    pub unfinished: u64,
     /// Latency. Open model: from each request's intended send time
     /// (coordinated omission corrected). Closed model: service time.
     pub latency_ms: LatencySummary,
@@ -340,6 +343,9 @@ pub struct Tally {
     pub connects: u64,
     /// Responses with `Connection: close`, and connections the server closed.
     pub server_closed: u64,
+    /// Requests still unanswered when the duration (plus a short grace)
+    /// ended: neither responses nor errors, because their outcome is unknown.
+    pub unfinished: u64,
 }
 
 impl Tally {
@@ -365,6 +371,7 @@ impl Tally {
             codes: Vec::new(),
             connects: 0,
             server_closed: 0,
+            unfinished: 0,
         }
     }
 
@@ -382,6 +389,7 @@ impl Tally {
         }
         self.connects += o.connects;
         self.server_closed += o.server_closed;
+        self.unfinished += o.unfinished;
         add_hist(&mut self.latency, &o.latency);
         match (&mut self.service, &o.service) {
             (Some(a), Some(b)) => add_hist(a, b),
@@ -438,6 +446,7 @@ impl Tally {
                 .collect(),
             connects: self.connects,
             server_closed: self.server_closed,
+            unfinished: self.unfinished,
             latency_ms: LatencySummary::from_histogram(&self.latency),
             service_ms: self.service.as_ref().map(LatencySummary::from_histogram),
             schedule: self.schedule.clone(),
@@ -635,7 +644,12 @@ impl Report {
     /// Why nothing succeeded, for the one-line error: the distinct error
     /// reasons, or that no response arrived when there were none.
     pub fn failure_reason(&self) -> String {
-        if self.error_reasons.is_empty() {
+        if self.error_reasons.is_empty() && self.overall.unfinished > 0 {
+            format!(
+                "no response arrived: {} requests were still unanswered when the duration ended",
+                self.overall.unfinished
+            )
+        } else if self.error_reasons.is_empty() {
             "no response arrived".to_string()
         } else {
             self.error_reasons.join("; ")
