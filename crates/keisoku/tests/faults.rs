@@ -478,6 +478,19 @@ fn a_disk_that_fills_mid_run_ends_it_partial() {
     let shown = text(&show.stdout);
     assert!(shown.contains("partial"), "{shown}");
     assert!(shown.contains("not kept:"), "{shown}");
+    // The stored line counters stop where the store failed: `show` must
+    // not present them as the run's whole log ("5800 of 5800 lines kept"
+    // for a run of 55,057 requests).
+    assert!(
+        shown.contains("not kept: storing access-log lines"),
+        "{shown}"
+    );
+    assert!(!shown.contains(" lines kept ("), "{shown}");
+    assert!(shown.contains("kept before the store failed"), "{shown}");
+    assert!(
+        shown.contains("lines read during the run; the store failed after keeping"),
+        "{shown}"
+    );
 }
 
 /// RSS of `pid` in KiB (VmRSS).

@@ -279,3 +279,74 @@ fn a_raised_limit_lets_a_long_line_through() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("KEISOKU_MAX_LINE=\"lots\""));
 }
+
+/// A server answering every request with 200 until the test ends.
+fn answering_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                use std::io::{BufRead, BufReader};
+                let mut w = conn.try_clone().unwrap();
+                let mut r = BufReader::new(conn);
+                let mut line = String::new();
+                loop {
+                    line.clear();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) if line == "\r\n" => {
+                            let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+                            if w.write_all(ok).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// An access log that breaks the line limit mid-run (`/dev/zero`) is no
+/// longer followed: the run keeps what it measured and ends `partial`,
+/// exit 1, saying why (it ended `complete`, exit 0, with only a note).
+#[test]
+fn an_access_log_that_breaks_a_limit_ends_the_run_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = answering_server();
+    let store = dir.path().join("runs.db");
+    let (out, _) = bounded(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            &url,
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "--access-log",
+            "/dev/zero",
+            "--store",
+            &store.display().to_string(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not kept: access log /dev/zero:"), "{err}");
+    assert!(err.contains("stopped following it"), "{err}");
+    let runs = Command::new(common::BIN)
+        .args(["export", "last", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(run["run"]["status"], "partial", "{err}");
+    assert!(
+        run["results"]["requests"].as_u64().unwrap_or(0) > 0,
+        "{err}"
+    );
+}

@@ -78,6 +78,10 @@ pub struct Followed {
     pub notes: Vec<String>,
     /// What the run kept of the lines (`None` when that could not be stored).
     pub kept: Option<AccessLog>,
+    /// Why the log stopped being followed before the run ended (it broke a
+    /// size limit): the requests logged after that are missing from the
+    /// run, so it cannot end `complete`.
+    pub abandoned: Option<String>,
 }
 
 /// A running follower thread.
@@ -123,8 +127,8 @@ struct State {
     /// The longest line accepted (`keisoku_common::limits`): a log without
     /// newlines (`/dev/zero`, a binary file) must not grow `partial` forever.
     max_line: u64,
-    /// Set once the log broke a limit: it is no longer followed.
-    given_up: bool,
+    /// Set once the log broke a limit (why): it is no longer followed.
+    given_up: Option<String>,
 }
 
 /// One second of the log across routes.
@@ -193,7 +197,7 @@ impl Follower {
             notes,
             keeper,
             max_line: keisoku_common::Limits::current().line,
-            given_up: false,
+            given_up: None,
         };
         if let Ok(f) = File::open(path) {
             let meta = f
@@ -246,8 +250,9 @@ impl Follower {
                 lines: 0,
                 malformed: 0,
                 reopened: 0,
-                notes: vec!["access-log follower stopped unexpectedly".into()],
+                notes: Vec::new(),
                 kept: None,
+                abandoned: Some("the access-log follower stopped unexpectedly".into()),
             },
         }
     }
@@ -272,7 +277,7 @@ impl State {
     /// Reads new bytes; follows the name to a new file after rotation and
     /// restarts from the top after truncation.
     fn poll(&mut self, store: &Store) {
-        if self.given_up {
+        if self.given_up.is_some() {
             return;
         }
         let current = std::fs::metadata(&self.path)
@@ -312,7 +317,7 @@ impl State {
             k.tick(store, now_ms)
         };
         if let Err(e) = r {
-            self.note(format!("storing access-log lines: {e}"));
+            self.note(format!("{}: {e}", crate::recorder::LINES_LOST));
         }
     }
 
@@ -396,7 +401,7 @@ impl State {
         if let Some(k) = self.keeper.as_mut() {
             let now_ms = self.origin.elapsed().as_secs_f64() * 1000.0;
             if let Err(e) = k.push(store, &complete, now_ms) {
-                self.note(format!("storing access-log lines: {e}"));
+                self.note(format!("{}: {e}", crate::recorder::LINES_LOST));
             }
         }
         for line in complete.split(|&b| b == b'\n') {
@@ -420,11 +425,10 @@ impl State {
             max: self.max_line,
         };
         let msg = format!(
-            "access log {}: {limit}; stopped following it",
+            "access log {}: {limit}; stopped following it, so the requests it logged after that are missing",
             self.path.display()
         );
-        self.note(msg);
-        self.given_up = true;
+        self.given_up = Some(msg);
         self.file = None;
         self.partial = Vec::new();
     }
@@ -621,6 +625,7 @@ impl State {
             reopened: self.reopened,
             notes: self.notes,
             kept: self.keeper.map(|k| k.info().clone()),
+            abandoned: self.given_up,
         }
     }
 }

@@ -369,6 +369,18 @@ impl Recording {
         let duration_ms = self.now_ms();
         if let Some(f) = self.follower.take() {
             let followed = f.stop();
+            if let Some(why) = followed.abandoned {
+                self.lost(why);
+            }
+            let lines_lost = followed.notes.iter().any(|n| n.starts_with(LINES_LOST));
+            if let (true, Some(k)) = (lines_lost, followed.kept.as_ref()) {
+                // The stored line counters stop where the store failed; the
+                // follower's own count says how many the run really read.
+                self.notes.push(format!(
+                    "access log: {} lines read during the run; the store failed after keeping at most {} of them",
+                    followed.lines, k.kept_lines
+                ));
+            }
             for n in followed.notes {
                 if is_store_loss(&n) {
                     self.lost(n);
@@ -532,6 +544,10 @@ impl Recording {
         Ok(profile)
     }
 }
+
+/// How the follower's note begins when the store failed to keep the
+/// access log's lines (`summary::stored` looks for it too).
+pub const LINES_LOST: &str = "storing access-log lines";
 
 /// Whether a recorder's note says the store failed to keep something:
 /// the access-log follower words those "storing ...: error" or "... not

@@ -76,7 +76,11 @@ pub fn stored(mut run: RunJson, notes: &[u8]) -> String {
         keisoku_findings::from_json(&run.findings)
     };
     run.findings.clear();
-    let mut out = full(&run);
+    let text = String::from_utf8_lossy(notes);
+    let lines_lost = text
+        .lines()
+        .any(|l| l.starts_with(&format!("not kept: {}", crate::recorder::LINES_LOST)));
+    let mut out = full_view(&run, lines_lost);
     out.push_str(&keisoku_findings::render_text(&findings));
     if !notes.is_empty() {
         out.push_str("Notes\n");
@@ -88,10 +92,14 @@ pub fn stored(mut run: RunJson, notes: &[u8]) -> String {
 }
 
 /// What `keisoku run` and `keisoku record` print once a recording has
-/// finished: the run's header, the server side and the findings.
-pub fn recorded(run: &RunJson, findings: &[keisoku_findings::Finding]) -> String {
+/// finished: the run's header, the server side and the findings; `lost`
+/// is what the run could not keep.
+pub fn recorded(run: &RunJson, findings: &[keisoku_findings::Finding], lost: &[String]) -> String {
     let mut out = header(run);
-    out.push_str(&server(run));
+    let lines_lost = lost
+        .iter()
+        .any(|l| l.starts_with(crate::recorder::LINES_LOST));
+    out.push_str(&server(run, lines_lost));
     out.push_str(&keisoku_findings::render_text(findings));
     out
 }
@@ -151,8 +159,9 @@ fn errors_text(r: &serde_json::Value) -> String {
 }
 
 /// The server side: CPU per core, scheduler, faults, disk, process,
-/// top functions and access-log routes.
-pub fn server(run: &RunJson) -> String {
+/// top functions and access-log routes. `lines_lost`: the store failed
+/// while keeping the access log's lines.
+pub fn server(run: &RunJson, lines_lost: bool) -> String {
     let by_name: BTreeMap<&str, &Series> =
         run.series.iter().map(|s| (s.name.as_str(), s)).collect();
     let mut out = String::new();
@@ -252,7 +261,17 @@ pub fn server(run: &RunJson) -> String {
         }
     }
     if let Some(l) = &run.routes.access_log_lines {
-        let _ = writeln!(out, "{}", log_lines(l));
+        let line = if lines_lost {
+            // The stored counters stopped where the store failed: they
+            // say nothing of the lines read after that.
+            format!(
+                "Access log lines: {} kept before the store failed ({} read by then; later lines were neither kept nor counted here, see `not kept` in the notes)",
+                l.kept_lines, l.lines
+            )
+        } else {
+            log_lines(l)
+        };
+        let _ = writeln!(out, "{line}");
     }
     out
 }
@@ -370,9 +389,15 @@ pub fn top_functions(p: &Profile, n: usize) -> Vec<(String, String, f64)> {
 
 /// Everything `keisoku show` prints.
 pub fn full(run: &RunJson) -> String {
+    full_view(run, false)
+}
+
+/// [`full`], saying whether the store failed while keeping the access
+/// log's lines (its stored line counters are then stale).
+fn full_view(run: &RunJson, lines_lost: bool) -> String {
     let mut out = header(run);
     out.push_str(&client(run));
-    out.push_str(&server(run));
+    out.push_str(&server(run, lines_lost));
     if !run.findings.is_empty() {
         let _ = writeln!(
             out,

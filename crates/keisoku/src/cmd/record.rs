@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let done = rec.finish(status_word).map_err(record_error)?;
     let json = &done.run;
-    crate::shared::output::print(&summary::recorded(json, &done.findings))?;
+    crate::shared::output::print(&summary::recorded(json, &done.findings, &done.lost))?;
     recording::print_notes(&done.notes);
     if recording::report_lost(&json.run.id, &json.run.status, &done.lost) {
         return Ok(FAILURE);

@@ -166,7 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if let Some(r) = &report {
         text.push_str(&render::summary(r));
     }
-    text.push_str(&summary::recorded(&json, &findings));
+    text.push_str(&summary::recorded(&json, &findings, &lost));
     if to_stdout {
         crate::shared::output::print(&text)?;
     } else {

@@ -132,14 +132,15 @@ pub fn print_notes(notes: &[String]) {
     }
 }
 
-/// Says what the store could not keep (a full disk mid-run) and whether
+/// Says what the run could not keep (a full disk mid-run, an access log
+/// that broke a size limit) and whether
 /// anything was lost: the run is then `partial` (or interrupted) and the
 /// command exits 1.
 pub fn report_lost(run: &str, status: &str, lost: &[String]) -> bool {
     if lost.is_empty() {
         return false;
     }
-    eprintln!("keisoku: error: the store could not keep everything; run {run} kept as far as it could be, marked {status}:");
+    eprintln!("keisoku: error: run {run} could not keep everything (the store failed, or the access log broke a limit); kept as far as it could be, marked {status}:");
     for l in lost {
         eprintln!("  not kept: {l}");
     }
