@@ -55,8 +55,8 @@ pub fn files(format: Format, opts: &Options, reporter: &dyn Reporter) -> Result<
                 None => total = Some(a),
             }
         }
-        let a = total.unwrap_or_else(|| unreachable!("at least one input"));
-        (a.routes.clone(), Some(a))
+        let mut a = total.unwrap_or_else(|| unreachable!("at least one input"));
+        (std::mem::take(&mut a.routes), Some(a))
     };
     output::render(opts, routes, analysis.as_ref())
 }

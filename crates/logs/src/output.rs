@@ -16,13 +16,15 @@ pub fn render(
     analysis: Option<&Analysis>,
 ) -> Result<String> {
     let view = opts.view.parse()?;
-    if let Some(a) = analysis {
-        if a.routes.len() > opts.limit {
+    // `routes` are the analysis' routes (taken out of it, not copied: a
+    // million routes are half the command's memory).
+    if analysis.is_some() {
+        if routes.len() > opts.limit {
             return Err(Error::input(format!("more than {} distinct routes; group them with -m or --auto-group, or raise --limit", opts.limit)));
         }
     }
     if let (Some(path), Some(a)) = (&opts.dump, analysis) {
-        std::fs::write(path, dump::to_json(&a.routes, &a.counts))
+        std::fs::write(path, dump::to_json(&routes, &a.counts))
             .map_err(|e| Error::io("writing", path.display(), e))?;
     }
 
@@ -33,17 +35,20 @@ pub fn render(
         .map(|a| a.slow.as_slice())
         .filter(|s| !s.is_empty() || opts.slow.is_some());
     if view.format == OutputFormat::Json && (tl.is_some() || slow.is_some()) {
-        // One JSON document: alp's route rows plus the extras.
-        let mut obj = serde_json::json!({ "routes": render::json_rows(&routes, None, &view.opts) });
-        if let Some(t) = tl {
-            obj["timeline"] = view::timeline_value(t);
-        }
+        // One JSON document: alp's route rows plus the extras, keys in
+        // serde_json's (sorted) order; the rows are written one at a time.
+        out.push_str("{\"routes\":");
+        render::write_json_rows(&mut out, &routes, None, &view.opts);
         if let Some(s) = slow {
             // Plain data (strings and numbers): the conversion cannot fail.
-            obj["slow"] = serde_json::to_value(s).unwrap_or_default();
+            out.push_str(",\"slow\":");
+            out.push_str(&serde_json::to_string(s).unwrap_or_default());
         }
-        out.push_str(&obj.to_string());
-        out.push('\n');
+        if let Some(t) = tl {
+            out.push_str(",\"timeline\":");
+            out.push_str(&view::timeline_value(t).to_string());
+        }
+        out.push_str("}\n");
     } else if let Some(t) = tl {
         match view.format {
             OutputFormat::Csv => out.push_str(&view::timeline_csv(t, ',')),

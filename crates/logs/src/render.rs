@@ -284,28 +284,56 @@ fn diff_cell(c: &Column, from: &RouteStats, to: &RouteStats, decode: bool) -> St
     with_diff(now, diff)
 }
 
-/// Rows of cells for `routes` (already sorted); with `from`, each cell of a
-/// route also present there carries alp's `value (+diff)`.
-fn rows(
-    routes: &[RouteStats],
-    from: Option<&[RouteStats]>,
-    opts: &RenderOptions,
+/// The cells of `routes` (already sorted), one row at a time in a reused
+/// buffer, so a table of a million routes never holds its cells all at
+/// once; with `from`, each cell of a route also present there carries
+/// alp's `value (+diff)`.
+struct Rows<'a> {
+    routes: &'a [RouteStats],
+    /// `from`'s routes by (method, route), the first of each.
+    before: Option<std::collections::HashMap<(&'a str, &'a str), &'a RouteStats>>,
+    opts: &'a RenderOptions,
     quote_uri: bool,
-) -> Vec<Vec<String>> {
-    routes
-        .iter()
-        .map(|r| {
-            let before =
-                from.and_then(|f| f.iter().find(|x| x.uri == r.uri && x.method == r.method));
-            opts.columns
-                .iter()
-                .map(|c| match before {
-                    Some(b) => diff_cell(c, b, r, opts.decode_uri),
-                    None => cell(c, r, quote_uri, opts.decode_uri),
-                })
-                .collect()
-        })
-        .collect()
+}
+
+impl<'a> Rows<'a> {
+    fn new(
+        routes: &'a [RouteStats],
+        from: Option<&'a [RouteStats]>,
+        opts: &'a RenderOptions,
+        quote_uri: bool,
+    ) -> Rows<'a> {
+        let before = from.map(|f| {
+            let mut m = std::collections::HashMap::with_capacity(f.len());
+            for x in f {
+                m.entry((x.method.as_str(), x.uri.as_str())).or_insert(x);
+            }
+            m
+        });
+        Rows {
+            routes,
+            before,
+            opts,
+            quote_uri,
+        }
+    }
+
+    /// Calls `f` with every row's cells in order.
+    fn each(&self, mut f: impl FnMut(&[String])) {
+        let mut cells: Vec<String> = Vec::with_capacity(self.opts.columns.len());
+        for r in self.routes {
+            let before = self
+                .before
+                .as_ref()
+                .and_then(|m| m.get(&(r.method.as_str(), r.uri.as_str())).copied());
+            cells.clear();
+            cells.extend(self.opts.columns.iter().map(|c| match before {
+                Some(b) => diff_cell(c, b, r, self.opts.decode_uri),
+                None => cell(c, r, self.quote_uri, self.opts.decode_uri),
+            }));
+            f(&cells);
+        }
+    }
 }
 
 fn totals(routes: &[RouteStats]) -> (u64, [u64; 5]) {
@@ -355,18 +383,15 @@ fn center(s: &str, w: usize) -> String {
     format!("{}{}{}", " ".repeat(left), s, " ".repeat(gap - left))
 }
 
-fn render_grid(
-    headers: &[String],
-    body: &[Vec<String>],
-    foot: Option<&[String]>,
-    markdown: bool,
-) -> String {
+/// The table or markdown grid: a first pass over the rows measures the
+/// column widths, a second formats them again and writes them.
+fn render_grid(headers: &[String], body: &Rows, foot: Option<&[String]>, markdown: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
-    for row in body {
+    body.each(|row| {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(width(c));
         }
-    }
+    });
     if let Some(f) = foot {
         for (w, c) in widths.iter_mut().zip(f) {
             *w = (*w).max(width(c));
@@ -403,10 +428,10 @@ fn render_grid(
         }
         out.push_str(&s);
         out.push('\n');
-        for r in body {
+        body.each(|r| {
             out.push_str(&line(r, false));
             out.push('\n');
-        }
+        });
         if let Some(f) = foot {
             out.push_str(&line(f, false));
             out.push('\n');
@@ -419,10 +444,10 @@ fn render_grid(
     out.push('\n');
     out.push_str(&border);
     out.push('\n');
-    for r in body {
+    body.each(|r| {
         out.push_str(&line(r, false));
         out.push('\n');
-    }
+    });
     if let Some(f) = foot {
         out.push_str(&border);
         out.push('\n');
@@ -491,12 +516,42 @@ pub fn json_rows(
             .map(|c| serde_json::Value::String(c.keyword()))
             .collect(),
     )];
-    for r in rows(routes, from, opts, from.is_none()) {
+    Rows::new(routes, from, opts, from.is_none()).each(|r| {
         all.push(serde_json::Value::Array(
             r.iter().map(|c| json_value(c)).collect(),
         ));
-    }
+    });
     serde_json::Value::Array(all)
+}
+
+/// Appends [`json_rows`]'s text (what `serde_json` prints for it) to
+/// `out`, one row at a time: the value of a million rows would hold every
+/// cell at once, several times the size of its text.
+pub fn write_json_rows(
+    out: &mut String,
+    routes: &[RouteStats],
+    from: Option<&[RouteStats]>,
+    opts: &RenderOptions,
+) {
+    let head = serde_json::Value::Array(
+        opts.columns
+            .iter()
+            .map(|c| serde_json::Value::String(c.keyword()))
+            .collect(),
+    );
+    out.push('[');
+    out.push_str(&head.to_string());
+    Rows::new(routes, from, opts, from.is_none()).each(|r| {
+        out.push_str(",[");
+        for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&json_value(c).to_string());
+        }
+        out.push(']');
+    });
+    out.push(']');
 }
 
 /// Renders `routes` (in the order given) as `format`. With `from`, the
@@ -511,7 +566,7 @@ pub fn render(
     let headers: Vec<String> = opts.columns.iter().map(Column::header).collect();
     match format {
         OutputFormat::Table | OutputFormat::Markdown => {
-            let body = rows(routes, from, opts, false);
+            let body = Rows::new(routes, from, opts, false);
             let foot = opts.show_footers.then(|| footer(routes, from, opts));
             render_grid(
                 &headers,
@@ -531,38 +586,45 @@ pub fn render(
                 out.push_str(&headers.join(sep));
                 out.push('\n');
             }
-            for r in rows(
+            Rows::new(
                 routes,
                 from,
                 opts,
                 format == OutputFormat::Csv && from.is_none(),
-            ) {
-                out.push_str(&r.join(sep));
+            )
+            .each(|r| {
+                for (i, c) in r.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(sep);
+                    }
+                    out.push_str(c);
+                }
                 out.push('\n');
-            }
+            });
             out
         }
         OutputFormat::Json => {
-            let mut s = json_rows(routes, from, opts).to_string();
+            let mut s = String::new();
+            write_json_rows(&mut s, routes, from, opts);
             s.push('\n');
             s
         }
         OutputFormat::Html => {
-            let body = rows(routes, from, opts, false);
+            let body = Rows::new(routes, from, opts, false);
             let mut s = String::from(HTML_HEAD);
             s.push_str("<table id=\"routes\"><thead><tr>");
             for (i, h) in headers.iter().enumerate() {
                 let _ = write!(s, "<th data-col=\"{i}\">{}</th>", html_escape(h));
             }
             s.push_str("</tr></thead><tbody>\n");
-            for r in body {
+            body.each(|r| {
                 s.push_str("<tr>");
-                for (c, v) in opts.columns.iter().zip(&r) {
+                for (c, v) in opts.columns.iter().zip(r) {
                     let cls = if c.is_text() { "t" } else { "n" };
                     let _ = write!(s, "<td class=\"{cls}\">{}</td>", html_escape(v));
                 }
                 s.push_str("</tr>\n");
-            }
+            });
             s.push_str("</tbody></table>\n");
             s.push_str(HTML_TAIL);
             s
@@ -682,4 +744,53 @@ pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
             o
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn routes(n: usize, shift: f64) -> Vec<RouteStats> {
+        (0..n)
+            .map(|i| {
+                let mut r = RouteStats::new("GET".into(), format!("/a,{i}/\"x\"%20"));
+                for k in 0..3 {
+                    r.add(200 + 100 * k, 0.001 * (i + 1) as f64 + shift, 512.5);
+                }
+                r
+            })
+            .collect()
+    }
+
+    fn opts() -> RenderOptions {
+        RenderOptions {
+            columns: Column::all(&[90, 99]),
+            no_headers: false,
+            show_footers: true,
+            decode_uri: true,
+        }
+    }
+
+    #[test]
+    fn json_rows_written_row_by_row_are_the_value_serde_prints() {
+        let (now, was) = (routes(5, 0.0), routes(3, 0.002));
+        for from in [None, Some(was.as_slice())] {
+            let mut text = String::new();
+            write_json_rows(&mut text, &now, from, &opts());
+            assert_eq!(text, json_rows(&now, from, &opts()).to_string());
+        }
+    }
+
+    #[test]
+    fn a_diff_matches_routes_by_method_and_route() {
+        let (now, was) = (routes(2, 0.0), routes(1, 0.5));
+        let o = RenderOptions {
+            columns: vec![Column::Uri, Column::Max],
+            ..opts()
+        };
+        let text = render(&now, Some(&was), OutputFormat::Tsv, &o);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "/a,0/\"x\" \t0.001 (-0.500)");
+        assert_eq!(lines[2], "/a,1/\"x\" \t0.002");
+    }
 }

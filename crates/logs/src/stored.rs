@@ -85,8 +85,9 @@ pub fn analyse(
         render::sort_routes(&mut routes, view.sort, view.reverse);
         return Ok(render::render(&routes, None, view.format, &view.opts));
     };
-    let analysis = lines(store, run, opts, format, log, reporter)?;
-    output::render(opts, analysis.routes.clone(), Some(&analysis))
+    let mut analysis = lines(store, run, opts, format, log, reporter)?;
+    let routes = std::mem::take(&mut analysis.routes);
+    output::render(opts, routes, Some(&analysis))
 }
 
 /// A run's routes for `keisoku logs diff`: its stored statistics, or, when
