@@ -18,10 +18,11 @@ pub fn render(
     let view = opts.view.parse()?;
     // `routes` are the analysis' routes (taken out of it, not copied: a
     // million routes are half the command's memory).
-    if analysis.is_some() {
-        if routes.len() > opts.limit {
-            return Err(Error::input(format!("more than {} distinct routes; group them with -m or --auto-group, or raise --limit", opts.limit)));
-        }
+    if analysis.is_some() && routes.len() > opts.limit {
+        return Err(Error::input(format!(
+            "more than {} distinct routes; group them with -m or --auto-group, or raise --limit",
+            opts.limit
+        )));
     }
     if let (Some(path), Some(a)) = (&opts.dump, analysis) {
         std::fs::write(path, dump::to_json(&routes, &a.counts))
