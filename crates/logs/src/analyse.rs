@@ -26,6 +26,29 @@ pub fn display(p: &Path) -> String {
 /// route table, or the timeline and the slowest requests when asked for.
 /// Writes `opts.dump` and `opts.pos` as asked.
 pub fn files(format: Format, opts: &Options, reporter: &dyn Reporter) -> Result<String> {
+    let (routes, analysis) = analysed(format, opts, reporter)?;
+    output::render(opts, routes, analysis.as_ref())
+}
+
+/// [`files`], with the text written through to `to` as it is made rather
+/// than returned whole (see [`output::write`] for the two errors).
+pub fn files_to(
+    format: Format,
+    opts: &Options,
+    reporter: &dyn Reporter,
+    to: &mut dyn std::io::Write,
+) -> Result<std::io::Result<()>> {
+    let (routes, analysis) = analysed(format, opts, reporter)?;
+    output::write(opts, routes, analysis.as_ref(), to)
+}
+
+/// The routes to print and the analysis they came from (none for a
+/// loaded dump).
+fn analysed(
+    format: Format,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> Result<(Vec<crate::stats::RouteStats>, Option<Analysis>)> {
     let (_, cfg, threads) = opts.setup(format)?;
     let (routes, analysis) = if let Some(load) = &opts.load {
         (dump::load(load)?, None)
@@ -58,7 +81,7 @@ pub fn files(format: Format, opts: &Options, reporter: &dyn Reporter) -> Result<
         let mut a = total.unwrap_or_else(|| unreachable!("at least one input"));
         (std::mem::take(&mut a.routes), Some(a))
     };
-    output::render(opts, routes, analysis.as_ref())
+    Ok((routes, analysis))
 }
 
 /// One file (or `-`) through the parallel analysis.

@@ -12,9 +12,34 @@ use crate::{dump, view};
 /// writing `opts.dump` from the analysis.
 pub fn render(
     opts: &Options,
-    mut routes: Vec<RouteStats>,
+    routes: Vec<RouteStats>,
     analysis: Option<&Analysis>,
 ) -> Result<String> {
+    let mut out = render::Out::string();
+    emit(opts, routes, analysis, &mut out)?;
+    Ok(out.into_string())
+}
+
+/// [`render`] written through to `to` as it is made (a million-row table
+/// is hundreds of MB of text). The outer error is the analysis' (nothing
+/// was written then), the inner one a failed write.
+pub fn write(
+    opts: &Options,
+    routes: Vec<RouteStats>,
+    analysis: Option<&Analysis>,
+    to: &mut dyn std::io::Write,
+) -> Result<std::io::Result<()>> {
+    let mut out = render::Out::writer(to);
+    emit(opts, routes, analysis, &mut out)?;
+    Ok(out.finish())
+}
+
+fn emit(
+    opts: &Options,
+    mut routes: Vec<RouteStats>,
+    analysis: Option<&Analysis>,
+    out: &mut render::Out,
+) -> Result<()> {
     let view = opts.view.parse()?;
     // `routes` are the analysis' routes (taken out of it, not copied: a
     // million routes are half the command's memory).
@@ -30,7 +55,6 @@ pub fn render(
     }
 
     render::sort_routes(&mut routes, view.sort, view.reverse);
-    let mut out = String::new();
     let tl = analysis.and_then(|a| a.timeline.as_ref());
     let slow = analysis
         .map(|a| a.slow.as_slice())
@@ -39,7 +63,7 @@ pub fn render(
         // One JSON document: alp's route rows plus the extras, keys in
         // serde_json's (sorted) order; the rows are written one at a time.
         out.push_str("{\"routes\":");
-        render::write_json_rows(&mut out, &routes, None, &view.opts);
+        render::write_json_rows(out, &routes, None, &view.opts);
         if let Some(s) = slow {
             // Plain data (strings and numbers): the conversion cannot fail.
             out.push_str(",\"slow\":");
@@ -57,13 +81,13 @@ pub fn render(
             _ => out.push_str(&view::timeline_text(t, 10, 80)),
         }
     } else {
-        out.push_str(&render::render(&routes, None, view.format, &view.opts));
+        render::render_into(out, &routes, None, view.format, &view.opts);
     }
     if let (Some(s), false) = (slow, view.format == OutputFormat::Json) {
         out.push('\n');
         out.push_str(&view::slow_view(s, view.format));
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,95 @@ use crate::stats::RouteStats;
 use crate::uri::decode_for_display;
 use std::fmt::Write as _;
 
+/// Where rendered text goes: kept in a string, or written through to a
+/// writer in 64 KiB pieces, so printing a million-row table never holds
+/// the whole text (hundreds of MB) in memory.
+pub struct Out<'w> {
+    buf: String,
+    to: Option<&'w mut dyn std::io::Write>,
+    /// The first write that failed; later text is dropped.
+    failed: Option<std::io::Error>,
+}
+
+/// How much text [`Out`] gathers before writing it through.
+const SPILL: usize = 1 << 16;
+
+impl<'w> Out<'w> {
+    /// Text kept in memory, taken with [`Out::into_string`].
+    pub fn string() -> Out<'static> {
+        Out {
+            buf: String::new(),
+            to: None,
+            failed: None,
+        }
+    }
+
+    /// Text written through to `to`; [`Out::finish`] writes the rest.
+    pub fn writer(to: &'w mut dyn std::io::Write) -> Out<'w> {
+        Out {
+            buf: String::with_capacity(SPILL * 2),
+            to: Some(to),
+            failed: None,
+        }
+    }
+
+    /// Appends `s`.
+    pub fn push_str(&mut self, s: &str) {
+        self.buf.push_str(s);
+        if self.buf.len() >= SPILL {
+            self.spill();
+        }
+    }
+
+    /// Appends `c`.
+    pub fn push(&mut self, c: char) {
+        self.buf.push(c);
+        if self.buf.len() >= SPILL {
+            self.spill();
+        }
+    }
+
+    fn spill(&mut self) {
+        let Some(to) = self.to.as_mut() else {
+            return;
+        };
+        if self.failed.is_none() {
+            if let Err(e) = to.write_all(self.buf.as_bytes()) {
+                self.failed = Some(e);
+            }
+        }
+        self.buf.clear();
+    }
+
+    /// The text kept (everything, for [`Out::string`]).
+    pub fn into_string(self) -> String {
+        self.buf
+    }
+
+    /// Writes what is left through and reports the first failed write.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.spill();
+        if let Some(to) = self.to.as_mut() {
+            if self.failed.is_none() {
+                if let Err(e) = to.flush() {
+                    self.failed = Some(e);
+                }
+            }
+        }
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Write for Out<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.push_str(s);
+        Ok(())
+    }
+}
+
 /// One output column.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Column {
@@ -385,7 +474,13 @@ fn center(s: &str, w: usize) -> String {
 
 /// The table or markdown grid: a first pass over the rows measures the
 /// column widths, a second formats them again and writes them.
-fn render_grid(headers: &[String], body: &Rows, foot: Option<&[String]>, markdown: bool) -> String {
+fn render_grid(
+    out: &mut Out,
+    headers: &[String],
+    body: &Rows,
+    foot: Option<&[String]>,
+    markdown: bool,
+) {
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     body.each(|row| {
         for (w, c) in widths.iter_mut().zip(row) {
@@ -416,7 +511,6 @@ fn render_grid(headers: &[String], body: &Rows, foot: Option<&[String]>, markdow
         }
         s
     };
-    let mut out = String::new();
     let upper: Vec<String> = headers.iter().map(|h| h.to_uppercase()).collect();
     if markdown {
         out.push_str(&line(&upper, true));
@@ -436,7 +530,7 @@ fn render_grid(headers: &[String], body: &Rows, foot: Option<&[String]>, markdow
             out.push_str(&line(f, false));
             out.push('\n');
         }
-        return out;
+        return;
     }
     out.push_str(&border);
     out.push('\n');
@@ -469,7 +563,6 @@ fn render_grid(headers: &[String], body: &Rows, foot: Option<&[String]>, markdow
     }
     out.push_str(&border);
     out.push('\n');
-    out
 }
 
 fn json_value(cell: &str) -> serde_json::Value {
@@ -528,7 +621,7 @@ pub fn json_rows(
 /// `out`, one row at a time: the value of a million rows would hold every
 /// cell at once, several times the size of its text.
 pub fn write_json_rows(
-    out: &mut String,
+    out: &mut Out,
     routes: &[RouteStats],
     from: Option<&[RouteStats]>,
     opts: &RenderOptions,
@@ -563,12 +656,26 @@ pub fn render(
     format: OutputFormat,
     opts: &RenderOptions,
 ) -> String {
+    let mut out = Out::string();
+    render_into(&mut out, routes, from, format, opts);
+    out.into_string()
+}
+
+/// [`render`] into `out` (a string, or a writer the text goes through to).
+pub fn render_into(
+    out: &mut Out,
+    routes: &[RouteStats],
+    from: Option<&[RouteStats]>,
+    format: OutputFormat,
+    opts: &RenderOptions,
+) {
     let headers: Vec<String> = opts.columns.iter().map(Column::header).collect();
     match format {
         OutputFormat::Table | OutputFormat::Markdown => {
             let body = Rows::new(routes, from, opts, false);
             let foot = opts.show_footers.then(|| footer(routes, from, opts));
             render_grid(
+                out,
                 &headers,
                 &body,
                 foot.as_deref(),
@@ -581,7 +688,6 @@ pub fn render(
             } else {
                 ","
             };
-            let mut out = String::new();
             if !opts.no_headers {
                 out.push_str(&headers.join(sep));
                 out.push('\n');
@@ -601,17 +707,15 @@ pub fn render(
                 }
                 out.push('\n');
             });
-            out
         }
         OutputFormat::Json => {
-            let mut s = String::new();
-            write_json_rows(&mut s, routes, from, opts);
-            s.push('\n');
-            s
+            write_json_rows(out, routes, from, opts);
+            out.push('\n');
         }
         OutputFormat::Html => {
             let body = Rows::new(routes, from, opts, false);
-            let mut s = String::from(HTML_HEAD);
+            let s = out;
+            s.push_str(HTML_HEAD);
             s.push_str("<table id=\"routes\"><thead><tr>");
             for (i, h) in headers.iter().enumerate() {
                 let _ = write!(s, "<th data-col=\"{i}\">{}</th>", html_escape(h));
@@ -620,14 +724,19 @@ pub fn render(
             body.each(|r| {
                 s.push_str("<tr>");
                 for (c, v) in opts.columns.iter().zip(r) {
-                    let cls = if c.is_text() { "t" } else { "n" };
-                    let _ = write!(s, "<td class=\"{cls}\">{}</td>", html_escape(v));
+                    // Numbers are the default cell (right-aligned by the
+                    // style): a class on each would add 10 bytes a cell, a
+                    // fifth of a million-row page.
+                    if c.is_text() {
+                        let _ = write!(s, "<td class=\"t\">{}</td>", html_escape(v));
+                    } else {
+                        let _ = write!(s, "<td>{}</td>", html_escape(v));
+                    }
                 }
                 s.push_str("</tr>\n");
             });
             s.push_str("</tbody></table>\n");
             s.push_str(HTML_TAIL);
-            s
         }
     }
 }
@@ -637,7 +746,7 @@ const HTML_HEAD: &str = r#"<!doctype html>
 <style>
 body{font:13px system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse}th,td{padding:3px 8px;border-bottom:1px solid #ddd;white-space:nowrap}
-th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{cursor:pointer;background:#f4f4f4;position:sticky;top:0}td{text-align:right;font-variant-numeric:tabular-nums}td.t{text-align:left}
 tr:hover td{background:#fafae0}
 </style></head><body>
 <h1>Routes</h1><p>Click a header to sort.</p>
@@ -775,9 +884,21 @@ mod tests {
     fn json_rows_written_row_by_row_are_the_value_serde_prints() {
         let (now, was) = (routes(5, 0.0), routes(3, 0.002));
         for from in [None, Some(was.as_slice())] {
-            let mut text = String::new();
+            let mut text = Out::string();
             write_json_rows(&mut text, &now, from, &opts());
-            assert_eq!(text, json_rows(&now, from, &opts()).to_string());
+            assert_eq!(
+                text.into_string(),
+                json_rows(&now, from, &opts()).to_string()
+            );
+            // Through a writer, in pieces: the same text.
+            let many = routes(3000, 0.0);
+            let mut bytes = Vec::new();
+            let mut out = Out::writer(&mut bytes);
+            render_into(&mut out, &many, from, OutputFormat::Json, &opts());
+            out.finish().unwrap();
+            assert!(bytes.len() > 2 * SPILL);
+            let whole = render(&many, from, OutputFormat::Json, &opts());
+            assert_eq!(String::from_utf8(bytes).unwrap(), whole);
         }
     }
 

@@ -441,7 +441,10 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
             }
         }
     }
-    print(analyse::files(format, &opts, &console))
+    // Written as it is made: a table of a million routes is hundreds of MB.
+    let mut stdout = std::io::stdout().lock();
+    analyse::files_to(format, &opts, &console, &mut stdout).map_err(fail)??;
+    Ok(OK)
 }
 
 /// A dump file, or a stored run's routes.
