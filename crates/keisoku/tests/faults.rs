@@ -505,10 +505,10 @@ fn rss_kib(pid: u32) -> Option<u64> {
 /// Issue 15 item 9: a long `keisoku record` keeps flat memory. Ten minutes
 /// of an nginx under load (perf, access log, process and thread series);
 /// RSS at 10 minutes may exceed RSS at 2 minutes by at most 4 MiB (it grew
-/// about 3 MiB a minute). Long: `cargo test -p keisoku --test faults --
-/// --ignored flat_memory`.
+/// about 3 MiB a minute). It prints RSS once a minute. Long tier:
+/// `scripts/faults.sh --long`.
 #[test]
-#[ignore]
+#[ignore = "long tier (10 minutes): scripts/faults.sh --long"]
 fn flat_memory_over_a_ten_minute_recording() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
