@@ -353,6 +353,8 @@ fn an_access_log_that_breaks_a_limit_ends_the_run_partial() {
 
 /// Peak RSS in KiB of `keisoku args` (stdout to a file), from the kernel's
 /// accounting of that one child (`wait4`), not of the test process's others.
+// Reaped by wait4 below, which also gives its rusage (Child::wait does not).
+#[allow(clippy::zombie_processes)]
 fn peak_rss_kib(args: &[&str], stdout: &Path) -> u64 {
     let child = Command::new(common::BIN)
         .args(args)
