@@ -21,6 +21,8 @@
 
 mod http;
 
+#[doc(hidden)]
+pub use http::{parse_request, MAX_BODY, MAX_HEAD};
 pub use http::{Handler, Limits, Reply, Request, Server, Stopper};
 
 use serde::Serialize;

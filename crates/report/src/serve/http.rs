@@ -471,6 +471,17 @@ fn parse(buf: &[u8]) -> Parsed {
     Parsed::Done(Ok(req))
 }
 
+/// Reads one request from the bytes received so far: `None` while it is
+/// incomplete, else the request or the error reply. Public for the fuzz
+/// target `fuzz/fuzz_targets/serve_request.rs` only.
+#[doc(hidden)]
+pub fn parse_request(buf: &[u8]) -> Option<Result<Request, Reply>> {
+    match parse(buf) {
+        Parsed::Incomplete => None,
+        Parsed::Done(r) => Some(r),
+    }
+}
+
 fn answer(handler: &dyn Handler, job: Job) {
     let Job {
         mut stream,
