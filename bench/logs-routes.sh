@@ -5,8 +5,9 @@
 # Generates (once, cached in bench/out/) an LTSV log of ROUTES lines, one
 # request per distinct URI, and runs both tools once on it with
 # /usr/bin/time -v, printing wall time and peak RSS. keisoku runs with
-# `--limit` above ROUTES (its default of 5000 refuses such a log), then with
-# the default limit to show that the limit bounds memory too.
+# `--limit` above ROUTES (its default of 5000 refuses such a log) in every
+# output format and with the analysis alone (`-o count`), then with the
+# default limit to show that the limit bounds memory too.
 #
 # usage: bench/logs-routes.sh    env: ROUTES=1000000 KEISOKU_BIN=path (skip the release build)
 set -euo pipefail
@@ -58,5 +59,11 @@ measure() { # label cmd...
 limit=$((routes + 1))
 measure "alp ltsv --limit $limit" "$alp" ltsv --file "$log" --limit "$limit"
 measure "keisoku logs ltsv --limit $limit" "$keisoku" logs ltsv "$log" --limit "$limit"
+# Every output format prints the whole table; each must stay near the
+# analysis alone (`-o count`): the rows are written as they are made.
+for format in md tsv csv json html; do
+  measure "keisoku ... --format $format" "$keisoku" logs ltsv "$log" --limit "$limit" --format "$format"
+done
+measure "keisoku ... --format tsv -o count" "$keisoku" logs ltsv "$log" --limit "$limit" --format tsv -o count
 measure "alp ltsv (default limit 5000)" "$alp" ltsv --file "$log"
 measure "keisoku logs ltsv (default limit 5000)" "$keisoku" logs ltsv "$log"
