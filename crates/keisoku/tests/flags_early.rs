@@ -323,6 +323,13 @@ fn the_duration_ends_a_load_whose_server_never_answers() {
             "{all}"
         );
     }
+    let show = Command::new(BIN)
+        .args(["show", "last", "--store"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let shown = text(&show.stdout);
+    assert!(shown.contains("unfinished 3 (still unanswered"), "{shown}");
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(report["unfinished"], 3, "{report}");
     assert_eq!(report["requests"], 0, "{report}");

@@ -129,6 +129,12 @@ pub fn client(run: &RunJson) -> String {
         q("p99"),
         q("max")
     );
+    if let Some(n) = num(&r["unfinished"]).filter(|n| *n > 0.0) {
+        let _ = writeln!(
+            out,
+            "  unfinished {n:.0} (still unanswered when the duration ended: neither responses nor errors)"
+        );
+    }
     out
 }
 
