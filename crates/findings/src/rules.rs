@@ -3,7 +3,7 @@
 //! they hold on a fast or slow machine; docs/findings.md lists them.
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
-use crate::patterns::{is_stall_work, matches, Kind, KINDS, RUNTIME_THREADS};
+use crate::patterns::{is_stall_work, matches, Kind, KINDS, NO_FUNCTION, RUNTIME_THREADS};
 use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -514,13 +514,25 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     }
     for (node, w) in path_nodes {
         let stack = v.stack(node);
+        let found: Vec<Option<u32>> = KINDS.iter().map(|k| kind_frame(v, k, &stack)).collect();
+        let depth = |f: u32| stack.iter().rposition(|x| *x == f);
         let mut hit = vec![false; n];
         for (k, kind) in KINDS.iter().enumerate() {
-            if let Some(f) = kind_frame(v, kind, &stack) {
-                kind_w[k] += w;
-                *kind_frames[k].entry(f).or_default() += w;
-                hit[k] = true;
+            let Some(f) = found[k] else {
+                continue;
+            };
+            // Work below a kind that absorbs it (the file read and JSON
+            // parse of a configuration load) is that kind's cost.
+            let absorbed = KINDS.iter().zip(&found).any(|(outer, of)| {
+                outer.absorbs.contains(&kind.key)
+                    && of.is_some_and(|o| depth(o).zip(depth(f)).is_some_and(|(o, i)| o > i))
+            });
+            if absorbed {
+                continue;
             }
+            kind_w[k] += w;
+            *kind_frames[k].entry(f).or_default() += w;
+            hit[k] = true;
         }
         if hit.iter().any(|h| *h) {
             node_kinds.push((w, hit));
@@ -601,7 +613,18 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     }
     let mut top: Vec<(u32, f64)> = selfw.into_iter().collect();
     top.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-    if let Some((first, w)) = top.first() {
+    // The title names a function: HotSpot's "Interpreter" or perf's
+    // "[unknown]" may hold the most samples but say nothing to change.
+    let named = top
+        .iter()
+        .find(|(fr, _)| {
+            let lc = v.frame_name_lc(*fr);
+            !NO_FUNCTION
+                .iter()
+                .any(|p| lc == *p || ((p.ends_with(']') || p.ends_with("::")) && lc.starts_with(p)))
+        })
+        .or(top.first());
+    if let Some((first, w)) = named {
         let mut f = finding("hot-code", Some("top-self"), Severity::Info, 10.0);
         f.title = format!(
             "Hottest function: {} ({} of samples, self time)",
