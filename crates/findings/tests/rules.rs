@@ -611,6 +611,14 @@ fn page_cache_thrash_needs_faults_reads_up_and_writes_down() {
         1000.0 - wave(t) * 9.0
     });
     assert!(ids(&run).contains(&"page-cache-thrash".to_string()));
+    // The server's own faults as many as the host's: still thrash; the
+    // host's faults from another process (the server has none): not the
+    // server's.
+    set(&mut run, "proc.majflt", move |t, rps| rps * 0.004 * wave(t));
+    assert!(ids(&run).contains(&"page-cache-thrash".to_string()));
+    set(&mut run, "proc.majflt", |_, _| 0.0);
+    assert!(!ids(&run).contains(&"page-cache-thrash".to_string()));
+    set(&mut run, "proc.majflt", move |t, rps| rps * 0.004 * wave(t));
     // Writes rising with reads (a busy disk, not eviction): no thrash.
     set(&mut run, "disk.vda.w_iops", move |t, _| wave(t) * 9.0);
     assert!(!ids(&run).contains(&"page-cache-thrash".to_string()));
