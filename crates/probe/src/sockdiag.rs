@@ -433,8 +433,10 @@ mod tests {
             expires,
         };
         let inodes: HashSet<u32> = [7].into_iter().collect();
-        let mut t = ConnTracker::default();
-        t.socks = vec![listen];
+        let mut t = ConnTracker {
+            socks: vec![listen],
+            ..ConnTracker::default()
+        };
         assert_eq!(t.count(&inodes), None, "a baseline");
         t.socks = vec![listen, tw(59_800)];
         let n = t.count(&inodes).unwrap();
