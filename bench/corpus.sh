@@ -23,8 +23,8 @@ SERVICES=${*:-$(grep -v '^#' "$EX/expectations.tsv" | cut -f1 | uniq)}
 
 port_of() {
   case "$1" in
-    flask-shop) echo 18300 ;; java-bidder) echo 18310 ;; node-bff) echo 18320 ;;
-    perl-dsp) echo 18330 ;; nginx-proxy) echo 18340 ;; *) echo 18350 ;;
+    flask-shop) echo 19200 ;; java-bidder) echo 19210 ;; node-bff) echo 19220 ;;
+    perl-dsp) echo 19230 ;; nginx-proxy) echo 19240 ;; *) echo 19250 ;;
   esac
 }
 

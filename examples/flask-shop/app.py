@@ -50,40 +50,48 @@ def settings():
     return load_shop_settings() if "config" in CAUSES else _SETTINGS
 
 
-def inventory_backend():
-    """A connection to the inventory backend: new per call in naive mode."""
-    if "nokeepalive" in CAUSES:
+def backend_connection(purpose):
+    """A connection to the backend for one purpose ("stock", "audit"): new per call with
+    the cause nokeepalive (for stock lookups, the planted cause), else one kept alive per
+    thread and purpose, as a pooled client would."""
+    if purpose == "stock" and "nokeepalive" in CAUSES:
         return http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5), True
-    conn = getattr(_local, "conn", None)
+    conns = getattr(_local, "conns", None)
+    if conns is None:
+        conns = _local.conns = {}
+    conn = conns.get(purpose)
     if conn is None:
-        conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
-        _local.conn = conn
+        conn = conns[purpose] = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
     return conn, False
 
 
-def fetch_stock(sku):
-    conn, close = inventory_backend()
+def call_backend(purpose, method, path, body=None):
+    conn, close = backend_connection(purpose)
+    headers = {"Connection": "close" if close else "keep-alive"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
     try:
-        conn.request("GET", f"/stock/{sku}", headers={"Connection": "close" if close else "keep-alive"})
-        resp = conn.getresponse()
-        body = resp.read()
+        conn.request(method, path, body=body, headers=headers)
+        data = conn.getresponse().read()
     except (http.client.HTTPException, OSError):
-        _local.conn = None
+        # A kept connection the backend dropped: the next call opens a fresh one.
+        conn.close()
+        getattr(_local, "conns", {}).pop(purpose, None)
         raise
     finally:
         if close:
             conn.close()
-    return json.loads(body)
+    return data
+
+
+def fetch_stock(sku):
+    return json.loads(call_backend("stock", "GET", f"/stock/{sku}"))
 
 
 def post_audit_record_sync(record):
-    """The cause of field notes §4: a synchronous call to a slow external logger."""
-    conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
-    try:
-        conn.request("POST", "/audit", body=json.dumps(record), headers={"Content-Type": "application/json"})
-        conn.getresponse().read()
-    finally:
-        conn.close()
+    """The cause of field notes §4: a synchronous call to a slow external logger
+    (over a kept-alive connection: the wait is the cause, not the connect)."""
+    call_backend("audit", "POST", "/audit", body=json.dumps(record))
 
 
 def _audit_sender():
@@ -93,7 +101,7 @@ def _audit_sender():
             batch.append(_audit_queue.get_nowait())
         try:
             post_audit_record_sync({"batch": batch})
-        except OSError:
+        except (http.client.HTTPException, OSError):
             pass
 
 

@@ -4,7 +4,7 @@
 // CAUSES (comma-separated, MODE=naive only) plants one cause at a time or several:
 //   json         the article cache stores JSON text and JSON.parse runs on every hit
 //   intl         `new Intl.DateTimeFormat()` for every date shown
-//   di           the container builds a new ArticleRenderer per lookup; its constructor
+//   di           the container builds a new ArticleRenderer per request; its constructor
 //                reads the template and the site config with readFileSync (loadConfig)
 //   single       one process (no cluster) on a multi-core host
 //   nokeepalive  a new TCP connection to the recommendation backend for every request
@@ -135,11 +135,11 @@ function serve() {
     try {
       const recommended = BACKEND_PORT ? await recommendations() : { ids: [] };
       const list = cachedArticles('top');
+      // One renderer per request (a request-scoped service): with the cause di the container
+      // builds it, reading its files, for every request.
+      const renderer = container.resolve('ArticleRenderer');
       const parts = [];
-      for (let i = 0; i < 30; i++) {
-        const renderer = container.resolve('ArticleRenderer');
-        parts.push(renderer.render(list[i]));
-      }
+      for (let i = 0; i < 30; i++) parts.push(renderer.render(list[i]));
       const body = `<html><body><ol>${parts.join('')}</ol><p>${recommended.ids.length} recommended</p></body></html>`;
       res.type('html').send(body);
       const secs = Number(process.hrtime.bigint() - start) / 1e9;

@@ -27,6 +27,10 @@ pub(crate) struct Kind {
     pub caller: &'static [&'static str],
     /// What a [`Kind::caller`] frame must call to count.
     pub callee: &'static [&'static str],
+    /// Keys of kinds whose work below this kind's frame is this kind's:
+    /// a configuration load reads and parses a file, and that reading and
+    /// parsing is the cost of the load, not a cause of its own.
+    pub absorbs: &'static [&'static str],
     /// What to try.
     pub suggestion: &'static str,
 }
@@ -89,6 +93,7 @@ pub(crate) const KINDS: &[Kind] = &[
         ],
         caller: &[],
         callee: &[],
+        absorbs: &[],
         suggestion: "parse once and keep the parsed objects (cache values, not JSON text); \
 parse only the fields a request needs",
     },
@@ -124,6 +129,7 @@ parse only the fields a request needs",
         ],
         caller: &[],
         callee: &[],
+        absorbs: &[],
         suggestion: "compile regular expressions once (a static, lazy or at start) and reuse them",
     },
     Kind {
@@ -152,6 +158,7 @@ parse only the fields a request needs",
         ],
         caller: &[],
         callee: &[],
+        absorbs: &[],
         suggestion: "build formatters (date, number, message) once and reuse them",
     },
     Kind {
@@ -194,6 +201,7 @@ parse only the fields a request needs",
             "provider.get",
         ],
         callee: FILE_READ,
+        absorbs: &["json-parse", "file-open"],
         suggestion: "load configuration once at start (or on change) and share it; \
 a service or container built per request repeats it every time",
     },
@@ -204,6 +212,7 @@ a service or container built per request repeats it every time",
         patterns: FILE_READ,
         caller: &[],
         callee: &[],
+        absorbs: &[],
         suggestion: "read configuration and templates once at start (or on change), \
 not per request; build per-request services from shared state",
     },
@@ -261,6 +270,11 @@ pub(crate) const RUNTIME_THREADS: &[&str] = &[
     "v8 defaultworke",
     "v8 platformwork",
 ];
+
+/// Frames that name no function of the program: HotSpot's template
+/// interpreter (every interpreted method's samples), code perf could not
+/// place, the JIT's stubs. The hottest function is named past them.
+pub(crate) const NO_FUNCTION: &[&str] = &["interpreter", "[unknown]", "stubroutines::"];
 
 /// Whether a lowercase frame name holds one of the lowercase patterns.
 pub(crate) fn matches(name_lc: &str, patterns: &[&str]) -> bool {
@@ -342,7 +356,8 @@ mod tests {
             .flat_map(|k| k.patterns.iter().chain(k.caller).chain(k.callee))
             .chain(STALL_WORK)
             .chain(STALL_MODULES)
-            .chain(RUNTIME_THREADS);
+            .chain(RUNTIME_THREADS)
+            .chain(NO_FUNCTION);
         for p in all {
             assert_eq!(*p, p.to_lowercase(), "{p}");
         }

@@ -3,7 +3,7 @@
 //! they hold on a fast or slow machine; docs/findings.md lists them.
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
-use crate::patterns::{is_stall_work, matches, Kind, KINDS, RUNTIME_THREADS};
+use crate::patterns::{is_stall_work, matches, Kind, KINDS, NO_FUNCTION, RUNTIME_THREADS};
 use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -514,13 +514,25 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     }
     for (node, w) in path_nodes {
         let stack = v.stack(node);
+        let found: Vec<Option<u32>> = KINDS.iter().map(|k| kind_frame(v, k, &stack)).collect();
+        let depth = |f: u32| stack.iter().rposition(|x| *x == f);
         let mut hit = vec![false; n];
         for (k, kind) in KINDS.iter().enumerate() {
-            if let Some(f) = kind_frame(v, kind, &stack) {
-                kind_w[k] += w;
-                *kind_frames[k].entry(f).or_default() += w;
-                hit[k] = true;
+            let Some(f) = found[k] else {
+                continue;
+            };
+            // Work below a kind that absorbs it (the file read and JSON
+            // parse of a configuration load) is that kind's cost.
+            let absorbed = KINDS.iter().zip(&found).any(|(outer, of)| {
+                outer.absorbs.contains(&kind.key)
+                    && of.is_some_and(|o| depth(o).zip(depth(f)).is_some_and(|(o, i)| o > i))
+            });
+            if absorbed {
+                continue;
             }
+            kind_w[k] += w;
+            *kind_frames[k].entry(f).or_default() += w;
+            hit[k] = true;
         }
         if hit.iter().any(|h| *h) {
             node_kinds.push((w, hit));
@@ -601,7 +613,18 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     }
     let mut top: Vec<(u32, f64)> = selfw.into_iter().collect();
     top.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-    if let Some((first, w)) = top.first() {
+    // The title names a function: HotSpot's "Interpreter" or perf's
+    // "[unknown]" may hold the most samples but say nothing to change.
+    let named = top
+        .iter()
+        .find(|(fr, _)| {
+            let lc = v.frame_name_lc(*fr);
+            !NO_FUNCTION
+                .iter()
+                .any(|p| lc == *p || ((p.ends_with(']') || p.ends_with("::")) && lc.starts_with(p)))
+        })
+        .or(top.first());
+    if let Some((first, w)) = named {
         let mut f = finding("hot-code", Some("top-self"), Severity::Info, 10.0);
         f.title = format!(
             "Hottest function: {} ({} of samples, self time)",
@@ -1607,6 +1630,12 @@ pub(crate) fn page_cache(v: &View) -> Vec<Finding> {
     if maj < MAJFAULTS_PER_REQUEST {
         return Vec::new();
     }
+    // The host's faults include every other process's (a compiler beside
+    // the server reading its inputs): with the server's own count, only
+    // its own faults make the request path read from disk.
+    if v.has("proc.majflt") && v.per_request("proc.majflt").unwrap_or(0.0) < MAJFAULTS_PER_REQUEST {
+        return Vec::new();
+    }
     let (a, b) = v.measured_window();
     let disks: BTreeMap<String, ()> = v
         .run
@@ -1637,10 +1666,14 @@ pub(crate) fn page_cache(v: &View) -> Vec<Finding> {
             f.impact = "every major fault is a disk read in the request path: latency in milliseconds instead of microseconds".into();
             f.suggestion = "add memory or shrink the working set (smaller caches, fewer processes); check what else fills the page cache".into();
             f.evidence = Evidence {
-                text: vec![
-                    format!("major faults: {maj:.3} per request; correlation with {dev} read IOPS {cf:.2}"),
-                    format!("page-ins vs read IOPS {cp:.2}; read vs write IOPS {cw:.2}"),
-                ],
+                text: [
+                    Some(format!("major faults: {maj:.3} per request; correlation with {dev} read IOPS {cf:.2}")),
+                    v.per_request("proc.majflt").map(|m| format!("the server's own major faults: {m:.3} per request")),
+                    Some(format!("page-ins vs read IOPS {cp:.2}; read vs write IOPS {cw:.2}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
                 series: vec![
                     "vm.pgmajfault".into(),
                     "vm.pgpgin".into(),

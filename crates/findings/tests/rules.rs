@@ -611,6 +611,14 @@ fn page_cache_thrash_needs_faults_reads_up_and_writes_down() {
         1000.0 - wave(t) * 9.0
     });
     assert!(ids(&run).contains(&"page-cache-thrash".to_string()));
+    // The server's own faults as many as the host's: still thrash; the
+    // host's faults from another process (the server has none): not the
+    // server's.
+    set(&mut run, "proc.majflt", move |t, rps| rps * 0.004 * wave(t));
+    assert!(ids(&run).contains(&"page-cache-thrash".to_string()));
+    set(&mut run, "proc.majflt", |_, _| 0.0);
+    assert!(!ids(&run).contains(&"page-cache-thrash".to_string()));
+    set(&mut run, "proc.majflt", move |t, rps| rps * 0.004 * wave(t));
     // Writes rising with reads (a busy disk, not eviction): no thrash.
     set(&mut run, "disk.vda.w_iops", move |t, _| wave(t) * 9.0);
     assert!(!ids(&run).contains(&"page-cache-thrash".to_string()));
@@ -1048,4 +1056,55 @@ fn a_reverse_proxy_waiting_for_its_upstream_is_info() {
     set(&mut run, "thread.nginx:11:11.cpu", |_, _| 0.0);
     set(&mut run, "thread.gunicorn:12:12.cpu", |_, _| 1.0);
     assert!(ids(&run).contains(&"blocking-wait".to_string()));
+}
+
+#[test]
+fn a_config_load_owns_the_file_read_and_json_parse_below_it() {
+    // loadConfig reads and parses a file in 30% of the samples; elsewhere
+    // JSON.parse of cached text runs in 15%: config-load is 30%, json-parse
+    // only its own 15%, and the read is not a second cause.
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+        let stack = match i % 20 {
+            0..=5 => vec!["main", "handle", "JS:*loadConfig", "Builtin_JsonParse"],
+            6 => vec!["main", "handle", "JS:*loadConfig", "JS:*readFileSync"],
+            7..=9 => vec!["main", "handle", "JS:*cachedArticles", "Builtin_JsonParse"],
+            _ => vec!["main", "handle", "score"],
+        };
+        Some((stack, (i % 2) as u32))
+    });
+    let f = analyze(&run);
+    let share = |id: &str| {
+        f.iter()
+            .find(|f| f.id == id)
+            .map(|f| f.evidence.frames.iter().map(|fr| fr.share).sum::<f64>())
+    };
+    assert!((share("hot-code.config-load").expect("config-load") - 0.35).abs() < 0.01);
+    assert!((share("hot-code.json-parse").expect("json-parse") - 0.15).abs() < 0.01);
+    assert_eq!(share("hot-code.file-open"), None, "{:?}", ids(&run));
+}
+
+#[test]
+fn the_hottest_function_is_named_past_the_interpreter() {
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, |i, _| {
+        let leaf = match i % 10 {
+            0..=3 => "Interpreter",
+            4..=6 => "java.util.List bidder.Table.selectAll",
+            _ => "score",
+        };
+        Some((vec!["main", "handle", leaf], (i % 2) as u32))
+    });
+    let f = analyze(&run);
+    let top = f
+        .iter()
+        .find(|f| f.id == "hot-code.top-self")
+        .expect("top-self");
+    assert!(
+        top.title.contains("bidder.Table.selectAll (30%"),
+        "{}",
+        top.title
+    );
+    // The evidence keeps every frame, the interpreter first.
+    assert_eq!(top.evidence.frames[0].name, "Interpreter");
 }

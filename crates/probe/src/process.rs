@@ -45,6 +45,7 @@ fn pid_path(buf: &mut PathBuf, root: &Path, pid: u32, rest: &[&str]) {
 struct ProcPrev {
     utime: u64,
     stime: u64,
+    majflt: u64,
     io: Option<(u64, u64)>,
 }
 
@@ -121,6 +122,9 @@ pub(crate) struct ProcessCollector {
     forks_at_scan: Option<u64>,
     cpu_user: Series,
     cpu_system: Series,
+    /// The tree's own major page faults: the host's count (vm.pgmajfault)
+    /// includes every other process's on a shared host.
+    majflt: Series,
     rss: Series,
     nthreads: Series,
     nprocs: Series,
@@ -177,6 +181,7 @@ impl ProcessCollector {
             forks_at_scan: None,
             cpu_user: Series::new("proc.cpu_user", "%"),
             cpu_system: Series::new("proc.cpu_system", "%"),
+            majflt: Series::new("proc.majflt", "/s"),
             rss: Series::new("proc.rss", "B"),
             nthreads: Series::new("proc.threads", "count"),
             nprocs: Series::new("proc.processes", "count"),
@@ -350,6 +355,7 @@ impl ProcessCollector {
 
         let mut d_user = 0u64;
         let mut d_system = 0u64;
+        let mut d_majflt = 0u64;
         let mut rss_pages = 0u64;
         let mut nthreads = 0u64;
         let mut nprocs = 0u64;
@@ -413,8 +419,8 @@ impl ProcessCollector {
                 continue;
             }
             let stat = self.buf.bytes();
-            let [Some(utime), Some(stime), Some(threads), Some(rss)] =
-                stat_fields(stat, [14, 15, 20, 24])
+            let [Some(majflt), Some(utime), Some(stime), Some(threads), Some(rss)] =
+                stat_fields(stat, [12, 14, 15, 20, 24])
             else {
                 continue;
             };
@@ -454,6 +460,7 @@ impl ProcessCollector {
                 if utime >= p.utime && stime >= p.stime {
                     d_user += utime - p.utime;
                     d_system += stime - p.stime;
+                    d_majflt += majflt.saturating_sub(p.majflt);
                     have_cpu_delta = true;
                 }
                 if let (Some((r0, w0)), Some((r1, w1))) = (p.io, io_now) {
@@ -465,6 +472,7 @@ impl ProcessCollector {
             slot.prev = Some(ProcPrev {
                 utime,
                 stime,
+                majflt,
                 io: io_now,
             });
             let size = if self.procfs {
@@ -669,6 +677,7 @@ impl ProcessCollector {
             let pct = 100.0 / hz / dt_s;
             self.cpu_user.push(out, t_ns, d_user as f64 * pct);
             self.cpu_system.push(out, t_ns, d_system as f64 * pct);
+            self.majflt.push(out, t_ns, d_majflt as f64 / dt_s);
         }
         if have_io_delta && io_available {
             self.read_bytes.push(out, t_ns, d_read as f64 / dt_s);
