@@ -262,7 +262,13 @@ fn node_cpu_prof_is_weighted_by_time_as_devtools_reads_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.js"), APP).unwrap();
     let o = Command::new("node")
-        .args(["--cpu-prof", "--cpu-prof-name", "app.cpuprofile", "app.js", "1500"])
+        .args([
+            "--cpu-prof",
+            "--cpu-prof-name",
+            "app.cpuprofile",
+            "app.js",
+            "1500",
+        ])
         .current_dir(dir.path())
         .output()
         .expect("run node --cpu-prof");
@@ -292,7 +298,10 @@ fn node_cpu_prof_is_weighted_by_time_as_devtools_reads_it() {
 
 #[test]
 fn chrome_trace_from_headless_chromium_is_read_per_thread() {
-    assert!(have("chromium"), "chromium is required: run scripts/setup.sh");
+    assert!(
+        have("chromium"),
+        "chromium is required: run scripts/setup.sh"
+    );
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("page.html");
     std::fs::write(
@@ -315,12 +324,19 @@ fn chrome_trace_from_headless_chromium_is_read_per_thread() {
             "--trace-startup-duration=0",
             "--dump-dom",
         ])
-        .arg(format!("--user-data-dir={}", dir.path().join("ud").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("ud").display()
+        ))
         .arg(format!("--trace-startup-file={}", trace.display()))
         .arg(format!("file://{}", page.display()))
         .output()
         .expect("run chromium");
-    assert!(o.status.success(), "chromium: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "chromium: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // The oracle: each profile's chunks joined and weighed as DevTools does.
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let mut joined: HashMap<(i64, String), serde_json::Value> = HashMap::new();
@@ -370,12 +386,21 @@ fn chrome_trace_from_headless_chromium_is_read_per_thread() {
         want_fib += m.get("fib").copied().unwrap_or(0.0);
         want_total += total;
     }
-    assert!(want_fib > 0.2 * want_total, "fib {want_fib} of {want_total}");
-    let folded = ok(&keisoku(&["collapse", trace.to_str().unwrap()]), "collapse trace");
+    assert!(
+        want_fib > 0.2 * want_total,
+        "fib {want_fib} of {want_total}"
+    );
+    let folded = ok(
+        &keisoku(&["collapse", trace.to_str().unwrap()]),
+        "collapse trace",
+    );
     let (ours, our_total) = self_by_leaf(&folded);
     let fib = ours.get("fib").copied().unwrap_or(0) as f64 / 1000.0;
     let our_total = our_total as f64 / 1000.0;
-    assert!((our_total - want_total).abs() / want_total < 0.001, "{our_total} vs {want_total}");
+    assert!(
+        (our_total - want_total).abs() / want_total < 0.001,
+        "{our_total} vs {want_total}"
+    );
     assert!(
         (fib - want_fib).abs() / want_total <= 0.01,
         "fib: keisoku {fib} µs, DevTools {want_fib} µs of {want_total}"
@@ -423,7 +448,11 @@ fn speedscope_stacks(doc: &serde_json::Value) -> Vec<Vec<String>> {
                     s.as_array()
                         .unwrap()
                         .iter()
-                        .map(|i| frames[i.as_u64().unwrap() as usize]["name"].as_str().unwrap())
+                        .map(|i| {
+                            frames[i.as_u64().unwrap() as usize]["name"]
+                                .as_str()
+                                .unwrap()
+                        })
                         .collect::<Vec<_>>()
                         .join(";")
                 })
@@ -435,7 +464,10 @@ fn speedscope_stacks(doc: &serde_json::Value) -> Vec<Vec<String>> {
 
 #[test]
 fn py_spy_speedscope_and_raw_outputs_are_read_whole() {
-    assert!(have("py-spy") && have("python3"), "py-spy is required: run scripts/setup.sh");
+    assert!(
+        have("py-spy") && have("python3"),
+        "py-spy is required: run scripts/setup.sh"
+    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.py"), PY).unwrap();
     let ss = dir.path().join("py.speedscope.json");
@@ -448,17 +480,28 @@ fn py_spy_speedscope_and_raw_outputs_are_read_whole() {
             .current_dir(dir.path())
             .output()
             .expect("run py-spy");
-        assert!(o.status.success(), "py-spy {format}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "py-spy {format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     // speedscope: every profile (thread) in the file, every sample.
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&ss).unwrap()).unwrap();
     let per_profile = speedscope_stacks(&doc);
-    assert!(per_profile.len() >= 2, "py-spy wrote {} profiles", per_profile.len());
+    assert!(
+        per_profile.len() >= 2,
+        "py-spy wrote {} profiles",
+        per_profile.len()
+    );
     let mut want: HashMap<String, u64> = HashMap::new();
     for s in per_profile.iter().flatten() {
         *want.entry(s.clone()).or_default() += 1;
     }
-    let folded = ok(&keisoku(&["collapse", ss.to_str().unwrap()]), "collapse speedscope");
+    let folded = ok(
+        &keisoku(&["collapse", ss.to_str().unwrap()]),
+        "collapse speedscope",
+    );
     let mut got: HashMap<String, u64> = HashMap::new();
     for l in folded.lines() {
         let (s, n) = l.rsplit_once(' ').unwrap();
@@ -478,7 +521,10 @@ fn py_spy_speedscope_and_raw_outputs_are_read_whole() {
         .map(str::to_owned)
         .collect();
     want.sort();
-    let folded = ok(&keisoku(&["collapse", raw.to_str().unwrap()]), "collapse raw");
+    let folded = ok(
+        &keisoku(&["collapse", raw.to_str().unwrap()]),
+        "collapse raw",
+    );
     let mut got: Vec<String> = folded.lines().map(str::to_owned).collect();
     got.sort();
     let sum = |v: &[String]| -> u64 {
@@ -510,7 +556,10 @@ fn flame_writes_speedscope_files_that_the_schema_accepts_and_that_read_back() {
         let out_s = out.to_str().unwrap();
         ok(&keisoku(&["flame", &data(input), "-o", out_s]), input);
         let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-        assert_eq!(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+        assert_eq!(
+            doc["$schema"],
+            "https://www.speedscope.app/file-format-schema.json"
+        );
         // Read back: the same stacks with the same shares (equal weights
         // read back as sample counts).
         let a = ok(&keisoku(&["collapse", &data(input)]), input);
@@ -531,7 +580,10 @@ fn flame_writes_speedscope_files_that_the_schema_accepts_and_that_read_back() {
         assert_eq!(a.len(), b.len(), "{input}");
         for (s, share) in &a {
             let back = b.get(s).copied().unwrap_or(-1.0);
-            assert!((share - back).abs() < 1e-9, "{input}: {s}: {share} vs {back}");
+            assert!(
+                (share - back).abs() < 1e-9,
+                "{input}: {s}: {share} vs {back}"
+            );
         }
         if let Some(tools) = &tools {
             let script = r#"
@@ -553,7 +605,9 @@ if (!validate(doc)) { console.error(JSON.stringify(validate.errors)); process.ex
                 String::from_utf8_lossy(&o.stderr)
             );
         } else {
-            eprintln!("speedscope's schema not installed (scripts/setup.sh): checked the read-back only");
+            eprintln!(
+                "speedscope's schema not installed (scripts/setup.sh): checked the read-back only"
+            );
         }
     }
 }

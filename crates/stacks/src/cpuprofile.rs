@@ -251,7 +251,7 @@ impl<'a> Tree<'a> {
         let mut t = if start_us.is_finite() { start_us } else { 0.0 };
         for i in 0..samples.len() {
             if timed {
-                t += deltas[i];
+                t += deltas.get(i).copied().unwrap_or(0.0);
             }
             times.push(t);
         }

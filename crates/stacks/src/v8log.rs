@@ -53,16 +53,19 @@ pub const FORMAT: FormatInfo = FormatInfo {
     read: |input, _| {
         let name = input.name.clone();
         let mut reader = input.into_reader();
-        parse_reader(&mut reader, &name, &mut FileSymbols::default()).map(Parsed::from)
+        parse_reader(&mut reader, &name, &mut FileSymbols).map(Parsed::from)
     },
 };
+
+/// A library's text symbols: (address, size, name), address-ordered.
+pub type Symbols = Vec<(u64, u64, String)>;
 
 /// Where native symbols come from: the real files ([`FileSymbols`]) or,
 /// in tests, a table.
 pub trait SymbolSource {
     /// The text symbols of the library at `path`, as (address, size, name)
     /// in the library's own addresses; `None` when it cannot be read.
-    fn symbols(&mut self, path: &str) -> Option<Vec<(u64, u64, String)>>;
+    fn symbols(&mut self, path: &str) -> Option<Symbols>;
 }
 
 /// Reads symbols from the ELF files the log names.
@@ -75,7 +78,7 @@ pub struct FileSymbols;
 const MAX_LIBRARY_BYTES: u64 = 1 << 30;
 
 impl SymbolSource for FileSymbols {
-    fn symbols(&mut self, path: &str) -> Option<Vec<(u64, u64, String)>> {
+    fn symbols(&mut self, path: &str) -> Option<Symbols> {
         use object::{Object, ObjectSymbol, SymbolKind};
         let meta = std::fs::metadata(path).ok()?;
         if !meta.is_file() || meta.len() > MAX_LIBRARY_BYTES {
@@ -83,13 +86,14 @@ impl SymbolSource for FileSymbols {
         }
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
-        let mut out: Vec<(u64, u64, String)> = file
+        let mut out: Symbols = file
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
             .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_owned())))
             .collect();
-        out.sort_by(|a, b| (a.0, std::cmp::Reverse(a.1)).cmp(&(b.0, std::cmp::Reverse(b.1))));
+        // Per address, the largest size first: the one dedup keeps.
+        out.sort_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
         out.dedup_by_key(|s| s.0);
         Some(out)
     }
@@ -502,7 +506,7 @@ impl Reader {
         }
         let mut profile = Profile::new(name, Unit::Samples);
         profile.damage = damage;
-        let mut tables: FxHashMap<usize, Option<Vec<(u64, u64, String)>>> = FxHashMap::default();
+        let mut tables: FxHashMap<usize, Option<Symbols>> = FxHashMap::default();
         let mut demangled: FxHashMap<(usize, usize), FrameIdOf> = FxHashMap::default();
         let mut frame_of_key: Vec<u32> = Vec::with_capacity(self.keys.len());
         for &k in &self.keys {
@@ -668,10 +672,10 @@ mod tests {
     use super::*;
 
     /// A symbol table given by hand.
-    struct Table(Vec<(&'static str, Vec<(u64, u64, String)>)>);
+    struct Table(Vec<(&'static str, Symbols)>);
 
     impl SymbolSource for Table {
-        fn symbols(&mut self, path: &str) -> Option<Vec<(u64, u64, String)>> {
+        fn symbols(&mut self, path: &str) -> Option<Symbols> {
             self.0
                 .iter()
                 .find(|(p, _)| *p == path)
