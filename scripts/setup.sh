@@ -57,3 +57,14 @@ command -v mvn >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 for svc in java-bidder node-bff flask-shop perl-dsp nginx-proxy; do
   examples/$svc/install.sh || { echo "setup: examples/$svc/install.sh failed" >&2; exit 1; }
 done
+
+# ---- speedscope's file-format schema (issue 16) ---------------------------------------------
+# `flame -o x.speedscope.json` is validated against the schema in speedscope's npm package, with
+# ajv, by crates/keisoku/tests/profiles_js.rs; both live outside the repo, in the user's cache.
+SPEEDSCOPE_TOOLS="$HOME/.cache/keisoku-tools/speedscope"
+if [[ ! -f "$SPEEDSCOPE_TOOLS/node_modules/speedscope/dist/release/file-format-schema.json" ||
+      ! -d "$SPEEDSCOPE_TOOLS/node_modules/ajv" ]]; then
+  echo "setup: installing speedscope's schema and ajv (npm) into $SPEEDSCOPE_TOOLS" >&2
+  mkdir -p "$SPEEDSCOPE_TOOLS"
+  (cd "$SPEEDSCOPE_TOOLS" && npm install --no-audit --no-fund --loglevel=error speedscope@1.25.0 ajv@8.20.0 >/dev/null)
+fi

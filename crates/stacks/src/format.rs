@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
-use crate::{cpuprofile, folded, perf, pprof, speedscope, ReadOptions};
+use crate::{chrometrace, cpuprofile, folded, perf, pprof, speedscope, v8log, v8pre, ReadOptions};
 
 /// Identifies a format; its value is its index in [`FORMATS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,12 +17,18 @@ pub enum Format {
     Pprof = 0,
     /// speedscope JSON (py-spy, rbspy...).
     Speedscope = 1,
+    /// Chrome trace / DevTools Performance export (ProfileChunk events).
+    ChromeTrace = 2,
     /// Chrome/V8 `.cpuprofile` JSON.
-    CpuProfile = 2,
+    CpuProfile = 3,
+    /// `node --prof-process --preprocess` JSON.
+    V8Pre = 4,
+    /// V8 tick log (`node --prof`).
+    V8Log = 5,
     /// `perf script` text.
-    Perf = 3,
+    Perf = 6,
     /// Folded stacks.
-    Folded = 4,
+    Folded = 7,
 }
 
 /// What a format's reader returns besides the profile.
@@ -66,7 +72,10 @@ pub struct FormatInfo {
 pub const FORMATS: &[FormatInfo] = &[
     pprof::FORMAT,
     speedscope::FORMAT,
+    chrometrace::FORMAT,
     cpuprofile::FORMAT,
+    v8pre::FORMAT,
+    v8log::FORMAT,
     perf::FORMAT,
     folded::FORMAT,
 ];

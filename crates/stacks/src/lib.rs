@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod chrometrace;
 pub mod collapse;
 pub mod cpuprofile;
 pub mod diff;
@@ -26,6 +27,8 @@ pub mod pprof;
 pub mod scope;
 pub mod speedscope;
 pub mod summary;
+pub mod v8log;
+pub mod v8pre;
 
 pub use error::{Error, Result};
 pub use format::{detect, Format, FormatInfo, Parsed, FORMATS};

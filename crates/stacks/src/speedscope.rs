@@ -421,6 +421,99 @@ fn build(doc: Doc, name: &str) -> Result<Profile> {
     Ok(profile)
 }
 
+/// The speedscope file-format schema URL, written as `$schema`.
+pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
+
+/// Writes a profile as a speedscope JSON document: the frames once in
+/// `shared.frames` (module as `file`), then one "sampled" profile per
+/// thread (one for a profile without threads), samples in time order with
+/// their weights. The unit follows the profile's: "nanoseconds", "bytes",
+/// or "none" for sample counts. Inputs without individual samples (folded
+/// stacks) give one sample per stack, weighing its count.
+pub fn write(profile: &Profile) -> Vec<u8> {
+    use serde_json::{json, Value};
+    let frames: Vec<Value> = profile
+        .frames
+        .iter()
+        .map(|f| {
+            if f.module.is_empty() {
+                json!({ "name": f.name })
+            } else {
+                json!({ "name": f.name, "file": f.module })
+            }
+        })
+        .collect();
+    let unit = match profile.unit {
+        Unit::Samples => "none",
+        Unit::Nanoseconds => "nanoseconds",
+        Unit::Bytes => "bytes",
+    };
+    // Per thread (or one group when threads are unknown): stacks, weights.
+    let mut groups: Vec<(Vec<Vec<u32>>, Vec<u64>)> = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut group_of: rustc_hash::FxHashMap<Option<u32>, usize> = Default::default();
+    let mut stacks_of: rustc_hash::FxHashMap<NodeId, Vec<u32>> = Default::default();
+    let mut add = |thread: Option<u32>, node: NodeId, weight: u64| {
+        let g = *group_of.entry(thread).or_insert_with(|| {
+            let t = thread.and_then(|t| profile.threads.get(t as usize));
+            names.push(match t {
+                Some(t) if t.pid != 0 || t.tid != 0 => {
+                    format!("{} [pid {} tid {}]", t.comm, t.pid, t.tid)
+                }
+                Some(t) if !t.comm.is_empty() => t.comm.clone(),
+                _ => profile.title.clone(),
+            });
+            groups.push(Default::default());
+            groups.len() - 1
+        });
+        let stack = stacks_of
+            .entry(node)
+            .or_insert_with(|| profile.stack_frames(node))
+            .clone();
+        groups[g].0.push(stack);
+        groups[g].1.push(weight);
+    };
+    if let Some(counts) = &profile.counts {
+        for (n, &c) in counts.iter().enumerate() {
+            if c > 0 {
+                add(None, n as NodeId, c);
+            }
+        }
+    } else {
+        let s = &profile.samples;
+        for i in 0..s.len() {
+            add(s.thread.as_ref().map(|t| t[i]), s.node[i], s.weight_of(i));
+        }
+    }
+    let profiles: Vec<Value> = groups
+        .into_iter()
+        .zip(names)
+        .map(|((samples, weights), name)| {
+            let end: u64 = weights.iter().fold(0u64, |a, &b| a.saturating_add(b));
+            json!({
+                "type": "sampled",
+                "name": name,
+                "unit": unit,
+                "startValue": 0,
+                "endValue": end,
+                "samples": samples,
+                "weights": weights,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "$schema": SCHEMA_URL,
+        "shared": { "frames": frames },
+        "profiles": profiles,
+        "name": profile.title,
+        "activeProfileIndex": 0,
+        "exporter": concat!("keisoku ", env!("CARGO_PKG_VERSION")),
+    });
+    let mut out = serde_json::to_vec(&doc).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -227,6 +227,68 @@ fn cpuprofile_keeps_per_sample_times() {
 }
 
 #[test]
+fn cpuprofile_weighs_each_sample_by_the_time_to_the_next() {
+    // DevTools' and speedscope's reading: sample i lasts until sample i+1
+    // (the last one until endTime). Self time per function name, from the
+    // raw document, against keisoku's.
+    let raw = text("node.cpuprofile.gz");
+    let doc: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let names: std::collections::HashMap<u64, String> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let f = n["callFrame"]["functionName"].as_str().unwrap();
+            let f = if f.is_empty() { "(anonymous)" } else { f };
+            (n["id"].as_u64().unwrap(), f.to_owned())
+        })
+        .collect();
+    let samples: Vec<u64> = doc["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let mut t = doc["startTime"].as_f64().unwrap();
+    let times: Vec<f64> = doc["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            t += d.as_f64().unwrap();
+            t
+        })
+        .collect();
+    let end = doc["endTime"].as_f64().unwrap();
+    let mut want: std::collections::HashMap<&str, f64> = Default::default();
+    let mut total = 0.0;
+    for (i, s) in samples.iter().enumerate() {
+        let d = (times.get(i + 1).copied().unwrap_or(end) - times[i]).max(0.0);
+        total += d;
+        *want.entry(names[s].as_str()).or_default() += d;
+    }
+    let p = read_profile(&data("node.cpuprofile.gz"), &ReadOptions::default())
+        .unwrap()
+        .profile;
+    assert_eq!(p.unit, keisoku_stacks::Unit::Nanoseconds);
+    let got = keisoku_stacks::summary::functions(&p);
+    let total_ns = p.total_weight() as f64;
+    assert!(
+        (total_ns / 1000.0 - total).abs() / total < 0.001,
+        "{total_ns} vs {total}"
+    );
+    for f in got.iter().take(10) {
+        let share = f.self_weight as f64 / total_ns;
+        let expected = want.get(f.name.as_str()).copied().unwrap_or(0.0) / total;
+        assert!(
+            (share - expected).abs() < 0.001,
+            "{}: {share} vs {expected}",
+            f.name
+        );
+    }
+}
+
+#[test]
 fn pprof_matches_go_tool_pprof() {
     // `go tool pprof -top` on this file: 1110ms total, runtime.asyncPreempt
     // flat 440ms (39.64%); the profile samples every 10ms.
@@ -418,8 +480,9 @@ fn heat_map_counts_every_non_idle_sample_once() {
     let q = read_profile(&data("node.cpuprofile.gz"), &ReadOptions::default())
         .unwrap()
         .profile;
+    // A .cpuprofile weighs time (issue 16): its cells hold nanoseconds.
     let h = keisoku_stacks::scope::heat_map(&q, 10, true).unwrap();
-    assert_eq!(h.cells.iter().sum::<u64>(), q.samples.len() as u64);
+    assert_eq!(h.cells.iter().sum::<u64>(), q.total_weight());
     assert!(keisoku_stacks::scope::heat_map(
         &read_profile(&data("go.pprof"), &ReadOptions::default())
             .unwrap()

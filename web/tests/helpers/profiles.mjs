@@ -168,8 +168,8 @@ export function forEachStack(p, fn) {
   }
 }
 
-/** Total weight, optionally filtered: { from, to, idle (default true), prefix: names[] , thread }. */
-export function weightWhere(p, { from = null, to = null, idle = true, prefix = null, match = null, threads = null } = {}) {
+/** Total weight (or, with `count`, the number of samples), optionally filtered: { from, to, idle (default true), prefix: names[] , thread }. */
+export function weightWhere(p, { from = null, to = null, idle = true, prefix = null, match = null, threads = null, count = false } = {}) {
   let total = 0;
   forEachStack(p, (names, w, t, th) => {
     if (from !== null && t !== null && t < from) return;
@@ -178,7 +178,7 @@ export function weightWhere(p, { from = null, to = null, idle = true, prefix = n
     if (threads && th !== null && !threads.includes(th)) return;
     if (prefix && (names.length < prefix.length || prefix.some((f, i) => names[i] !== f))) return;
     if (match && !names.some((n) => match.test(n))) return;
-    total += w;
+    total += count ? 1 : w;
   });
   return total;
 }

@@ -13,14 +13,15 @@ use keisoku_stacks::Format;
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style), .folded or .speedscope.json (for speedscope.app).\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
 )]
 pub struct Args {
-    /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),
+    /// Profile: perf script, folded, .cpuprofile, pprof, speedscope, V8 tick log (node --prof)
+    /// or its --preprocess JSON, or a Chrome trace (plain or gzip; "-" for stdin),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
-    /// Output file: .html, .svg or .folded (default: a summary on stdout).
+    /// Output file: .html, .svg, .folded or .speedscope.json (default: a summary on stdout).
     #[arg(short, long, value_name = "FILE")]
     output: Option<String>,
     /// Title shown on the graph (default: the input file name).
@@ -83,9 +84,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     )?;
     let kind = args.output.as_deref().map(extension);
     if let Some(k) = kind {
-        if !matches!(k, "html" | "htm" | "svg" | "folded" | "txt") {
+        if !matches!(k, "html" | "htm" | "svg" | "folded" | "txt" | "json") {
             return Err(bad_input(format!(
-                "-o {}: unknown output type {k:?} (expected .html, .svg or .folded)",
+                "-o {}: unknown output type {k:?} (expected .html, .svg, .folded or .speedscope.json)",
                 args.output.as_deref().unwrap_or_default()
             )));
         }
@@ -95,7 +96,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // a stack's last frame is its outermost caller, and the summary would
     // name `__libc_start_call_main` as the top self function (issue 13).
     // The page inverts in the browser, where its function table knows.
-    let drawn_inverted = args.invert && matches!(kind, Some("svg" | "folded" | "txt"));
+    let drawn_inverted = args.invert && matches!(kind, Some("svg" | "folded" | "txt" | "json"));
     let sel = keisoku_stacks::filter::Selection {
         invert: drawn_inverted,
         ..sel
@@ -130,6 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .into_bytes()
         }
         "svg" => svg(&profile, &keisoku_stacks::collapse::folded_text(&profile))?,
+        "json" => keisoku_stacks::speedscope::write(&profile),
         _ => keisoku_stacks::collapse::folded_text(&profile).into_bytes(),
     };
     write_to(std::path::Path::new(output), &body)?;
