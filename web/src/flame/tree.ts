@@ -31,6 +31,18 @@ export interface TreeOptions {
   focus?: string | null;
   /** Leaf-first stacks (callers of each function). */
   invert?: boolean;
+  /**
+   * Keep only stacks through this frame name, cut at its outermost call and
+   * read leaf-first from it: the function at the root, its callers above
+   * (the upper half of a sandwich view). Wins over `focus` and `invert`.
+   */
+  callers?: string | null;
+  /**
+   * Children ordered heaviest first instead of by name (left-heavy):
+   * identical stacks are merged either way, this only moves the widest to
+   * the left so the dominant paths line up.
+   */
+  leftHeavy?: boolean;
   /** Drop samples whose stack contains an idle frame. */
   hideIdle?: boolean;
   /**
@@ -168,6 +180,33 @@ export class CallTree {
   isAncestorOrSelf(a: number, b: number): boolean {
     for (let n = b; n >= 0; n = n === 0 ? -1 : this.parent[n]) if (n === a) return true;
     return false;
+  }
+
+  /**
+   * Reorders every child list in place, heaviest first ('weight') or in
+   * node creation order ('creation': builders that append nodes as they
+   * meet them, such as the time-ordered tree), and lays out `x` again.
+   */
+  orderChildren(by: 'weight' | 'creation'): void {
+    const { childStart, childList, total } = this;
+    for (let i = 0; i < this.n; i++) {
+      const a = childStart[i];
+      const b = childStart[i + 1];
+      if (b - a < 2) continue;
+      const seg = childList.subarray(a, b);
+      // Ties by name rank order already in the list; sort is stable.
+      if (by === 'weight') seg.sort((p, q) => total[q] - total[p]);
+      else seg.sort((p, q) => p - q);
+    }
+    const x = this.x;
+    for (let i = 0; i < this.n; i++) {
+      let cur = x[i];
+      for (let k = childStart[i]; k < childStart[i + 1]; k++) {
+        const c = childList[k];
+        x[c] = cur;
+        cur += total[c];
+      }
+    }
   }
 
   /** Node ids of the subtree under `root` (inclusive), preorder. */
@@ -348,7 +387,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
 
   // 2a. Fast path: without transforms the profile's prefix tree already is
   // the merged call tree; keep the nodes that carry weight, all typed arrays.
-  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert;
+  const callersOf = opts.callers != null && opts.callers !== '' ? opts.callers : null;
+  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
   if (plain) {
     const parentIn = profile.nodeParent;
     const sub = Float64Array.from(weight);
@@ -382,6 +422,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     }
     const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name.length));
     tree.sampleCount = sampleCount;
+    if (opts.leftHeavy) tree.orderChildren('weight');
     return tree;
   }
 
@@ -397,8 +438,9 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     }
   }
   const focusFrames = new Uint8Array(nFrames);
-  const focusing = opts.focus != null && opts.focus !== '';
-  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === opts.focus) focusFrames[f] = 1;
+  const focusName = callersOf ?? opts.focus;
+  const focusing = focusName != null && focusName !== '';
+  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === focusName) focusFrames[f] = 1;
   const parent = profile.nodeParent;
   const frame = profile.nodeFrame;
   const groupRoots = groupFunc.map((f) => (grouped ? b.child(0, f) : 0));
@@ -436,7 +478,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       if (start < 0) return -1;
     }
     let t = grouped ? groupRoots[g] : 0;
-    if (opts.invert) for (let i = path.length - 1; i >= start; i--) t = b.child(t, path[i]);
+    if (callersOf !== null) for (let i = start; i >= 0; i--) t = b.child(t, path[i]);
+    else if (opts.invert) for (let i = path.length - 1; i >= start; i--) t = b.child(t, path[i]);
     else for (let i = start; i < path.length; i++) t = b.child(t, path[i]);
     return t;
   };
@@ -460,8 +503,11 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   }
   const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name.length));
   tree.sampleCount = sampleCount;
-  tree.inverted = !!opts.invert;
+  // A callers tree is leaf-first too, but its leaf is the chosen function,
+  // not each sample's own leaf: self weight reads as in a plain tree.
+  tree.inverted = !!opts.invert && callersOf === null;
   if (focusing) tree.wholeTotal = whole;
+  if (opts.leftHeavy) tree.orderChildren('weight');
   return tree;
 }
 
