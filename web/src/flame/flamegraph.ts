@@ -18,6 +18,7 @@ import { DiffMode, DiffTree, diffTrees } from './difftree';
 import { nextTask } from './compact';
 import { buildTimeOrderTree, timeOrderUnavailable } from './timeorder';
 import { FLAME_MODES, FlameMode, MODE_LABELS } from './viewstate';
+import { toast } from './popups';
 import './flame.css';
 
 /** Two sides of a differential flame graph. */
@@ -387,10 +388,20 @@ export class FlameGraph extends Emitter<FlameEvents> {
    */
   setMode(mode: FlameMode): void {
     if (mode === 'time-order' && this.timeOrderWhy && this.source !== null) throw new Error(`time order: ${this.timeOrderWhy}`);
+    const before = this.mode;
     this.mode = mode;
     this.treeOpts.leftHeavy = mode === 'left-heavy';
-    if (this.modeSelect) this.modeSelect.value = mode;
-    this.refresh();
+    try {
+      this.refresh();
+    } catch (e) {
+      // Too large a time-ordered tree: stay in the mode that worked.
+      this.mode = before;
+      this.treeOpts.leftHeavy = before === 'left-heavy';
+      this.refresh();
+      throw e;
+    } finally {
+      if (this.modeSelect) this.modeSelect.value = this.mode;
+    }
   }
 
   /**
@@ -452,6 +463,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
    */
   applyView(v: Partial<GraphView>, filters: { threads?: ReadonlySet<number> | null; fromMs?: number | null; toMs?: number | null } = {}): void {
     this.batching = true;
+    let late: unknown = null;
     try {
       if (v.mode !== undefined) {
         if (v.mode === 'time-order' && this.timeOrderWhy) throw new Error(`time order: ${this.timeOrderWhy}`);
@@ -478,8 +490,17 @@ export class FlameGraph extends Emitter<FlameEvents> {
         this.treeOpts.hide = v.hide ? new RegExp(v.hide) : null;
         if (this.hideInput) this.hideInput.value = v.hide;
       }
-      if (v.focus !== undefined) this.setFocus(v.focus);
-      else this.refresh(false);
+      const rebuild = (): void => (v.focus !== undefined ? this.setFocus(v.focus) : this.refresh(false));
+      try {
+        rebuild();
+      } catch (e) {
+        if (this.mode !== 'time-order') throw e;
+        // Too large in time order: the rest of the view still applies, merged.
+        this.mode = 'merged';
+        if (this.modeSelect) this.modeSelect.value = 'merged';
+        rebuild();
+        late = e;
+      }
       if (v.icicle !== undefined && v.icicle !== this.icicle) this.setIcicle(v.icicle);
       if (v.search !== undefined) this.search(v.search === '' ? null : v.search);
       if (v.zoom && v.zoom.length) this.zoomToNames(v.zoom);
@@ -487,6 +508,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       this.batching = false;
     }
     this.emitView();
+    if (late) throw late;
   }
 
   private emitView(): void {
@@ -787,7 +809,13 @@ export class FlameGraph extends Emitter<FlameEvents> {
       this.modeSelect = modeSel;
       this.enableModes(modeSel);
       const sel = modeSel;
-      sel.addEventListener('change', () => this.setMode(sel.value as FlameMode));
+      sel.addEventListener('change', () => {
+        try {
+          this.setMode(sel.value as FlameMode);
+        } catch (e) {
+          toast(String(e instanceof Error ? e.message : e));
+        }
+      });
     }
     const split = h('select', { class: 'ks-flame-split', 'aria-label': 'merge or split by process and thread' },
       h('option', { value: 'merge', text: 'all threads merged' }),

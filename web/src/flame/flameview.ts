@@ -291,8 +291,12 @@ export class FlameViews {
         else this.showSandwich(this.target(false));
         break;
       case 'mode':
-        g.setMode(nextMode(g.layoutMode, this.caps));
-        toast(`mode: ${g.layoutMode}`);
+        try {
+          g.setMode(nextMode(g.layoutMode, this.caps));
+          toast(`mode: ${g.layoutMode}`);
+        } catch (e) {
+          toast(String(e instanceof Error ? e.message : e));
+        }
         break;
       case 'back':
         g.back();

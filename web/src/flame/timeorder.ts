@@ -6,7 +6,19 @@
  * neighbours merge, never stacks far apart in time.
  */
 import { Profile } from './profile';
+import { fmtCount } from '../common/format';
 import { CallTree, FuncTable, TreeOptions } from './tree';
+
+/**
+ * Most boxes a time-ordered tree may have (about 45 bytes each in the
+ * tree's columns). Stacks that change at every sample (many threads
+ * interleaved, or a long capture) need one box per frame per sample; past
+ * this the page says so and asks for a narrower range or one thread.
+ */
+export const MAX_TIME_ORDER_NODES = 4_000_000;
+
+/** The time-ordered tree would be too large to draw; the message says what to narrow. */
+export class TimeOrderTooLarge extends Error {}
 
 /** Why a profile cannot be shown in time order, or null when it can. */
 export function timeOrderUnavailable(profile: { sampleTime: Float64Array | null; sampleNode: Int32Array | null }): string | null {
@@ -84,14 +96,32 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): Ca
   const idle = opts.hideIdle ? profile.idleNodes() : null;
 
   // Nodes are appended in the order they open, so ids follow time.
-  let parent: number[] = [-1];
-  let func: number[] = [allFunc];
-  let self: number[] = [0];
+  let cap = 1 << 16;
+  let parent = new Int32Array(cap);
+  let func = new Int32Array(cap);
+  let self = new Float64Array(cap);
+  let n = 1;
+  parent[0] = -1;
+  func[0] = allFunc;
   const newNode = (p: number, f: number): number => {
-    parent.push(p);
-    func.push(f);
-    self.push(0);
-    return parent.length - 1;
+    if (n === cap) {
+      if (cap >= MAX_TIME_ORDER_NODES) {
+        throw new TimeOrderTooLarge(
+          `time order of the samples in view needs more than ${fmtCount(MAX_TIME_ORDER_NODES)} boxes (stacks change at almost every sample): pick one thread or a shorter time range`,
+        );
+      }
+      cap = Math.min(cap * 2, MAX_TIME_ORDER_NODES);
+      const grow = <T extends Int32Array | Float64Array>(a: T, b: T): T => {
+        b.set(a);
+        return b;
+      };
+      parent = grow(parent, new Int32Array(cap));
+      func = grow(func, new Int32Array(cap));
+      self = grow(self, new Float64Array(cap));
+    }
+    parent[n] = p;
+    func[n] = f;
+    return n++;
   };
   // Per group: the open stack (tree nodes and their frames) and the
   // profile node of the last sample, for the common "same stack" case.
@@ -147,32 +177,40 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): Ca
         continue;
       }
     }
-    let frames: number[];
-    if (callersOf !== null) frames = path.slice(0, start + 1).reverse();
-    else if (opts.invert) frames = path.slice(start).reverse();
-    else frames = start > 0 ? path.slice(start) : path;
+    // frames[j] = path[first + j * step], `len` of them.
+    let first = start;
+    let step = 1;
+    let len = path.length - start;
+    if (callersOf !== null) {
+      first = start;
+      step = -1;
+      len = start + 1;
+    } else if (opts.invert) {
+      first = path.length - 1;
+      step = -1;
+    }
     if (grouped && groupRoot[g] < 0) groupRoot[g] = newNode(0, groupFunc[g]);
     const base = grouped ? groupRoot[g] : 0;
     const on = openNodes[g];
     const of = openFrames[g];
     let d = 0;
-    while (d < frames.length && d < of.length && of[d] === frames[d]) d++;
+    while (d < len && d < of.length && of[d] === path[first + d * step]) d++;
     on.length = d;
     of.length = d;
     let cur = d > 0 ? on[d - 1] : base;
-    for (let j = d; j < frames.length; j++) {
-      cur = newNode(cur, frames[j]);
+    for (let j = d; j < len; j++) {
+      const f = path[first + j * step];
+      cur = newNode(cur, f);
       on.push(cur);
-      of.push(frames[j]);
+      of.push(f);
     }
     self[cur] += w;
     lastNode[g] = node;
     lastLeaf[g] = cur;
   }
-  const tree = new CallTree(funcs, Int32Array.from(parent), Int32Array.from(func), Float64Array.from(self));
-  // Let the plain arrays go before the tree is used.
-  parent = func = self = [];
-  tree.orderChildren('creation');
+  // Equal ranks for every function: the tree's counting sort then keeps
+  // each child list in node order, which is time order.
+  const tree = new CallTree(funcs, parent.slice(0, n), func.slice(0, n), self.slice(0, n), new Int32Array(funcs.name.length));
   tree.sampleCount = count;
   tree.inverted = !!opts.invert && callersOf === null;
   if (focusName) tree.wholeTotal = whole;
