@@ -72,6 +72,11 @@ async function boxes(page, source) {
   }, source);
 }
 
+/** A regex matching exactly `name`. */
+function exact(name) {
+  return new RegExp(`^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+}
+
 /** The exact function name of the heaviest frame matching `re` in the data. */
 function nameOf(data, re) {
   const w = new Map();
@@ -179,7 +184,7 @@ test('real perf profile: sandwich of a function from the table, the frame menu a
   await page.click('.ks-btn-sandwich');
   assert.equal(await page.locator('.ks-sandwich').isVisible(), true);
   assert.equal(await page.locator('.ks-graph').isHidden(), true, 'the sandwich takes the graph\'s place');
-  const through = weightWhere(recorded.data, { match: new RegExp(`^${beta.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) });
+  const through = weightWhere(recorded.data, { match: exact(beta) });
   const halves = await page.evaluate(() => {
     const v = window.keisoku.views;
     const s = v.sandwich;
@@ -198,6 +203,11 @@ test('real perf profile: sandwich of a function from the table, the frame menu a
   await page.waitForFunction(() => window.keisoku !== undefined);
   assert.equal(await page.locator('.ks-sandwich').isVisible(), true);
   assert.equal(await page.evaluate(() => window.keisoku.views.current().fn), beta);
+  // Another row of the table: the sandwich follows it.
+  const alpha = nameOf(recorded.data, /phaseAlpha/);
+  await page.locator('.ks-functable-table td.ks-name', { hasText: alpha }).first().click();
+  assert.equal(await page.locator('.ks-sandwich-title').textContent(), `Sandwich: ${alpha}`);
+  assert.equal(await page.evaluate(() => window.keisoku.views.sandwich.callers.tree.total[0]), weightWhere(recorded.data, { match: exact(alpha) }));
   // The Flame graph tab brings the graph back; the frame menu opens a sandwich too.
   await page.click('.ks-tab-flame');
   assert.equal(await page.locator('.ks-graph').isVisible(), true);

@@ -46,7 +46,7 @@ export class FlameViews {
   /** Hooks to give the FunctionTable this controller is bound to. */
   static tableHooks(get: () => FlameViews | null): FunctionTableHooks {
     return {
-      onSelect: () => get()?.write(),
+      onSelect: (name) => get()?.onTableSelect(name),
       onSandwich: (name) => get()?.showSandwich(name),
     };
   }
@@ -175,6 +175,13 @@ export class FlameViews {
     this.write();
   }
 
+  /** A row or frame selected a function: the sandwich follows it (as speedscope's). */
+  onTableSelect(name: string | null): void {
+    if (this.applying) return;
+    if (this.panel === 'sandwich' && name !== null && this.sandwich && name !== this.sandwich.func) this.showSandwich(name);
+    else this.write();
+  }
+
   /** Shows the sandwich of `name` (null: the selected function, else a hint). */
   showSandwich(name: string | null): void {
     if (name === null) {
@@ -191,9 +198,10 @@ export class FlameViews {
     this.panel = 'sandwich';
     this.p.graphBox.hidden = true;
     this.sandwichBox.hidden = false;
-    if (this.p.table.selectedFunction !== name) this.p.table.selectName(name);
     this.renderTabs();
     this.sandwich.show(name, this.p.graph.viewState(), this.filters());
+    // After show: the table's select hook then finds the sandwich current.
+    if (this.p.table.selectedFunction !== name) this.p.table.selectName(name);
     this.write();
   }
 

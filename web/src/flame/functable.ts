@@ -181,9 +181,11 @@ export class FunctionTable {
       sandwich.addEventListener('click', () => onSandwich(name));
     }
     this.side.append(
-      h('h3', { class: 'ks-functable-selected' }, name, ' ', focus, sandwich ? ' ' : null, sandwich),
+      h('h3', { class: 'ks-functable-selected' }, name, ' ', focus),
       h('div', { class: 'ks-muted', text: `total ${fmtWeight(totals[f] ?? 0, unit)}${t.funcs.module[f] ? ' · ' + t.funcs.module[f] : ''}` }),
     );
+    // Its own line, apart from the heading's Focus button.
+    if (sandwich) this.side.append(h('div', { class: 'ks-functable-actions' }, sandwich));
     const list = (title: string, m: Map<number, number>, cls: string): void => {
       const rows = [...m].sort((a, b) => b[1] - a[1]).slice(0, 50);
       const tbody = h('tbody');
