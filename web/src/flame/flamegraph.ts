@@ -872,6 +872,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
       const d = this.diff;
       parts.push(`before ${fmtWeight(d.beforeSum, unit)} · after ${fmtWeight(d.afterSum, unit)}`);
     } else parts.push(`${fmtWeight(total, unit)} in view`);
+    if (this.mode === 'time-order') parts.push('time order: samples left to right as taken');
+    else if (this.mode === 'left-heavy') parts.push('left heavy: heaviest first');
+    if (this.treeOpts.callers) parts.push(`callers of ${this.treeOpts.callers}`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);
     if (this.matched) {
       // "Of all" is of the whole profile, also when a focus dropped stacks.
