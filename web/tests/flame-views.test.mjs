@@ -152,6 +152,33 @@ test('left heavy: the same merged stacks, heaviest child first at every node', (
   }
 });
 
+test('switching merged <-> left heavy reorders the same tree in place, and back exactly', () => {
+  const t = buildTree(profile, {});
+  const x = Float64Array.from(t.x);
+  const list = Int32Array.from(t.childList);
+  t.orderChildren('weight');
+  const heavy = buildTree(profile, { leftHeavy: true });
+  assert.deepEqual(leavesX(t), leavesX(heavy), 'the same layout as a left-heavy build');
+  t.orderChildren('name');
+  assert.deepEqual(t.x, x);
+  assert.deepEqual(t.childList, list);
+  // Without a saved copy (a tree built left heavy), name order is sorted back.
+  heavy.orderChildren('name');
+  assert.deepEqual(leavesX(heavy), leavesX(t));
+});
+
+/** x and width per root-to-node name path. */
+function leavesX(tree) {
+  const out = new Map();
+  const names = new Array(tree.n);
+  names[0] = '';
+  for (let i = 1; i < tree.n; i++) {
+    names[i] = names[tree.parent[i]] + ';' + tree.name(i);
+    out.set(names[i], `${tree.x[i]}+${tree.total[i]}`);
+  }
+  return out;
+}
+
 /** A profile from stacks given as "a;b;c" strings with times (ms) and threads. */
 function handMade(samples, threads = [{ pid: 1, tid: 1, comm: 'x' }]) {
   const frames = [];

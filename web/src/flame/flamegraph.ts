@@ -391,6 +391,16 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const before = this.mode;
     this.mode = mode;
     this.treeOpts.leftHeavy = mode === 'left-heavy';
+    if (before !== 'time-order' && mode !== 'time-order' && this.source instanceof Profile && this._tree.order !== 'creation') {
+      // Merged <-> left heavy: the same tree in another order, no rebuild
+      // (the zoom, search shares and function table all stay valid).
+      this._tree.orderChildren(mode === 'left-heavy' ? 'weight' : 'name');
+      if (this.modeSelect) this.modeSelect.value = mode;
+      this.renderStatus();
+      this.draw();
+      this.emitView();
+      return;
+    }
     try {
       this.refresh();
     } catch (e) {
@@ -461,7 +471,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
    * Throws on an invalid regex or an unavailable mode, naming it; what was
    * valid before it stays applied.
    */
-  applyView(v: Partial<GraphView>, filters: { threads?: ReadonlySet<number> | null; fromMs?: number | null; toMs?: number | null } = {}): void {
+  applyView(v: Partial<GraphView>, filters: { threads?: ReadonlySet<number> | null; fromMs?: number | null; toMs?: number | null; callers?: string | null } = {}): void {
     this.batching = true;
     let late: unknown = null;
     try {
@@ -486,6 +496,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       if ('threads' in filters) this.treeOpts.threads = filters.threads;
       if ('fromMs' in filters) this.treeOpts.fromMs = filters.fromMs;
       if ('toMs' in filters) this.treeOpts.toMs = filters.toMs;
+      if ('callers' in filters) this.treeOpts.callers = filters.callers;
       if (v.hide !== undefined) {
         this.treeOpts.hide = v.hide ? new RegExp(v.hide) : null;
         if (this.hideInput) this.hideInput.value = v.hide;

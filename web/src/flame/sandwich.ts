@@ -65,9 +65,9 @@ export class SandwichView {
       invert: false,
       search: view.search,
     };
-    this.callees.applyView({ ...shared, focus: name }, filters);
-    this.callers.applyView({ ...shared, focus: null }, filters);
-    this.callers.setCallers(name);
+    // One build per half: the callers half gets its function with the filters.
+    this.callees.applyView({ ...shared, focus: name }, { ...filters, callers: null });
+    this.callers.applyView({ ...shared, focus: null }, { ...filters, callers: name });
     const t = this.callees.tree;
     const whole = t.allTotal;
     const through = t.total[0];

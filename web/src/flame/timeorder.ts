@@ -211,6 +211,7 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): Ca
   // Equal ranks for every function: the tree's counting sort then keeps
   // each child list in node order, which is time order.
   const tree = new CallTree(funcs, parent.slice(0, n), func.slice(0, n), self.slice(0, n), new Int32Array(funcs.name.length));
+  tree.order = 'creation';
   tree.sampleCount = count;
   tree.inverted = !!opts.invert && callersOf === null;
   if (focusName) tree.wholeTotal = whole;

@@ -183,21 +183,38 @@ export class CallTree {
   }
 
   /**
-   * Reorders every child list in place, heaviest first ('weight') or in
-   * node creation order ('creation': builders that append nodes as they
-   * meet them, such as the time-ordered tree), and lays out `x` again.
+   * How child lists are ordered: by name as built, heaviest first, or in
+   * node creation order (builders that append nodes as they meet them,
+   * such as the time-ordered tree, which sets it).
    */
-  orderChildren(by: 'weight' | 'creation'): void {
+  order: 'name' | 'weight' | 'creation' = 'name';
+  /** The by-name child lists, kept when reordering so going back is a copy. */
+  private byName: Int32Array | null = null;
+
+  /**
+   * Reorders every child list in place and lays out `x` again: the same
+   * tree (node ids, totals, function stats) in another left-to-right order,
+   * so a mode switch needs no rebuild.
+   */
+  orderChildren(by: 'name' | 'weight' | 'creation'): void {
+    if (by === this.order) return;
     const { childStart, childList, total } = this;
-    for (let i = 0; i < this.n; i++) {
-      const a = childStart[i];
-      const b = childStart[i + 1];
-      if (b - a < 2) continue;
-      const seg = childList.subarray(a, b);
-      // Ties by name rank order already in the list; sort is stable.
-      if (by === 'weight') seg.sort((p, q) => total[q] - total[p]);
-      else seg.sort((p, q) => p - q);
+    if (this.order === 'name' && !this.byName) this.byName = childList.slice();
+    if (by === 'name' && this.byName) childList.set(this.byName);
+    else {
+      const names = this.funcs.name;
+      const func = this.func;
+      for (let i = 0; i < this.n; i++) {
+        const a = childStart[i];
+        const b = childStart[i + 1];
+        if (b - a < 2) continue;
+        const seg = childList.subarray(a, b);
+        if (by === 'weight') seg.sort((p, q) => total[q] - total[p] || p - q);
+        else if (by === 'creation') seg.sort((p, q) => p - q);
+        else seg.sort((p, q) => (names[func[p]] < names[func[q]] ? -1 : names[func[p]] > names[func[q]] ? 1 : func[p] - func[q] || p - q));
+      }
     }
+    this.order = by;
     const x = this.x;
     for (let i = 0; i < this.n; i++) {
       let cur = x[i];
