@@ -176,8 +176,8 @@ for (let r = 0; r < runs; r++) {
       try {
         f();
         return Math.round(performance.now() - t0);
-      } catch {
-        return -Math.round(performance.now() - t0);
+      } catch (e) {
+        return `refused after ${Math.round(performance.now() - t0)} ms: ${e.message}`;
       }
     };
     return {
@@ -190,7 +190,7 @@ for (let r = 0; r < runs; r++) {
   });
   if (views) {
     viewOps.push(views);
-    console.error(`run ${r + 1}: views ${JSON.stringify(views)} (ms; negative = refused after that long)`);
+    console.error(`run ${r + 1}: views ${JSON.stringify(views)} (ms)`);
   }
   zooms.push(ops.zoom);
   searches.push(ops.search);
@@ -219,7 +219,14 @@ for (let r = 0; r < runs; r++) {
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const out = { page: entry, form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, embedding, runs, first_paint_ms_median: Math.round(median(firstPaint)), first_frame_ms_median: Math.round(median(firstFrame)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
-if (viewOps.length) for (const k of Object.keys(viewOps[0])) out[`${k}_ms_median`] = median(viewOps.map((o) => o[k]));
+if (viewOps.length) {
+  for (const k of Object.keys(viewOps[0])) {
+    const ms = viewOps.map((o) => o[k]).filter((v) => typeof v === 'number');
+    const refused = viewOps.map((o) => o[k]).filter((v) => typeof v === 'string');
+    if (ms.length) out[`${k}_ms_median`] = median(ms);
+    if (refused.length) out[`${k}_refused`] = refused;
+  }
+}
 for (const p of peers) {
   const m = p.load.includes(Infinity) ? `>${PEER_TIMEOUT_MS}` : median(p.load);
   out[`${p.label}_mb`] = Number(p.mb.toFixed(1));

@@ -130,6 +130,13 @@ test('real perf profile: the URL holds the whole view; a reload and a fresh tab 
   if (skip) return t.skip(skip);
   const { page, errors, ctx } = await open(browser, recorded.html);
   const alpha = nameOf(recorded.data, /phaseAlpha/);
+  // A link equal to the page as it opened rebuilds nothing (a million-sample
+  // tree takes seconds): the tree object stays the same.
+  assert.ok(await page.evaluate(() => {
+    const t = window.keisoku.flame.tree;
+    window.keisoku.views.start();
+    return window.keisoku.flame.tree === t && location.hash === '';
+  }));
   // The table row first: selecting a function searches for it.
   await page.locator('.ks-functable-table td.ks-name', { hasText: alpha }).first().click();
   await page.selectOption('.ks-flame-mode', 'left-heavy');

@@ -474,6 +474,10 @@ export class FlameGraph extends Emitter<FlameEvents> {
   applyView(v: Partial<GraphView>, filters: { threads?: ReadonlySet<number> | null; fromMs?: number | null; toMs?: number | null; callers?: string | null } = {}): void {
     this.batching = true;
     let late: unknown = null;
+    // Rebuild only when what the tree is built from changed: a link that
+    // matches the page as it opened costs nothing (a million-sample tree
+    // takes a second or more to build).
+    const before = this.treeKey();
     try {
       if (v.mode !== undefined) {
         if (v.mode === 'time-order' && this.timeOrderWhy) throw new Error(`time order: ${this.timeOrderWhy}`);
@@ -501,9 +505,15 @@ export class FlameGraph extends Emitter<FlameEvents> {
         this.treeOpts.hide = v.hide ? new RegExp(v.hide) : null;
         if (this.hideInput) this.hideInput.value = v.hide;
       }
-      const rebuild = (): void => (v.focus !== undefined ? this.setFocus(v.focus) : this.refresh(false));
+      const focusChanged = v.focus !== undefined && v.focus !== (this.treeOpts.focus ?? null);
+      const rebuild = (): void => (focusChanged ? this.setFocus(v.focus ?? null) : this.refresh(false));
       try {
-        rebuild();
+        if (focusChanged || this.treeKey() !== before) rebuild();
+        else if (v.zoom && v.zoom.length === 0 && this.zoomNode !== 0) {
+          this.history = [];
+          this.zoomNode = 0;
+          this.afterZoom(false);
+        }
       } catch (e) {
         if (this.mode !== 'time-order') throw e;
         // Too large in time order: the rest of the view still applies, merged.
@@ -513,13 +523,30 @@ export class FlameGraph extends Emitter<FlameEvents> {
         late = e;
       }
       if (v.icicle !== undefined && v.icicle !== this.icicle) this.setIcicle(v.icicle);
-      if (v.search !== undefined) this.search(v.search === '' ? null : v.search);
+      if (v.search !== undefined && v.search !== this.viewState().search) this.search(v.search === '' ? null : v.search);
       if (v.zoom && v.zoom.length) this.zoomToNames(v.zoom);
     } finally {
       this.batching = false;
     }
     this.emitView();
     if (late) throw late;
+  }
+
+  /** Everything the tree is built from, as one comparable string. */
+  private treeKey(): string {
+    const o = this.treeOpts;
+    return JSON.stringify([
+      this.mode,
+      o.split ?? 'merge',
+      !!o.invert,
+      !!o.hideIdle,
+      o.threads ? [...o.threads].sort((a, b) => a - b) : null,
+      o.fromMs ?? null,
+      o.toMs ?? null,
+      o.callers ?? null,
+      o.hide ? o.hide.source : null,
+      o.focus ?? null,
+    ]);
   }
 
   private emitView(): void {

@@ -163,8 +163,10 @@ export class FlameViews {
       }
       const z = graph.viewState().zoom;
       if (v.zoom.length && z.length < v.zoom.length) ignored.push(`zoom: ${v.zoom.slice(z.length).join(' › ')} is not in this view`);
-      if (v.fn !== null && !table.selectName(v.fn)) ignored.push(`fn=${v.fn}: no such function in this view`);
-      if (v.fn === null) table.selectName(null);
+      if (v.fn !== table.selectedFunction) {
+        if (v.fn !== null && !table.selectName(v.fn)) ignored.push(`fn=${v.fn}: no such function in this view`);
+        if (v.fn === null) table.selectName(null);
+      }
       if (v.panel === 'sandwich' && v.fn !== null && table.selectedFunction === v.fn) this.showSandwich(v.fn);
       else this.showFlame();
     } finally {
