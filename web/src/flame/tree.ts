@@ -460,6 +460,13 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === focusName) focusFrames[f] = 1;
   const parent = profile.nodeParent;
   const frame = profile.nodeFrame;
+  // Which profile nodes have the focused function on their path (parents
+  // come before children): stacks without it are skipped unwalked.
+  let through: Uint8Array | null = null;
+  if (focusing) {
+    through = new Uint8Array(nNodes);
+    for (let n = 0; n < nNodes; n++) through[n] = focusFrames[frame[n]] | (parent[n] >= 0 ? through[parent[n]] : 0);
+  }
   const groupRoots = groupFunc.map((f) => (grouped ? b.child(0, f) : 0));
 
   // Memoised prefix mapping: a node's tree node is its parent's tree node's
@@ -486,6 +493,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   };
   const path: number[] = [];
   const mapPath = (g: number, n: number): number => {
+    if (through !== null && !through[n]) return -1;
     path.length = 0;
     for (let m = n; m >= 0; m = parent[m]) if (!hidden[frame[m]]) path.push(frame[m]);
     path.reverse(); // root to leaf
