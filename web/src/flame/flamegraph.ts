@@ -70,6 +70,10 @@ export interface FlameOptions {
   modes?: boolean;
   /** Shift+click focuses on the function; default true. */
   shiftFocus?: boolean;
+  /** Initial focus (as setFocus), built in the first tree rather than after it (for toolbar-less graphs: the focus chip does not show it). */
+  focus?: string | null;
+  /** Initial callers view (as setCallers), likewise. */
+  callers?: string | null;
 }
 
 /** Settings of a graph that a link restores (see viewstate.ts). */
@@ -187,7 +191,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.source = pending ? null : (source as Profile | DiffSource);
     this.pendingUnit = pending ? pending.unit : 'samples';
     this.icicle = !!options.icicle;
-    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle };
+    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle, focus: options.focus ?? null, callers: options.callers ?? null };
     this.shiftFocus = options.shiftFocus !== false;
     const src0 = this.source;
     this.timeOrderWhy = pending ? (pending.timeOrder === undefined ? 'no sample timestamps' : pending.timeOrder) : src0 instanceof Profile ? timeOrderUnavailable(src0) : 'a differential graph has no time order';
@@ -219,7 +223,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
     // Large profiles paint a preview first (only frames wide enough to
     // see): given by the page while its columns load, or cut from the
     // profile; the full tree follows in a later task.
-    const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES;
+    // (A focused or callers tree holds only the stacks through one
+    // function: built whole at once, no preview.)
+    const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES && !options.focus && !options.callers;
     if (pending) {
       this._tree = pending.preview;
       this.renderLegend();

@@ -191,7 +191,7 @@ export class FlameViews {
       return;
     }
     if (!this.sandwich) {
-      this.sandwich = new SandwichView(this.sandwichBox, this.p.profile);
+      this.sandwich = new SandwichView(this.sandwichBox, this.p.profile, name);
       for (const g of [this.sandwich.callers, this.sandwich.callees]) {
         const graph = g;
         graph.on('context', (c) => this.openMenu(graph, c.name, c.node, c.clientX, c.clientY, false));

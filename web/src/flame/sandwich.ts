@@ -27,7 +27,8 @@ export class SandwichView {
   private readonly facts: HTMLElement;
   private fn: string | null = null;
 
-  constructor(container: HTMLElement, private readonly profile: Profile) {
+  /** `first`: the function shown first (its trees are the graphs' first builds). */
+  constructor(container: HTMLElement, private readonly profile: Profile, first: string) {
     this.title = h('h2', { class: 'ks-sandwich-title' });
     this.facts = h('div', { class: 'ks-muted ks-sandwich-facts' });
     const up = h('div', { class: 'ks-sandwich-callers' });
@@ -42,8 +43,8 @@ export class SandwichView {
     );
     container.append(this.root);
     const opts = { toolbar: false, legend: false, shiftFocus: false, maxHeight: '34vh' };
-    this.callers = new FlameGraph(up, profile, { ...opts, icicle: false });
-    this.callees = new FlameGraph(down, profile, { ...opts, icicle: true });
+    this.callers = new FlameGraph(up, profile, { ...opts, icicle: false, callers: first });
+    this.callees = new FlameGraph(down, profile, { ...opts, icicle: true, focus: first });
   }
 
   /** The function shown, or null. */
