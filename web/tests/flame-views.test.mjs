@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { WEB } from './helpers/browser.mjs';
-import { syntheticProfile, forEachStack, IDLE } from './helpers/profiles.mjs';
+import { syntheticProfile, forEachStack, weightWhere, IDLE } from './helpers/profiles.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'keisoku-views-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
@@ -284,6 +284,15 @@ test('time order keeps every sample and each stack its weight under the filters'
   const noTimes = Profile.from({ ...data, samples: { ...data.samples, time_ms: null } });
   assert.match(timeOrderUnavailable(noTimes), /no sample timestamps/);
   assert.throws(() => buildTimeOrderTree(noTimes), /no sample timestamps/);
+});
+
+test('time order past its box limit says what to narrow instead of building on', () => {
+  const full = buildTimeOrderTree(profile);
+  assert.ok(full.n > 5000);
+  assert.throws(() => buildTimeOrderTree(profile, {}, 4096), (e) => e instanceof m.TimeOrderTooLarge && /more than 4,096 boxes.*pick one thread or a shorter time range/.test(e.message));
+  // One thread over a short range fits.
+  const small = buildTimeOrderTree(profile, { threads: new Set([0]), fromMs: 0, toMs: 200 }, 4096);
+  assert.equal(small.total[0], weightWhere(data, { threads: [0], from: 0, to: 200 }));
 });
 
 test('sandwich halves: callers and callees of a function have the same width, that of its stacks', () => {

@@ -410,10 +410,10 @@ export class FlameGraph extends Emitter<FlameEvents> {
     try {
       this.refresh();
     } catch (e) {
-      // Too large a time-ordered tree: stay in the mode that worked.
+      // Too large a time-ordered tree: the build threw before replacing
+      // the tree, so the graph still shows the mode that worked.
       this.mode = before;
       this.treeOpts.leftHeavy = before === 'left-heavy';
-      this.refresh();
       throw e;
     } finally {
       if (this.modeSelect) this.modeSelect.value = this.mode;

@@ -15,7 +15,7 @@ import { CallTree, FuncTable, TreeOptions } from './tree';
  * interleaved, or a long capture) need one box per frame per sample; past
  * this the page says so and asks for a narrower range or one thread.
  */
-export const MAX_TIME_ORDER_NODES = 4_000_000;
+export const MAX_TIME_ORDER_NODES = 2_000_000;
 
 /** The time-ordered tree would be too large to draw; the message says what to narrow. */
 export class TimeOrderTooLarge extends Error {}
@@ -46,7 +46,7 @@ function timeOrder(times: Float64Array): Int32Array {
  * split). Throws when the profile has no sample times: callers check
  * timeOrderUnavailable first, so the page can say why the mode is off.
  */
-export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): CallTree {
+export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, maxNodes = MAX_TIME_ORDER_NODES): CallTree {
   const why = timeOrderUnavailable(profile);
   if (why) throw new Error(why);
   const sn = profile.sampleNode as Int32Array;
@@ -96,7 +96,7 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): Ca
   const idle = opts.hideIdle ? profile.idleNodes() : null;
 
   // Nodes are appended in the order they open, so ids follow time.
-  let cap = 1 << 16;
+  let cap = Math.min(1 << 16, maxNodes);
   let parent = new Int32Array(cap);
   let func = new Int32Array(cap);
   let self = new Float64Array(cap);
@@ -105,12 +105,12 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}): Ca
   func[0] = allFunc;
   const newNode = (p: number, f: number): number => {
     if (n === cap) {
-      if (cap >= MAX_TIME_ORDER_NODES) {
+      if (cap >= maxNodes) {
         throw new TimeOrderTooLarge(
-          `time order of the samples in view needs more than ${fmtCount(MAX_TIME_ORDER_NODES)} boxes (stacks change at almost every sample): pick one thread or a shorter time range`,
+          `time order of the samples in view needs more than ${fmtCount(maxNodes)} boxes (stacks change at almost every sample): pick one thread or a shorter time range`,
         );
       }
-      cap = Math.min(cap * 2, MAX_TIME_ORDER_NODES);
+      cap = Math.min(cap * 2, maxNodes);
       const grow = <T extends Int32Array | Float64Array>(a: T, b: T): T => {
         b.set(a);
         return b;
