@@ -114,6 +114,7 @@ const interactive = [];
 const zooms = [];
 const searches = [];
 const resets = [];
+const viewOps = [];
 for (let r = 0; r < runs; r++) {
   const { page, errors, ctx } = await open(browser, html);
   const m = await page.evaluate(
@@ -162,6 +163,35 @@ for (let r = 0; r < runs; r++) {
       reset: time(() => fg.reset()),
     };
   });
+  // The views of the flame page on the full tree: left heavy and back, the
+  // sandwich of a shared helper and back, and time order (which a
+  // million samples whose stacks change at every sample exceed: the time
+  // until the page says so is what is measured then).
+  const views = entry !== 'flame' ? null : await page.evaluate(() => {
+    const fg = window.keisoku.flame;
+    const v = window.keisoku.views;
+    if (!v) return null;
+    const time = (f) => {
+      const t0 = performance.now();
+      try {
+        f();
+        return Math.round(performance.now() - t0);
+      } catch (e) {
+        return `refused after ${Math.round(performance.now() - t0)} ms: ${e.message}`;
+      }
+    };
+    return {
+      left_heavy: time(() => fg.setMode('left-heavy')),
+      merged: time(() => fg.setMode('merged')),
+      sandwich: time(() => v.showSandwich('malloc')),
+      flame_tab: time(() => v.showFlame()),
+      time_order: time(() => fg.setMode('time-order')),
+    };
+  });
+  if (views) {
+    viewOps.push(views);
+    console.error(`run ${r + 1}: views ${JSON.stringify(views)} (ms)`);
+  }
   zooms.push(ops.zoom);
   searches.push(ops.search);
   resets.push(ops.reset);
@@ -189,6 +219,14 @@ for (let r = 0; r < runs; r++) {
 await browser.close();
 const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const out = { page: entry, form: via === 'binary' ? 'binary' : form, load_average: (await import('node:os')).loadavg().map((x) => Number(x.toFixed(1))), samples, distinct_frames: distinct, stack_nodes: profile.nodes.parent.length, page_mb: Number(mb.toFixed(1)), via, embedding, runs, first_paint_ms_median: Math.round(median(firstPaint)), first_frame_ms_median: Math.round(median(firstFrame)), interactive_ms_median: Math.round(median(interactive)), zoom_ms_median: median(zooms), search_ms_median: median(searches), reset_ms_median: median(resets), first_paint_ms: firstPaint.map(Math.round), interactive_ms: interactive.map(Math.round) };
+if (viewOps.length) {
+  for (const k of Object.keys(viewOps[0])) {
+    const ms = viewOps.map((o) => o[k]).filter((v) => typeof v === 'number');
+    const refused = viewOps.map((o) => o[k]).filter((v) => typeof v === 'string');
+    if (ms.length) out[`${k}_ms_median`] = median(ms);
+    if (refused.length) out[`${k}_refused`] = refused;
+  }
+}
 for (const p of peers) {
   const m = p.load.includes(Infinity) ? `>${PEER_TIMEOUT_MS}` : median(p.load);
   out[`${p.label}_mb`] = Number(p.mb.toFixed(1));

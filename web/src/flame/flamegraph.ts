@@ -16,6 +16,9 @@ import { Profile } from './profile';
 import { buildTree, CallTree, matchShare, MatchShare, SplitMode, TreeOptions } from './tree';
 import { DiffMode, DiffTree, diffTrees } from './difftree';
 import { nextTask } from './compact';
+import { buildTimeOrderTree, timeOrderUnavailable } from './timeorder';
+import { FLAME_MODES, FlameMode, MODE_LABELS } from './viewstate';
+import { toast } from './popups';
 import './flame.css';
 
 /** Two sides of a differential flame graph. */
@@ -37,6 +40,8 @@ export interface PendingProfile {
   unit: string;
   /** The profile has per-sample threads (the split menu is usable). */
   threads: boolean;
+  /** Why the profile cannot be shown in time order (null: it can); default: it cannot. */
+  timeOrder?: string | null;
   load: Promise<Profile>;
 }
 
@@ -61,6 +66,27 @@ export interface FlameOptions {
   idleToggle?: boolean;
   /** Max height of the scrolling canvas area in CSS pixels; default 70vh. */
   maxHeight?: string;
+  /** Show the mode menu (merged, left heavy, time order); default false. */
+  modes?: boolean;
+  /** Shift+click focuses on the function; default true. */
+  shiftFocus?: boolean;
+  /** Initial focus (as setFocus), built in the first tree rather than after it (for toolbar-less graphs: the focus chip does not show it). */
+  focus?: string | null;
+  /** Initial callers view (as setCallers), likewise. */
+  callers?: string | null;
+}
+
+/** Settings of a graph that a link restores (see viewstate.ts). */
+export interface GraphView {
+  mode: FlameMode;
+  zoom: string[];
+  search: string;
+  focus: string | null;
+  hide: string;
+  invert: boolean;
+  icicle: boolean;
+  split: SplitMode;
+  idle: boolean;
 }
 
 /** What the status line reports; also available to tests via stats(). */
@@ -87,6 +113,10 @@ export interface FlameEvents {
   paint: { ms: number; frames: number };
   /** After the tree was rebuilt (filters changed). */
   rebuild: { tree: CallTree };
+  /** After any change of what a link restores (zoom, search, mode, filters). */
+  view: GraphView;
+  /** Right click on a frame: where, for a menu. */
+  context: { node: number; func: number; name: string; clientX: number; clientY: number };
 }
 
 const ROW = 18;
@@ -136,6 +166,14 @@ export class FlameGraph extends Emitter<FlameEvents> {
   private hideInput: HTMLInputElement | null = null;
   private splitSelect: HTMLSelectElement | null = null;
   private focusChip: HTMLElement | null = null;
+  private modeSelect: HTMLSelectElement | null = null;
+  private invertBtn: HTMLButtonElement | null = null;
+  private idleInput: HTMLInputElement | null = null;
+  private mode: FlameMode = 'merged';
+  private timeOrderWhy: string | null;
+  private readonly shiftFocus: boolean;
+  /** Suppresses 'view' events while several settings are applied at once. */
+  private batching = false;
   private charW = 7.2;
   private widthPx = 0;
   private raf = 0;
@@ -153,7 +191,10 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.source = pending ? null : (source as Profile | DiffSource);
     this.pendingUnit = pending ? pending.unit : 'samples';
     this.icicle = !!options.icicle;
-    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle };
+    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle, focus: options.focus ?? null, callers: options.callers ?? null };
+    this.shiftFocus = options.shiftFocus !== false;
+    const src0 = this.source;
+    this.timeOrderWhy = pending ? (pending.timeOrder === undefined ? 'no sample timestamps' : pending.timeOrder) : src0 instanceof Profile ? timeOrderUnavailable(src0) : 'a differential graph has no time order';
     this.root = h('div', { class: 'ks-flame' });
     this.status = h('span', { class: 'ks-flame-status', 'aria-live': 'polite' });
     this.crumbs = h('nav', { class: 'ks-flame-crumbs', 'aria-label': 'zoom path' });
@@ -162,7 +203,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.scroller.style.maxHeight = options.maxHeight ?? '70vh';
     this.tooltip = h('div', { class: 'ks-flame-tip', role: 'tooltip' });
     this.legendEl = h('div', { class: 'ks-flame-legend' });
-    if (options.toolbar !== false) this.root.append(this.buildToolbar(options.idleToggle !== false, pending ? pending.threads : this.hasThreads()));
+    if (options.toolbar !== false) this.root.append(this.buildToolbar(options.idleToggle !== false, pending ? pending.threads : this.hasThreads(), !!options.modes && !(src0 !== null && !(src0 instanceof Profile))));
     this.root.append(h('div', { class: 'ks-flame-statusbar' }, this.status), this.crumbs, this.scroller, this.tooltip);
     if (options.legend !== false) this.root.append(this.legendEl);
     container.append(this.root);
@@ -170,6 +211,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.canvas.addEventListener('mousemove', (e) => this.onMove(e));
     this.canvas.addEventListener('mouseleave', () => this.setHover(-1, null));
     this.canvas.addEventListener('click', (e) => this.onClick(e));
+    this.canvas.addEventListener('contextmenu', (e) => this.onContext(e));
     this.resizeObserver = new ResizeObserver(() => this.scheduleDraw());
     this.resizeObserver.observe(this.scroller);
     onThemeChange(() => {
@@ -181,7 +223,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
     // Large profiles paint a preview first (only frames wide enough to
     // see): given by the page while its columns load, or cut from the
     // profile; the full tree follows in a later task.
-    const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES;
+    // (A focused or callers tree holds only the stacks through one
+    // function: built whole at once, no preview.)
+    const big = source instanceof Profile && source.nodeCount > PREVIEW_NODES && !options.focus && !options.callers;
     if (pending) {
       this._tree = pending.preview;
       this.renderLegend();
@@ -198,7 +242,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
         const profile = await pending.load;
         await nextTask();
         this.source = profile;
+        this.timeOrderWhy = timeOrderUnavailable(profile);
         if (this.splitSelect) this.enableSplit(this.splitSelect, this.hasThreads());
+        if (this.modeSelect) this.enableModes(this.modeSelect);
         this.refresh();
         if (options.search) this.search(options.search);
       })();
@@ -275,13 +321,17 @@ export class FlameGraph extends Emitter<FlameEvents> {
   /** Merges all threads or splits by process or thread. */
   setSplit(mode: SplitMode): void {
     this.treeOpts.split = mode;
+    if (this.splitSelect) this.splitSelect.value = mode;
     this.refresh();
   }
 
   /** Hides frames whose names match (their callees move up). */
   setHide(re: RegExp | null): void {
     this.treeOpts.hide = re;
-    if (this.hideInput && !re) this.hideInput.value = '';
+    if (this.hideInput) {
+      this.hideInput.value = re ? re.source : '';
+      this.hideInput.classList.remove('ks-invalid');
+    }
     this.refresh();
   }
 
@@ -306,6 +356,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
   /** Leaf-first stacks. */
   setInvert(on: boolean): void {
     this.treeOpts.invert = on;
+    this.invertBtn?.setAttribute('aria-pressed', String(on));
     this.history = [];
     this.zoomNode = 0;
     this.refresh(false);
@@ -313,6 +364,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
 
   setHideIdle(on: boolean): void {
     this.treeOpts.hideIdle = on;
+    if (this.idleInput) this.idleInput.checked = !on;
     this.refresh();
   }
 
@@ -322,6 +374,189 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.root.querySelector('.ks-btn-icicle')?.setAttribute('aria-pressed', String(on));
     this.draw();
     this.showRoot();
+    this.emitView();
+  }
+
+  /** The layout mode in force. */
+  get layoutMode(): FlameMode {
+    return this.mode;
+  }
+
+  /** Why time order is unavailable for this graph's profile, or null. */
+  get timeOrderUnavailable(): string | null {
+    return this.timeOrderWhy;
+  }
+
+  /**
+   * Merged by name, left heavy (heaviest first), or time order (samples
+   * in the order taken). Time order without timestamps throws with the
+   * reason; the menu offers it disabled with the same reason.
+   */
+  setMode(mode: FlameMode): void {
+    if (mode === 'time-order' && this.timeOrderWhy && this.source !== null) throw new Error(`time order: ${this.timeOrderWhy}`);
+    const before = this.mode;
+    this.mode = mode;
+    this.treeOpts.leftHeavy = mode === 'left-heavy';
+    if (before !== 'time-order' && mode !== 'time-order' && this.source instanceof Profile && this._tree.order !== 'creation') {
+      // Merged <-> left heavy: the same tree in another order, no rebuild
+      // (the zoom, search shares and function table all stay valid).
+      this._tree.orderChildren(mode === 'left-heavy' ? 'weight' : 'name');
+      if (this.modeSelect) this.modeSelect.value = mode;
+      this.renderStatus();
+      this.draw();
+      this.emitView();
+      return;
+    }
+    try {
+      this.refresh();
+    } catch (e) {
+      // Too large a time-ordered tree: the build threw before replacing
+      // the tree, so the graph still shows the mode that worked.
+      this.mode = before;
+      this.treeOpts.leftHeavy = before === 'left-heavy';
+      throw e;
+    } finally {
+      if (this.modeSelect) this.modeSelect.value = this.mode;
+    }
+  }
+
+  /**
+   * Shows the callers of `name` (the upper half of a sandwich): stacks
+   * through it, cut at its outermost call, read from it towards the root.
+   */
+  setCallers(name: string | null): void {
+    this.treeOpts.callers = name;
+    this.history = [];
+    this.zoomNode = 0;
+    this.refresh(false);
+  }
+
+  /** The node under the pointer, or -1. */
+  hoveredNode(): number {
+    return this.hover;
+  }
+
+  /** Zooms to the deepest node along a path of frame names from the root. */
+  zoomToNames(names: string[]): void {
+    const t = this._tree;
+    let n = 0;
+    for (const name of names) {
+      // The heaviest child of that name (a name may come from two modules).
+      let next = -1;
+      for (let k = t.childStart[n]; k < t.childStart[n + 1]; k++) {
+        const c = t.childList[k];
+        if (t.funcs.name[t.func[c]] === name && t.total[c] > 0 && (next < 0 || t.total[c] > t.total[next])) next = c;
+      }
+      if (next < 0) break;
+      n = next;
+    }
+    if (n === this.zoomNode) return;
+    this.history.push(this.pathKeys(this.zoomNode));
+    this.zoomNode = n;
+    this.afterZoom();
+  }
+
+  /** What a link restores of this graph. */
+  viewState(): GraphView {
+    const t = this._tree;
+    return {
+      mode: this.mode,
+      zoom: t.path(this.zoomNode).map((n) => t.funcs.name[t.func[n]]),
+      search: this.searchInput ? this.searchInput.value : this.searchRe ? this.searchRe.source : '',
+      focus: this.treeOpts.focus ?? null,
+      hide: this.treeOpts.hide ? this.treeOpts.hide.source : '',
+      invert: !!this.treeOpts.invert,
+      icicle: this.icicle,
+      split: this.treeOpts.split ?? 'merge',
+      idle: !this.treeOpts.hideIdle,
+    };
+  }
+
+  /**
+   * Applies several settings with one rebuild (a link being opened).
+   * Throws on an invalid regex or an unavailable mode, naming it; what was
+   * valid before it stays applied.
+   */
+  applyView(v: Partial<GraphView>, filters: { threads?: ReadonlySet<number> | null; fromMs?: number | null; toMs?: number | null; callers?: string | null } = {}): void {
+    this.batching = true;
+    let late: unknown = null;
+    // Rebuild only when what the tree is built from changed: a link that
+    // matches the page as it opened costs nothing (a million-sample tree
+    // takes a second or more to build).
+    const before = this.treeKey();
+    try {
+      if (v.mode !== undefined) {
+        if (v.mode === 'time-order' && this.timeOrderWhy) throw new Error(`time order: ${this.timeOrderWhy}`);
+        this.mode = v.mode;
+        this.treeOpts.leftHeavy = v.mode === 'left-heavy';
+        if (this.modeSelect) this.modeSelect.value = v.mode;
+      }
+      if (v.split !== undefined) {
+        this.treeOpts.split = v.split;
+        if (this.splitSelect) this.splitSelect.value = v.split;
+      }
+      if (v.invert !== undefined) {
+        this.treeOpts.invert = v.invert;
+        this.invertBtn?.setAttribute('aria-pressed', String(v.invert));
+      }
+      if (v.idle !== undefined) {
+        this.treeOpts.hideIdle = !v.idle;
+        if (this.idleInput) this.idleInput.checked = v.idle;
+      }
+      if ('threads' in filters) this.treeOpts.threads = filters.threads;
+      if ('fromMs' in filters) this.treeOpts.fromMs = filters.fromMs;
+      if ('toMs' in filters) this.treeOpts.toMs = filters.toMs;
+      if ('callers' in filters) this.treeOpts.callers = filters.callers;
+      if (v.hide !== undefined) {
+        this.treeOpts.hide = v.hide ? new RegExp(v.hide) : null;
+        if (this.hideInput) this.hideInput.value = v.hide;
+      }
+      const focusChanged = v.focus !== undefined && v.focus !== (this.treeOpts.focus ?? null);
+      const rebuild = (): void => (focusChanged ? this.setFocus(v.focus ?? null) : this.refresh(false));
+      try {
+        if (focusChanged || this.treeKey() !== before) rebuild();
+        else if (v.zoom && v.zoom.length === 0 && this.zoomNode !== 0) {
+          this.history = [];
+          this.zoomNode = 0;
+          this.afterZoom(false);
+        }
+      } catch (e) {
+        if (this.mode !== 'time-order') throw e;
+        // Too large in time order: the rest of the view still applies, merged.
+        this.mode = 'merged';
+        if (this.modeSelect) this.modeSelect.value = 'merged';
+        rebuild();
+        late = e;
+      }
+      if (v.icicle !== undefined && v.icicle !== this.icicle) this.setIcicle(v.icicle);
+      if (v.search !== undefined && v.search !== this.viewState().search) this.search(v.search === '' ? null : v.search);
+      if (v.zoom && v.zoom.length) this.zoomToNames(v.zoom);
+    } finally {
+      this.batching = false;
+    }
+    this.emitView();
+    if (late) throw late;
+  }
+
+  /** Everything the tree is built from, as one comparable string. */
+  private treeKey(): string {
+    const o = this.treeOpts;
+    return JSON.stringify([
+      this.mode,
+      o.split ?? 'merge',
+      !!o.invert,
+      !!o.hideIdle,
+      o.threads ? [...o.threads].sort((a, b) => a - b) : null,
+      o.fromMs ?? null,
+      o.toMs ?? null,
+      o.callers ?? null,
+      o.hide ? o.hide.source : null,
+      o.focus ?? null,
+    ]);
+  }
+
+  private emitView(): void {
+    if (!this.batching && this._tree) this.emit('view', this.viewState());
   }
 
   /**
@@ -361,6 +596,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.draw();
     const st = this.stats();
     this.emit('search', st);
+    this.emitView();
     return st;
   }
 
@@ -484,7 +720,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
     if (src === null) return;
     if (src instanceof Profile) {
       this.diff = null;
-      this._tree = buildTree(src, previewShare > 0 ? { ...this.treeOpts, minShare: previewShare } : this.treeOpts);
+      if (this.mode === 'time-order' && !this.timeOrderWhy) this._tree = buildTimeOrderTree(src, this.treeOpts);
+      else this._tree = buildTree(src, previewShare > 0 ? { ...this.treeOpts, minShare: previewShare } : this.treeOpts);
     } else {
       const side = (p: Profile, r: [number, number] | null | undefined): CallTree =>
         buildTree(p, { ...this.treeOpts, fromMs: r ? r[0] : this.treeOpts.fromMs, toMs: r ? r[1] : this.treeOpts.toMs });
@@ -545,11 +782,20 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.renderStatus();
     this.draw();
     if (emit) this.emit('zoom', { node: this.zoomNode, path: this.pathKeys(this.zoomNode) });
+    this.emitView();
   }
 
   // ---- DOM --------------------------------------------------------------
 
-  private buildToolbar(idleToggle: boolean, hasThreads: boolean): HTMLElement {
+  private enableModes(sel: HTMLSelectElement): void {
+    const opt = sel.querySelector('option[value="time-order"]') as HTMLOptionElement | null;
+    if (!opt) return;
+    opt.disabled = !!this.timeOrderWhy;
+    opt.textContent = this.timeOrderWhy ? `${MODE_LABELS['time-order']} (unavailable: ${this.timeOrderWhy})` : MODE_LABELS['time-order'];
+    opt.title = this.timeOrderWhy ?? 'samples left to right in the order they were taken';
+  }
+
+  private buildToolbar(idleToggle: boolean, hasThreads: boolean, modes: boolean): HTMLElement {
     const search = h('input', {
       type: 'search',
       class: 'ks-flame-search',
@@ -598,6 +844,23 @@ export class FlameGraph extends Emitter<FlameEvents> {
       this.setInvert(on);
     });
     invert.setAttribute('aria-pressed', 'false');
+    this.invertBtn = invert;
+    let modeSel: HTMLSelectElement | null = null;
+    if (modes) {
+      modeSel = h('select', { class: 'ks-flame-mode', 'aria-label': 'layout: merged by name, left heavy or time order' });
+      for (const m of FLAME_MODES) modeSel.append(h('option', { value: m, text: MODE_LABELS[m] }));
+      modeSel.value = this.mode;
+      this.modeSelect = modeSel;
+      this.enableModes(modeSel);
+      const sel = modeSel;
+      sel.addEventListener('change', () => {
+        try {
+          this.setMode(sel.value as FlameMode);
+        } catch (e) {
+          toast(String(e instanceof Error ? e.message : e));
+        }
+      });
+    }
     const split = h('select', { class: 'ks-flame-split', 'aria-label': 'merge or split by process and thread' },
       h('option', { value: 'merge', text: 'all threads merged' }),
       h('option', { value: 'process', text: 'split by process' }),
@@ -609,6 +872,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     split.addEventListener('change', () => this.setSplit(split.value as SplitMode));
     const idle = h('input', { type: 'checkbox', class: 'ks-flame-idle' });
     idle.checked = !this.treeOpts.hideIdle;
+    this.idleInput = idle;
     idle.addEventListener('change', () => this.setHideIdle(!idle.checked));
     this.focusChip = h('span', { class: 'ks-chip ks-flame-focus' });
     this.focusChip.hidden = true;
@@ -616,6 +880,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
       search,
       btn('Back', 'previous zoom', 'ks-btn-back', () => this.back()),
       btn('Reset', 'reset zoom and search (Esc)', 'ks-btn-reset', () => this.reset()),
+      modeSel,
       icicle,
       invert,
       split,
@@ -651,6 +916,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
       const d = this.diff;
       parts.push(`before ${fmtWeight(d.beforeSum, unit)} · after ${fmtWeight(d.afterSum, unit)}`);
     } else parts.push(`${fmtWeight(total, unit)} in view`);
+    if (this.mode === 'time-order') parts.push('time order: samples left to right as taken');
+    else if (this.mode === 'left-heavy') parts.push('left heavy: heaviest first');
+    if (this.treeOpts.callers) parts.push(`callers of ${this.treeOpts.callers}`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);
     if (this.matched) {
       // "Of all" is of the whole profile, also when a focus dropped stacks.
@@ -740,11 +1008,22 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const t = this._tree;
     const f = t.func[n];
     if (n > 0) this.emit('select', { func: f, name: t.funcs.name[f], module: t.funcs.module[f] });
-    if (e.shiftKey && n > 0) {
+    if (e.shiftKey && n > 0 && this.shiftFocus) {
       if (!this.isDiff) this.setFocus(t.funcs.name[f]);
       return;
     }
     this.zoomTo(n);
+  }
+
+  private onContext(e: MouseEvent): void {
+    const [x, y] = this.eventPos(e);
+    const n = this.nodeAt(x, y);
+    if (n <= 0) return;
+    // Only frames get a menu; elsewhere the browser's own stays.
+    e.preventDefault();
+    this.setHover(-1, null);
+    const f = this._tree.func[n];
+    this.emit('context', { node: n, func: f, name: this._tree.funcs.name[f], clientX: e.clientX, clientY: e.clientY });
   }
 
   private setHover(n: number, e: MouseEvent | null): void {
@@ -802,7 +1081,7 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const tbl = h('table');
     for (const [k, v] of rows) tbl.append(h('tr', {}, h('th', { text: k }), h('td', { text: v })));
     tip.append(tbl);
-    tip.append(h('div', { class: 'ks-muted ks-tip-hint', text: this.isDiff ? 'click: zoom' : 'click: zoom · shift+click: focus on function' }));
+    tip.append(h('div', { class: 'ks-muted ks-tip-hint', text: this.isDiff ? 'click: zoom' : this.shiftFocus ? 'click: zoom · shift+click: focus on function · right click: menu' : 'click: zoom · right click: menu' }));
   }
 
   // ---- drawing ----------------------------------------------------------

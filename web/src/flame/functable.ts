@@ -15,6 +15,14 @@ export function regexEscape(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** Hooks a page gives the table. */
+export interface FunctionTableHooks {
+  /** The selected function changed (a row, a frame click, a link). */
+  onSelect?: (name: string | null) => void;
+  /** "Sandwich" was pressed for a function; without this hook there is no button. */
+  onSandwich?: (name: string) => void;
+}
+
 /** The function table bound to a flame graph. */
 export class FunctionTable {
   readonly root: HTMLElement;
@@ -27,7 +35,7 @@ export class FunctionTable {
   private rootStats: { tree: unknown; stats: FuncStats; sorted: Map<string, number[]> } | null = null;
   private pending = 0;
 
-  constructor(container: HTMLElement, private readonly graph: FlameGraph) {
+  constructor(container: HTMLElement, private readonly graph: FlameGraph, private readonly hooks: FunctionTableHooks = {}) {
     this.main = h('div', { class: 'ks-functable-main' });
     this.side = h('div', { class: 'ks-functable-side' });
     this.root = h('div', { class: 'ks-functable' }, this.main, this.side);
@@ -51,6 +59,24 @@ export class FunctionTable {
     this.selectedName = func === null ? null : this.graph.tree.funcs.name[func];
     if (highlight && this.selectedName !== null) this.graph.search(`^${regexEscape(this.selectedName)}$`);
     this.render();
+    this.hooks.onSelect?.(this.selectedName);
+  }
+
+  /** Selects a function by name (a link); false when the tree has none. */
+  selectName(name: string | null): boolean {
+    if (name === null) {
+      this.select(null);
+      return true;
+    }
+    const f = this.graph.tree.funcs.name.indexOf(name);
+    if (f < 0) return false;
+    this.select(f);
+    return true;
+  }
+
+  /** The selected function's name, or null. */
+  get selectedFunction(): string | null {
+    return this.selectedName;
   }
 
   private renderSoon(): void {
@@ -148,10 +174,18 @@ export class FunctionTable {
     const name = t.funcs.name[f];
     const focus = h('button', { type: 'button', text: 'Focus', title: 'show only stacks through this function, merged' });
     focus.addEventListener('click', () => this.graph.setFocus(name));
+    let sandwich: HTMLButtonElement | null = null;
+    const onSandwich = this.hooks.onSandwich;
+    if (onSandwich) {
+      sandwich = h('button', { type: 'button', class: 'ks-btn-sandwich', text: 'Sandwich', title: 'callers and callees of this function as two flame graphs (s)' });
+      sandwich.addEventListener('click', () => onSandwich(name));
+    }
     this.side.append(
       h('h3', { class: 'ks-functable-selected' }, name, ' ', focus),
       h('div', { class: 'ks-muted', text: `total ${fmtWeight(totals[f] ?? 0, unit)}${t.funcs.module[f] ? ' · ' + t.funcs.module[f] : ''}` }),
     );
+    // Its own line, apart from the heading's Focus button.
+    if (sandwich) this.side.append(h('div', { class: 'ks-functable-actions' }, sandwich));
     const list = (title: string, m: Map<number, number>, cls: string): void => {
       const rows = [...m].sort((a, b) => b[1] - a[1]).slice(0, 50);
       const tbody = h('tbody');

@@ -3,6 +3,25 @@ import { h } from '../common/dom';
 import { Profile } from './profile';
 
 /**
+ * The thread indices a filter value ("all", "p:PID", "t:INDEX") keeps:
+ * null for all, undefined when the value names no process or thread of
+ * this profile.
+ */
+export function threadSet(profile: Profile, value: string): ReadonlySet<number> | null | undefined {
+  if (value === 'all') return null;
+  if (value.startsWith('p:')) {
+    const pid = Number(value.slice(2));
+    const idx = profile.threads.flatMap((t, i) => (t.pid === pid ? [i] : []));
+    return idx.length ? new Set(idx) : undefined;
+  }
+  if (value.startsWith('t:')) {
+    const i = Number(value.slice(2));
+    return Number.isInteger(i) && i >= 0 && i < profile.threads.length ? new Set([i]) : undefined;
+  }
+  return undefined;
+}
+
+/**
  * Builds the filter; `onChange` receives the allowed thread indices (null:
  * all). Returns null when the profile has no thread information.
  */
@@ -23,11 +42,6 @@ export function threadFilter(profile: Profile, onChange: (threads: ReadonlySet<n
     for (const i of idx) group.append(h('option', { value: `t:${i}`, text: `thread ${profile.threadLabel(i)}` }));
     sel.append(group);
   }
-  sel.addEventListener('change', () => {
-    const v = sel.value;
-    if (v === 'all') onChange(null);
-    else if (v.startsWith('p:')) onChange(new Set(byPid.get(Number(v.slice(2))) ?? []));
-    else onChange(new Set([Number(v.slice(2))]));
-  });
+  sel.addEventListener('change', () => onChange(threadSet(profile, sel.value) ?? null));
   return sel;
 }

@@ -31,6 +31,18 @@ export interface TreeOptions {
   focus?: string | null;
   /** Leaf-first stacks (callers of each function). */
   invert?: boolean;
+  /**
+   * Keep only stacks through this frame name, cut at its outermost call and
+   * read leaf-first from it: the function at the root, its callers above
+   * (the upper half of a sandwich view). Wins over `focus` and `invert`.
+   */
+  callers?: string | null;
+  /**
+   * Children ordered heaviest first instead of by name (left-heavy):
+   * identical stacks are merged either way, this only moves the widest to
+   * the left so the dominant paths line up.
+   */
+  leftHeavy?: boolean;
   /** Drop samples whose stack contains an idle frame. */
   hideIdle?: boolean;
   /**
@@ -168,6 +180,50 @@ export class CallTree {
   isAncestorOrSelf(a: number, b: number): boolean {
     for (let n = b; n >= 0; n = n === 0 ? -1 : this.parent[n]) if (n === a) return true;
     return false;
+  }
+
+  /**
+   * How child lists are ordered: by name as built, heaviest first, or in
+   * node creation order (builders that append nodes as they meet them,
+   * such as the time-ordered tree, which sets it).
+   */
+  order: 'name' | 'weight' | 'creation' = 'name';
+  /** The by-name child lists, kept when reordering so going back is a copy. */
+  private byName: Int32Array | null = null;
+
+  /**
+   * Reorders every child list in place and lays out `x` again: the same
+   * tree (node ids, totals, function stats) in another left-to-right order,
+   * so a mode switch needs no rebuild.
+   */
+  orderChildren(by: 'name' | 'weight' | 'creation'): void {
+    if (by === this.order) return;
+    const { childStart, childList, total } = this;
+    if (this.order === 'name' && !this.byName) this.byName = childList.slice();
+    if (by === 'name' && this.byName) childList.set(this.byName);
+    else {
+      const names = this.funcs.name;
+      const func = this.func;
+      for (let i = 0; i < this.n; i++) {
+        const a = childStart[i];
+        const b = childStart[i + 1];
+        if (b - a < 2) continue;
+        const seg = childList.subarray(a, b);
+        if (by === 'weight') seg.sort((p, q) => total[q] - total[p] || p - q);
+        else if (by === 'creation') seg.sort((p, q) => p - q);
+        else seg.sort((p, q) => (names[func[p]] < names[func[q]] ? -1 : names[func[p]] > names[func[q]] ? 1 : func[p] - func[q] || p - q));
+      }
+    }
+    this.order = by;
+    const x = this.x;
+    for (let i = 0; i < this.n; i++) {
+      let cur = x[i];
+      for (let k = childStart[i]; k < childStart[i + 1]; k++) {
+        const c = childList[k];
+        x[c] = cur;
+        cur += total[c];
+      }
+    }
   }
 
   /** Node ids of the subtree under `root` (inclusive), preorder. */
@@ -348,7 +404,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
 
   // 2a. Fast path: without transforms the profile's prefix tree already is
   // the merged call tree; keep the nodes that carry weight, all typed arrays.
-  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert;
+  const callersOf = opts.callers != null && opts.callers !== '' ? opts.callers : null;
+  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
   if (plain) {
     const parentIn = profile.nodeParent;
     const sub = Float64Array.from(weight);
@@ -382,6 +439,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     }
     const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name.length));
     tree.sampleCount = sampleCount;
+    if (opts.leftHeavy) tree.orderChildren('weight');
     return tree;
   }
 
@@ -397,10 +455,18 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     }
   }
   const focusFrames = new Uint8Array(nFrames);
-  const focusing = opts.focus != null && opts.focus !== '';
-  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === opts.focus) focusFrames[f] = 1;
+  const focusName = callersOf ?? opts.focus;
+  const focusing = focusName != null && focusName !== '';
+  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === focusName) focusFrames[f] = 1;
   const parent = profile.nodeParent;
   const frame = profile.nodeFrame;
+  // Which profile nodes have the focused function on their path (parents
+  // come before children): stacks without it are skipped unwalked.
+  let through: Uint8Array | null = null;
+  if (focusing) {
+    through = new Uint8Array(nNodes);
+    for (let n = 0; n < nNodes; n++) through[n] = focusFrames[frame[n]] | (parent[n] >= 0 ? through[parent[n]] : 0);
+  }
   const groupRoots = groupFunc.map((f) => (grouped ? b.child(0, f) : 0));
 
   // Memoised prefix mapping: a node's tree node is its parent's tree node's
@@ -427,6 +493,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   };
   const path: number[] = [];
   const mapPath = (g: number, n: number): number => {
+    if (through !== null && !through[n]) return -1;
     path.length = 0;
     for (let m = n; m >= 0; m = parent[m]) if (!hidden[frame[m]]) path.push(frame[m]);
     path.reverse(); // root to leaf
@@ -436,7 +503,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       if (start < 0) return -1;
     }
     let t = grouped ? groupRoots[g] : 0;
-    if (opts.invert) for (let i = path.length - 1; i >= start; i--) t = b.child(t, path[i]);
+    if (callersOf !== null) for (let i = start; i >= 0; i--) t = b.child(t, path[i]);
+    else if (opts.invert) for (let i = path.length - 1; i >= start; i--) t = b.child(t, path[i]);
     else for (let i = start; i < path.length; i++) t = b.child(t, path[i]);
     return t;
   };
@@ -460,8 +528,11 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   }
   const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name.length));
   tree.sampleCount = sampleCount;
-  tree.inverted = !!opts.invert;
+  // A callers tree is leaf-first too, but its leaf is the chosen function,
+  // not each sample's own leaf: self weight reads as in a plain tree.
+  tree.inverted = !!opts.invert && callersOf === null;
   if (focusing) tree.wholeTotal = whole;
+  if (opts.leftHeavy) tree.orderChildren('weight');
   return tree;
 }
 

@@ -6,6 +6,8 @@ import { installKeys } from '../common/keyboard';
 import { FlameGraph, PendingProfile } from '../flame/flamegraph';
 import { CompactHeader, decodeCompact, isCompact, nextTask, previewTree, whenParsed } from '../flame/compact';
 import { FunctionTable } from '../flame/functable';
+import { FlameViews } from '../flame/flameview';
+import { defaultView } from '../flame/viewstate';
 import { Profile, ProfileJson } from '../flame/profile';
 import { threadFilter } from '../flame/threadfilter';
 import './flame.css';
@@ -46,6 +48,7 @@ async function main(): Promise<void> {
       preview,
       unit: typeof compact.unit === 'string' ? compact.unit : 'samples',
       threads: compact.has.thread && (compact.threads?.length ?? 0) > 0,
+      timeOrder: compact.has.time ? null : 'this profile has no sample timestamps (folded or aggregated input), so there is no time order',
       load: whenParsed().then(() => decodeCompact(compact)),
     };
   } else if (compact) {
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
   app.append(controls);
   const graphBox = h('section', { class: 'ks-graph' });
   app.append(graphBox);
-  const graph = new FlameGraph(graphBox, profile ?? (pending as PendingProfile), { icicle: !!view.icicle });
+  const graph = new FlameGraph(graphBox, profile ?? (pending as PendingProfile), { icicle: !!view.icicle, modes: true });
   if (view.invert) graph.setInvert(true);
   if (view.search) {
     try {
@@ -76,6 +79,7 @@ async function main(): Promise<void> {
   }
 
   const hasTime = profile ? profile.sampleTime !== null : !!compact?.has.time;
+  let range: { from: HTMLInputElement; to: HTMLInputElement } | null = null;
   if (hasTime) {
     const durationMs = profile ? profile.durationMs : compact?.duration_ms;
     const from = h('input', { type: 'number', step: 'any', min: '0', class: 'ks-range-from', 'aria-label': 'from second', placeholder: '0' });
@@ -88,11 +92,12 @@ async function main(): Promise<void> {
     from.addEventListener('change', apply);
     to.addEventListener('change', apply);
     controls.append(h('label', {}, 'time from', from, 's'), h('label', {}, 'to', to, 's'));
+    range = { from, to };
   }
   app.append(h('h2', { text: 'Functions' }));
   const tableBox = h('section');
   app.append(tableBox);
-  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: / search · Esc reset · click: zoom · shift+click: focus · weights in ${unit}` }));
+  app.append(h('footer', { class: 'ks-muted ks-foot', text: `keys: ? help · / search · Esc reset · c copy name · s sandwich · m mode · click: zoom · shift+click: focus · right click: menu · weights in ${unit}` }));
   installKeys({ search: () => graph.focusSearch(), reset: () => {
     graph.setFocus(null);
     graph.reset();
@@ -112,7 +117,11 @@ async function main(): Promise<void> {
   const tf = threadFilter(profile, (s) => graph.setThreads(s));
   if (tf) controls.append(tf);
   if (!controls.childElementCount) controls.remove();
-  new FunctionTable(tableBox, graph);
-  (window as unknown as { keisoku: unknown }).keisoku = { profile, flame: graph };
+  let views: FlameViews | null = null;
+  const table = new FunctionTable(tableBox, graph, FlameViews.tableHooks(() => views));
+  const base = { ...defaultView(), search: view.search ?? '', icicle: !!view.icicle, invert: !!view.invert };
+  views = new FlameViews({ profile, graph, graphBox, table, range, threadSelect: tf, base });
+  views.start();
+  (window as unknown as { keisoku: unknown }).keisoku = { profile, flame: graph, views, table };
 }
 main().catch((e) => showFatal(app, e));
