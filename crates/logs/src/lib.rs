@@ -34,6 +34,7 @@ pub mod engine;
 pub mod error;
 pub mod filter;
 pub mod format;
+pub mod gosort;
 pub mod group;
 pub mod input;
 pub mod latency;
