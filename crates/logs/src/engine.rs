@@ -7,7 +7,9 @@
 //! those of a sequential pass. Memory is a few buffers plus per-route state,
 //! whatever the input size.
 
-use crate::stats::{Accumulator, Analysis, Config, FeedError, Malformed, Pos, SlowRequest};
+use crate::stats::{
+    Accumulator, Analysis, ChunkOrder, Config, FeedError, Malformed, Pos, SlowRequest,
+};
 use crate::summary::Summary;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -41,8 +43,8 @@ struct Partial {
     lines: u64,
     /// Routes created by this worker in this chunk: (local id, key).
     created: Vec<(u32, Vec<u8>)>,
-    /// (local id, time summary, body summary) in first-touch order.
-    ordered: Vec<(u32, Summary, Summary)>,
+    /// The chunk's order-dependent part, in local ids.
+    ordered: ChunkOrder,
     malformed: Vec<(Pos, Malformed)>,
 }
 
@@ -255,11 +257,10 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
                 }
                 map[local as usize] = g;
             }
-            for (local, t, b) in p.ordered {
-                let g = map[local as usize] as usize;
-                c.summaries[g].0.merge(&t);
-                c.summaries[g].1.merge(&b);
-            }
+            let map: &[u32] = map;
+            p.ordered.fold(&mut c.summaries, |local| {
+                map.get(local as usize).map_or(usize::MAX, |&g| g as usize)
+            });
             for (pos, mut m) in p.malformed {
                 if c.malformed.len() < keep {
                     m.line = base + pos.line;

@@ -32,6 +32,7 @@ pub mod diff;
 pub mod dump;
 pub mod engine;
 pub mod error;
+pub mod exact;
 pub mod filter;
 pub mod format;
 pub mod gosort;
