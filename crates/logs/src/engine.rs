@@ -199,7 +199,12 @@ pub fn analyze(
         drop(part_tx);
         drop(free_tx);
 
-        let collected = collect(part_rx, threads, cfg.malformed_examples);
+        let collected = collect(
+            part_rx,
+            threads,
+            cfg.malformed_examples,
+            cfg.keep_line_order,
+        );
         let read_result = reader.join().unwrap_or(Ok(()));
         let mut accs = Vec::new();
         let mut feed_err = None;
@@ -221,7 +226,7 @@ pub fn analyze(
 struct Collected {
     /// Global routes: key and ordered summaries, in first-seen order.
     keys: Vec<Vec<u8>>,
-    summaries: Vec<(Summary, Summary)>,
+    summaries: Vec<(Summary, Summary, Option<Vec<f64>>)>,
     /// Per worker: local id -> global id.
     maps: Vec<Vec<u32>>,
     /// Per chunk index: lines before it.
@@ -229,7 +234,7 @@ struct Collected {
     malformed: Vec<Malformed>,
 }
 
-fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
+fn collect(rx: Receiver<Partial>, threads: usize, keep: usize, line_order: bool) -> Collected {
     let mut c = Collected {
         keys: Vec::new(),
         summaries: Vec::new(),
@@ -249,7 +254,11 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
             for (local, key) in p.created {
                 let g = *index.entry(key.clone()).or_insert_with(|| {
                     c.keys.push(key);
-                    c.summaries.push((Summary::default(), Summary::default()));
+                    c.summaries.push((
+                        Summary::default(),
+                        Summary::default(),
+                        line_order.then(Vec::new),
+                    ));
                     (c.keys.len() - 1) as u32
                 });
                 if map.len() <= local as usize {
@@ -275,7 +284,7 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
     c
 }
 
-fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
+fn finish(mut c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
     let mut routes: Vec<Option<crate::stats::RouteStats>> =
         (0..c.keys.len()).map(|_| None).collect();
     let mut counts = crate::stats::LineCounts::default();
@@ -316,8 +325,10 @@ fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
     for (g, r) in routes.into_iter().enumerate() {
         if let Some(mut r) = r {
             // The ordered summaries come from the chunk-order fold, not the workers.
-            r.time = c.summaries[g].0;
-            r.body = c.summaries[g].1;
+            let (time, body, order) = std::mem::take(&mut c.summaries[g]);
+            r.time = time;
+            r.body = body;
+            r.line_order = order;
             out.push(r);
         }
     }

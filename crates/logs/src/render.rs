@@ -663,7 +663,7 @@ pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
             SortKey::Min => r.time.min,
             SortKey::Avg => r.avg(),
             SortKey::Sum => r.time.sum,
-            SortKey::Stddev => r.stddev(),
+            SortKey::Stddev => r.stddev_line_order(),
             SortKey::P(p) => r.percentile(f64::from(p)),
             SortKey::MaxBody => r.body.max,
             SortKey::MinBody => r.body.min,

@@ -40,6 +40,9 @@ pub struct Config {
     pub route_limit: usize,
     /// How many malformed lines to keep as examples.
     pub malformed_examples: usize,
+    /// Keep every route's response times in line order (8 bytes a
+    /// request), for alp's `--sort stddev`.
+    pub keep_line_order: bool,
 }
 
 impl Config {
@@ -53,6 +56,7 @@ impl Config {
             slow: 0,
             route_limit: 5000,
             malformed_examples: 5,
+            keep_line_order: false,
         }
     }
 
@@ -85,6 +89,9 @@ pub struct RouteStats {
     /// The response times themselves while that is cheap: alp's exact
     /// percentiles and stddev (see [`crate::exact`]).
     pub exact: ExactTimes,
+    /// The response times in line order, when the configuration asks for
+    /// them ([`Config::keep_line_order`]).
+    pub line_order: Option<Vec<f64>>,
     /// Whether every response time was a whole number of milliseconds (as
     /// nginx writes them); percentiles then snap to the millisecond inside
     /// their histogram bucket, which makes them exact below about 2 s.
@@ -127,6 +134,7 @@ impl RouteStats {
             low: f64::INFINITY,
             hist: Latencies::new(),
             exact: ExactTimes::new(),
+            line_order: None,
             ms_grid: true,
         }
     }
@@ -189,6 +197,23 @@ impl RouteStats {
             }
         }
         self.moments.stddev()
+    }
+
+    /// The standard deviation alp computes before its percentile columns
+    /// sort the values (what its `--sort stddev` compares): squared
+    /// deviations added in line order. Falls back to [`RouteStats::stddev`].
+    pub fn stddev_line_order(&self) -> f64 {
+        match &self.line_order {
+            Some(values) if self.count > 0 && values.len() as u64 == self.count => {
+                let avg = self.avg();
+                let mut stdd = 0.0f64;
+                for v in values {
+                    stdd += (v - avg) * (v - avg);
+                }
+                (stdd / self.count as f64).sqrt()
+            }
+            _ => self.stddev(),
+        }
     }
 
     /// The `p`th percentile response time in seconds, using alp's rank rule
@@ -447,19 +472,19 @@ pub(crate) struct ChunkOrder {
 
 /// What a [`ChunkOrder`] folds into: a route's two ordered summaries.
 pub(crate) trait Ordered {
-    /// The response-time and body summaries.
-    fn summaries(&mut self) -> (&mut Summary, &mut Summary);
+    /// The response-time and body summaries, and the line-order values if kept.
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>);
 }
 
 impl Ordered for RouteStats {
-    fn summaries(&mut self) -> (&mut Summary, &mut Summary) {
-        (&mut self.time, &mut self.body)
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>) {
+        (&mut self.time, &mut self.body, self.line_order.as_mut())
     }
 }
 
-impl Ordered for (Summary, Summary) {
-    fn summaries(&mut self) -> (&mut Summary, &mut Summary) {
-        (&mut self.0, &mut self.1)
+impl Ordered for (Summary, Summary, Option<Vec<f64>>) {
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>) {
+        (&mut self.0, &mut self.1, self.2.as_mut())
     }
 }
 
@@ -470,16 +495,19 @@ impl ChunkOrder {
     pub fn fold<T: Ordered>(self, target: &mut [T], index: impl Fn(u32) -> usize) {
         for (id, t, b) in &self.summaries {
             if let Some(r) = target.get_mut(index(*id)) {
-                let (rt, rb) = r.summaries();
+                let (rt, rb, _) = r.summaries();
                 rt.merge_keep_sum(t);
                 rb.merge_keep_sum(b);
             }
         }
         for (id, t, b) in self.values {
             if let Some(r) = target.get_mut(index(id)) {
-                let (rt, rb) = r.summaries();
+                let (rt, rb, order) = r.summaries();
                 rt.sum += t;
                 rb.sum += b;
+                if let Some(o) = order {
+                    o.push(t);
+                }
             }
         }
     }
@@ -557,10 +585,14 @@ impl Accumulator {
                 }
                 let id = self.routes.len() as u32;
                 self.index.insert(rkey.into_boxed_slice(), id);
-                self.routes.push(RouteStats::new(
+                let mut route = RouteStats::new(
                     String::from_utf8_lossy(&rec.method).into_owned(),
                     grouped.into_owned(),
-                ));
+                );
+                if self.cfg.keep_line_order {
+                    route.line_order = Some(Vec::new());
+                }
+                self.routes.push(route);
                 self.scratch.push((Summary::default(), Summary::default()));
                 self.created.push(id);
                 id
