@@ -339,8 +339,11 @@ fn footer(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptio
         .collect()
 }
 
+/// Terminal columns of `s` (East Asian wide characters count two), the
+/// width alp's table writer pads to: by chars, a decoded CJK path
+/// misaligned every column after it.
 fn width(s: &str) -> usize {
-    s.chars().count()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 fn pad(s: &str, w: usize) -> String {
