@@ -554,3 +554,64 @@ fn a_stored_run_prints_the_tables_of_its_log_file() {
     ]);
     assert!(!same.contains("(+"), "{same}");
 }
+
+/// alp's `--location`: zone names it knows pass, anything else exits 2.
+#[test]
+fn location_is_validated_as_alp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(dir.path(), "a.log", &cascade_log());
+    for good in ["Local", "UTC", "Asia/Tokyo"] {
+        ok(&["logs", "ltsv", &log, "--location", good, "--format", "tsv"]);
+    }
+    for bad in ["Bogus/Zone", "XYZ", "../../etc/passwd"] {
+        let out = keisoku(&["logs", "ltsv", &log, "--location", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Invalid timezone abbreviation"), "{err}");
+    }
+}
+
+/// `diff --fail-over --min-count N`: a route with fewer than N requests on
+/// either side cannot trip the gate.
+#[test]
+fn fail_over_min_count_ignores_thin_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |uri: &str, t: f64| {
+        format!("time:2025-11-21T10:00:00+00:00\tmethod:GET\turi:{uri}\tstatus:200\tsize:1\treqtime:{t:.3}\n")
+    };
+    let mut before = String::new();
+    let mut after = String::new();
+    for _ in 0..50 {
+        before.push_str(&line("/busy", 0.100));
+        after.push_str(&line("/busy", 0.105));
+    }
+    for _ in 0..3 {
+        before.push_str(&line("/thin", 0.100));
+        after.push_str(&line("/thin", 2.0));
+    }
+    let a = write_log(dir.path(), "a.log", &before);
+    let b = write_log(dir.path(), "b.log", &after);
+    let (da, db) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    ok(&["logs", "ltsv", &a, "--dump", da.to_str().unwrap()]);
+    ok(&["logs", "ltsv", &b, "--dump", db.to_str().unwrap()]);
+    let (da, db) = (da.to_str().unwrap(), db.to_str().unwrap());
+    let out = keisoku(&["logs", "diff", da, db, "--fail-over", "20%"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/thin"));
+    let out = keisoku(&[
+        "logs",
+        "diff",
+        da,
+        db,
+        "--fail-over",
+        "20%",
+        "--min-count",
+        "10",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

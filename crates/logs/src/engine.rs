@@ -7,7 +7,9 @@
 //! those of a sequential pass. Memory is a few buffers plus per-route state,
 //! whatever the input size.
 
-use crate::stats::{Accumulator, Analysis, Config, FeedError, Malformed, Pos, SlowRequest};
+use crate::stats::{
+    Accumulator, Analysis, ChunkOrder, Config, FeedError, Malformed, Pos, SlowRequest,
+};
 use crate::summary::Summary;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -41,8 +43,8 @@ struct Partial {
     lines: u64,
     /// Routes created by this worker in this chunk: (local id, key).
     created: Vec<(u32, Vec<u8>)>,
-    /// (local id, time summary, body summary) in first-touch order.
-    ordered: Vec<(u32, Summary, Summary)>,
+    /// The chunk's order-dependent part, in local ids.
+    ordered: ChunkOrder,
     malformed: Vec<(Pos, Malformed)>,
 }
 
@@ -197,7 +199,12 @@ pub fn analyze(
         drop(part_tx);
         drop(free_tx);
 
-        let collected = collect(part_rx, threads, cfg.malformed_examples);
+        let collected = collect(
+            part_rx,
+            threads,
+            cfg.malformed_examples,
+            cfg.keep_line_order,
+        );
         let read_result = reader.join().unwrap_or(Ok(()));
         let mut accs = Vec::new();
         let mut feed_err = None;
@@ -219,7 +226,7 @@ pub fn analyze(
 struct Collected {
     /// Global routes: key and ordered summaries, in first-seen order.
     keys: Vec<Vec<u8>>,
-    summaries: Vec<(Summary, Summary)>,
+    summaries: Vec<(Summary, Summary, Option<Vec<f64>>)>,
     /// Per worker: local id -> global id.
     maps: Vec<Vec<u32>>,
     /// Per chunk index: lines before it.
@@ -227,7 +234,7 @@ struct Collected {
     malformed: Vec<Malformed>,
 }
 
-fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
+fn collect(rx: Receiver<Partial>, threads: usize, keep: usize, line_order: bool) -> Collected {
     let mut c = Collected {
         keys: Vec::new(),
         summaries: Vec::new(),
@@ -247,7 +254,11 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
             for (local, key) in p.created {
                 let g = *index.entry(key.clone()).or_insert_with(|| {
                     c.keys.push(key);
-                    c.summaries.push((Summary::default(), Summary::default()));
+                    c.summaries.push((
+                        Summary::default(),
+                        Summary::default(),
+                        line_order.then(Vec::new),
+                    ));
                     (c.keys.len() - 1) as u32
                 });
                 if map.len() <= local as usize {
@@ -255,11 +266,10 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
                 }
                 map[local as usize] = g;
             }
-            for (local, t, b) in p.ordered {
-                let g = map[local as usize] as usize;
-                c.summaries[g].0.merge(&t);
-                c.summaries[g].1.merge(&b);
-            }
+            let map: &[u32] = map;
+            p.ordered.fold(&mut c.summaries, |local| {
+                map.get(local as usize).map_or(usize::MAX, |&g| g as usize)
+            });
             for (pos, mut m) in p.malformed {
                 if c.malformed.len() < keep {
                     m.line = base + pos.line;
@@ -274,7 +284,7 @@ fn collect(rx: Receiver<Partial>, threads: usize, keep: usize) -> Collected {
     c
 }
 
-fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
+fn finish(mut c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
     let mut routes: Vec<Option<crate::stats::RouteStats>> =
         (0..c.keys.len()).map(|_| None).collect();
     let mut counts = crate::stats::LineCounts::default();
@@ -315,8 +325,10 @@ fn finish(c: Collected, accs: Vec<Accumulator>, cfg: &Arc<Config>) -> Analysis {
     for (g, r) in routes.into_iter().enumerate() {
         if let Some(mut r) = r {
             // The ordered summaries come from the chunk-order fold, not the workers.
-            r.time = c.summaries[g].0;
-            r.body = c.summaries[g].1;
+            let (time, body, order) = std::mem::take(&mut c.summaries[g]);
+            r.time = time;
+            r.body = body;
+            r.line_order = order;
             out.push(r);
         }
     }

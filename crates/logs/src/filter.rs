@@ -408,6 +408,22 @@ fn uses_time(n: &Node) -> bool {
     }
 }
 
+/// The Go type name of an expression that cannot be a condition, as alp's
+/// expr names it; `None` for a boolean (or not statically known) result.
+fn non_bool_type(n: &Node) -> Option<&'static str> {
+    match n {
+        Node::Num(v) if v.fract() == 0.0 => Some("int"),
+        Node::Num(_) => Some("float64"),
+        Node::Str(_) => Some("string"),
+        Node::Var(Var::Status) => Some("int"),
+        Node::Var(Var::ResponseTime | Var::BodyBytes) => Some("float64"),
+        Node::Var(Var::Uri | Var::Method | Var::Time) => Some("string"),
+        Node::TimeAgo(_) => Some("time.Time"),
+        Node::List(_) => Some("[]interface {}"),
+        _ => None,
+    }
+}
+
 fn now_secs() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -433,6 +449,11 @@ impl Filter {
         let root = p.or().map_err(wrap)?;
         if p.i < p.toks.len() {
             return Err(wrap(("unexpected trailing input".into(), p.pos())));
+        }
+        // alp (expr) rejects a filter that is not a condition, e.g. `Status`,
+        // instead of reading a value as true or false.
+        if let Some(t) = non_bool_type(&root) {
+            return Err(wrap((format!("expected bool, but got {t}"), 0)));
         }
         Ok(Filter {
             needs_time: uses_time(&root),
@@ -560,6 +581,20 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_not_a_condition() {
+        for (expr, t) in [
+            ("Status", "int"),
+            ("Uri", "string"),
+            ("ResponseTime", "float64"),
+        ] {
+            let e = Filter::new(expr).unwrap_err();
+            assert_eq!(e.msg, format!("expected bool, but got {t}"));
+        }
+        assert!(Filter::new("Status == 200").is_ok());
+        assert!(Filter::new("not (Status == 200)").is_ok());
+    }
     use std::borrow::Cow;
 
     #[test]

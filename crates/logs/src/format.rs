@@ -206,6 +206,28 @@ fn names_array(n: &FieldNames) -> [&str; 7] {
     ]
 }
 
+/// `line` as Go's JSON decoder sees it: every byte that does not start a
+/// valid UTF-8 sequence becomes one U+FFFD.
+fn go_lossy(line: &[u8]) -> String {
+    let mut out = String::with_capacity(line.len() + 8);
+    let mut rest = line;
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(s) => {
+                out.push_str(s);
+                break;
+            }
+            Err(e) => {
+                let (good, bad) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(good).unwrap_or_default());
+                out.push('\u{FFFD}');
+                rest = &bad[1..];
+            }
+        }
+    }
+    out
+}
+
 /// Go's `strconv.ParseFloat` on the common inputs (Rust's parser rounds the
 /// same way; both accept `inf`/`nan` spellings).
 #[inline]
@@ -302,12 +324,18 @@ impl LineParser {
         let names = names_array(n);
         let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
         let mut any = false;
+        // One trailing tab ends the line for alp's reader; an empty field
+        // anywhere else is a field without a colon.
+        let line = line.strip_suffix(b"\t").unwrap_or(line);
         for field in line.split(|&b| b == b'\t') {
+            // alp's LTSV reader rejects the whole line for a field without
+            // a colon, and trims spaces around labels and values
+            // (`status: 200` is status 200).
             let Some(colon) = memchr::memchr(b':', field) else {
-                continue;
+                return Err(LineError::Syntax("LTSV"));
             };
             any = true;
-            let (label, value) = (&field[..colon], &field[colon + 1..]);
+            let (label, value) = (field[..colon].trim_ascii(), field[colon + 1..].trim_ascii());
             for (i, name) in names.iter().enumerate() {
                 // Later duplicates win, as in a Go map.
                 if label == name.as_bytes() {
@@ -322,8 +350,16 @@ impl LineParser {
     }
 
     fn json<'a>(&self, line: &'a [u8], n: &FieldNames) -> Result<Record<'a>, LineError> {
-        let obj: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(line).map_err(|_| LineError::Syntax("JSON"))?;
+        let obj: serde_json::Map<String, serde_json::Value> = match serde_json::from_slice(line) {
+            Ok(o) => o,
+            // nginx's escape=json writes bytes >= 0x80 raw; Go's decoder
+            // reads each byte that is not UTF-8 as U+FFFD, so alp counts
+            // such lines.
+            Err(_) if std::str::from_utf8(line).is_err() => {
+                serde_json::from_str(&go_lossy(line)).map_err(|_| LineError::Syntax("JSON"))?
+            }
+            Err(_) => return Err(LineError::Syntax("JSON")),
+        };
         let mut f: [Option<Cow<'a, [u8]>>; 7] = Default::default();
         for (i, name) in names_array(n).iter().enumerate() {
             f[i] = obj
@@ -415,6 +451,30 @@ mod tests {
 
     fn p(f: Format) -> LineParser {
         LineParser::new(f, QueryMode::Drop, 1.0)
+    }
+
+    #[test]
+    fn lenient_and_strict_where_alp_is() {
+        let lp = p(Format::Ltsv(FieldNames::ltsv()));
+        let r = lp
+            .parse(b"method:GET\turi:/a\tstatus: 200\tsize: 12 \treqtime:0.5\t")
+            .unwrap();
+        assert_eq!((r.status, r.body_bytes), (200, 12.0));
+        // A field without a colon: alp drops the line.
+        assert!(lp
+            .parse(b"method:GET\turi:/a\tstatus:200\tsize:1\treqtime:0.5\tjunk")
+            .is_err());
+        assert!(lp
+            .parse(b"method:GET\turi:/a\t\tstatus:200\tsize:1\treqtime:0.5")
+            .is_err());
+        // Raw bytes >= 0x80 in JSON (nginx escape=json): read, not dropped.
+        let lj = p(Format::Json(FieldNames::json()));
+        let r = lj
+            .parse(b"{\"method\":\"GET\",\"uri\":\"/caf\xe9\",\"status\":200,\"body_bytes\":3,\"response_time\":0.25}")
+            .unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.response_time, 0.25);
+        assert_eq!(go_lossy(b"a\xe3\x81b"), "a\u{FFFD}\u{FFFD}b");
     }
 
     #[test]

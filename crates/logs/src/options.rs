@@ -259,6 +259,9 @@ impl Options {
         cfg.timeline = timeline;
         cfg.slow = self.slow.unwrap_or(0);
         cfg.route_limit = self.limit;
+        // alp's stddev sort runs before any percentile column sorts the
+        // values, so it sums squared deviations in line order.
+        cfg.keep_line_order = view.sort == crate::render::SortKey::Stddev;
         let threads = self
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))

@@ -456,8 +456,11 @@ fn footer(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptio
         .collect()
 }
 
+/// Terminal columns of `s` (East Asian wide characters count two), the
+/// width alp's table writer pads to: by chars, a decoded CJK path
+/// misaligned every column after it.
 fn width(s: &str) -> usize {
-    s.chars().count()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 fn pad(s: &str, w: usize) -> String {
@@ -822,8 +825,10 @@ impl SortKey {
     }
 }
 
-/// Sorts routes like alp (ascending unless `reverse`); ties keep
-/// first-seen order.
+/// Sorts routes like alp (ascending unless `reverse`), ties included: alp
+/// calls Go's unstable `sort.Slice` with `<` (or `>` for `-r`) on the key,
+/// and [`crate::gosort`] repeats its steps, so equal rows come out in alp's
+/// order too.
 pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
     let num = |r: &RouteStats| -> f64 {
         match key {
@@ -832,7 +837,7 @@ pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
             SortKey::Min => r.time.min,
             SortKey::Avg => r.avg(),
             SortKey::Sum => r.time.sum,
-            SortKey::Stddev => r.stddev(),
+            SortKey::Stddev => r.stddev_line_order(),
             SortKey::P(p) => r.percentile(f64::from(p)),
             SortKey::MaxBody => r.body.max,
             SortKey::MinBody => r.body.min,
@@ -841,18 +846,18 @@ pub fn sort_routes(routes: &mut [RouteStats], key: SortKey, reverse: bool) {
             SortKey::Uri | SortKey::Method => 0.0,
         }
     };
-    routes.sort_by(|a, b| {
-        let o = match key {
-            SortKey::Uri => a.uri.cmp(&b.uri),
-            SortKey::Method => a.method.cmp(&b.method),
-            _ => num(a).total_cmp(&num(b)),
-        };
-        if reverse {
-            o.reverse()
-        } else {
-            o
+    // Keys computed once: a percentile or stddev per comparison is costly.
+    let nums: Vec<f64> = routes.iter().map(num).collect();
+    let perm = crate::gosort::permutation(routes.len(), |a, b| {
+        // Go's `<` / `>` on floats and byte-wise on strings (NaN never less).
+        let (x, y) = if reverse { (b, a) } else { (a, b) };
+        match key {
+            SortKey::Uri => routes[x].uri < routes[y].uri,
+            SortKey::Method => routes[x].method < routes[y].method,
+            _ => nums[x] < nums[y],
         }
     });
+    crate::gosort::apply_permutation(routes, perm);
 }
 
 #[cfg(test)]

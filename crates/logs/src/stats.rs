@@ -1,6 +1,7 @@
 //! Per-route statistics, the streaming accumulator that feeds them line by
 //! line, and the mergeable result of an analysis.
 
+use crate::exact::ExactTimes;
 use crate::filter::Filter;
 use crate::format::{trim_line, LineError, LineParser, Record};
 use crate::group::Grouper;
@@ -39,6 +40,9 @@ pub struct Config {
     pub route_limit: usize,
     /// How many malformed lines to keep as examples.
     pub malformed_examples: usize,
+    /// Keep every route's response times in line order (8 bytes a
+    /// request), for alp's `--sort stddev`.
+    pub keep_line_order: bool,
 }
 
 impl Config {
@@ -52,6 +56,7 @@ impl Config {
             slow: 0,
             route_limit: 5000,
             malformed_examples: 5,
+            keep_line_order: false,
         }
     }
 
@@ -81,6 +86,12 @@ pub struct RouteStats {
     pub low: f64,
     /// Response times in microseconds: exact while few, then a histogram.
     pub hist: Latencies,
+    /// The response times themselves while that is cheap: alp's exact
+    /// percentiles and stddev (see [`crate::exact`]).
+    pub exact: ExactTimes,
+    /// The response times in line order, when the configuration asks for
+    /// them ([`Config::keep_line_order`]).
+    pub line_order: Option<Vec<f64>>,
     /// Whether every response time was a whole number of milliseconds (as
     /// nginx writes them); percentiles then snap to the millisecond inside
     /// their histogram bucket, which makes them exact below about 2 s.
@@ -122,6 +133,8 @@ impl RouteStats {
             moments: Moments::default(),
             low: f64::INFINITY,
             hist: Latencies::new(),
+            exact: ExactTimes::new(),
+            line_order: None,
             ms_grid: true,
         }
     }
@@ -147,6 +160,7 @@ impl RouteStats {
         let us = micros(rt);
         self.ms_grid &= us % 1000 == 0;
         self.hist.record(us);
+        self.exact.record(rt);
     }
 
     /// Adds the order-independent parts of `o` (histogram, moments, counts).
@@ -159,6 +173,7 @@ impl RouteStats {
         self.low = self.low.min(o.low);
         self.ms_grid &= o.ms_grid;
         self.hist.add(&o.hist);
+        self.exact.add(&o.exact);
     }
 
     /// Appends `later`, the statistics of lines after these ones.
@@ -173,9 +188,32 @@ impl RouteStats {
         self.time.avg()
     }
 
-    /// Population standard deviation of the response time.
+    /// Population standard deviation of the response time: alp's own
+    /// float steps while the values are held, else from the moments.
     pub fn stddev(&self) -> f64 {
+        if self.count > 0 {
+            if let Some(sd) = self.exact.alp_stddev(self.avg(), self.count) {
+                return sd;
+            }
+        }
         self.moments.stddev()
+    }
+
+    /// The standard deviation alp computes before its percentile columns
+    /// sort the values (what its `--sort stddev` compares): squared
+    /// deviations added in line order. Falls back to [`RouteStats::stddev`].
+    pub fn stddev_line_order(&self) -> f64 {
+        match &self.line_order {
+            Some(values) if self.count > 0 && values.len() as u64 == self.count => {
+                let avg = self.avg();
+                let mut stdd = 0.0f64;
+                for v in values {
+                    stdd += (v - avg) * (v - avg);
+                }
+                (stdd / self.count as f64).sqrt()
+            }
+            _ => self.stddev(),
+        }
     }
 
     /// The `p`th percentile response time in seconds, using alp's rank rule
@@ -187,6 +225,9 @@ impl RouteStats {
         }
         if p >= 100.0 {
             return self.time.max;
+        }
+        if let Some(v) = self.exact.at_rank(alp_rank(self.count, p)) {
+            return v;
         }
         let rank = alp_rank(self.count, p) + 1;
         // The extremes are known exactly.
@@ -224,6 +265,7 @@ impl RouteStats {
     /// Rebuilds the histogram from [`RouteStats::hist_pairs`].
     pub fn set_hist_pairs(&mut self, pairs: &[(u64, u64)]) {
         self.hist = Latencies::new();
+        self.exact = ExactTimes::unknown();
         for &(v, c) in pairs {
             self.hist
                 .record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
@@ -420,6 +462,57 @@ impl Analysis {
     }
 }
 
+/// The order-dependent part of one chunk, folded chunk after chunk.
+pub(crate) struct ChunkOrder {
+    /// (route, time summary, body summary) in first-touch order.
+    pub summaries: Vec<(u32, Summary, Summary)>,
+    /// (route, response time, body bytes) per counted line, in line order.
+    pub values: Vec<(u32, f64, f64)>,
+}
+
+/// What a [`ChunkOrder`] folds into: a route's two ordered summaries.
+pub(crate) trait Ordered {
+    /// The response-time and body summaries, and the line-order values if kept.
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>);
+}
+
+impl Ordered for RouteStats {
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>) {
+        (&mut self.time, &mut self.body, self.line_order.as_mut())
+    }
+}
+
+impl Ordered for (Summary, Summary, Option<Vec<f64>>) {
+    fn summaries(&mut self) -> (&mut Summary, &mut Summary, Option<&mut Vec<f64>>) {
+        (&mut self.0, &mut self.1, self.2.as_mut())
+    }
+}
+
+impl ChunkOrder {
+    /// Appends this chunk to `target[index(id)]` for each route id: min,
+    /// max and count by merging, the sums by adding each value in line
+    /// order as alp does.
+    pub fn fold<T: Ordered>(self, target: &mut [T], index: impl Fn(u32) -> usize) {
+        for (id, t, b) in &self.summaries {
+            if let Some(r) = target.get_mut(index(*id)) {
+                let (rt, rb, _) = r.summaries();
+                rt.merge_keep_sum(t);
+                rb.merge_keep_sum(b);
+            }
+        }
+        for (id, t, b) in self.values {
+            if let Some(r) = target.get_mut(index(id)) {
+                let (rt, rb, order) = r.summaries();
+                rt.sum += t;
+                rb.sum += b;
+                if let Some(o) = order {
+                    o.push(t);
+                }
+            }
+        }
+    }
+}
+
 /// Line-by-line accumulator. One per worker thread; the parallel reader
 /// folds the ordered parts chunk by chunk and merges the rest at the end.
 pub(crate) struct Accumulator {
@@ -428,6 +521,9 @@ pub(crate) struct Accumulator {
     pub routes: Vec<RouteStats>,
     /// Order-dependent summaries of the current chunk, per route.
     scratch: Vec<(Summary, Summary)>,
+    /// (route, response time, body bytes) of every counted line of the
+    /// current chunk in line order, to replay alp's running sums.
+    pub values: Vec<(u32, f64, f64)>,
     /// Routes touched in the current chunk, in first-touch order.
     pub touched: Vec<u32>,
     /// Routes created in the current chunk.
@@ -452,6 +548,7 @@ impl Accumulator {
             index: FxHashMap::default(),
             routes: Vec::new(),
             scratch: Vec::new(),
+            values: Vec::new(),
             touched: Vec::new(),
             created: Vec::new(),
             cache: FxHashMap::default(),
@@ -488,10 +585,14 @@ impl Accumulator {
                 }
                 let id = self.routes.len() as u32;
                 self.index.insert(rkey.into_boxed_slice(), id);
-                self.routes.push(RouteStats::new(
+                let mut route = RouteStats::new(
                     String::from_utf8_lossy(&rec.method).into_owned(),
                     grouped.into_owned(),
-                ));
+                );
+                if self.cfg.keep_line_order {
+                    route.line_order = Some(Vec::new());
+                }
+                self.routes.push(route);
                 self.scratch.push((Summary::default(), Summary::default()));
                 self.created.push(id);
                 id
@@ -540,6 +641,7 @@ impl Accumulator {
         }
         sc.0.add(rec.response_time);
         sc.1.add(rec.body_bytes);
+        self.values.push((id, rec.response_time, rec.body_bytes));
         if self.cfg.needs_time() {
             match timestamp::parse(&rec.time) {
                 Some(t) => {
@@ -609,9 +711,10 @@ impl Accumulator {
         }
     }
 
-    /// Takes the current chunk's ordered summaries, in first-touch order.
-    pub fn take_chunk(&mut self) -> Vec<(u32, Summary, Summary)> {
-        let out = self
+    /// Takes the current chunk's ordered parts: summaries in first-touch
+    /// order and the values in line order.
+    pub fn take_chunk(&mut self) -> ChunkOrder {
+        let summaries = self
             .touched
             .iter()
             .map(|&id| {
@@ -621,16 +724,16 @@ impl Accumulator {
             .collect();
         self.touched.clear();
         self.created.clear();
-        out
+        ChunkOrder {
+            summaries,
+            values: std::mem::take(&mut self.values),
+        }
     }
 
     /// Folds the current chunk into the routes' own summaries (sequential use).
     pub fn fold_chunk(&mut self) {
-        for (id, t, b) in self.take_chunk() {
-            let r = &mut self.routes[id as usize];
-            r.time.merge(&t);
-            r.body.merge(&b);
-        }
+        let chunk = self.take_chunk();
+        chunk.fold(&mut self.routes, |id| id as usize);
     }
 
     /// The analysis of everything fed so far (sequential use: line numbers are absolute).

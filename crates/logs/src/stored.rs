@@ -243,6 +243,7 @@ pub fn from_rows(rows: &[RouteRow], seconds: &[RouteSecond]) -> Vec<RouteStats> 
             sum: row.sum_body,
         };
         let sd = from_ms(row.stddev);
+        r.exact = crate::exact::ExactTimes::unknown();
         r.moments = Moments {
             n: row.count,
             mean: if row.count > 0 {

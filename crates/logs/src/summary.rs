@@ -59,6 +59,16 @@ impl Summary {
         self.sum += later.sum;
     }
 
+    /// Appends `later` but leaves the sum alone: the caller adds the later
+    /// values one by one, because alp's sum is a running float sum in line
+    /// order and adding a partial sum rounds differently (0.066 against
+    /// alp's 0.06599999999999999).
+    pub fn merge_keep_sum(&mut self, later: &Summary) {
+        let sum = self.sum;
+        self.merge(later);
+        self.sum = sum;
+    }
+
     /// Mean as alp computes it (sum / count); NaN for no values, like alp.
     pub fn avg(&self) -> f64 {
         self.sum / self.n as f64
@@ -108,7 +118,13 @@ impl Moments {
         if self.n == 0 {
             return f64::NAN;
         }
-        (self.m2 / self.n as f64).max(0.0).sqrt()
+        // Rounding can leave m2 a hair below zero; NaN stays NaN (alp prints it).
+        let var = self.m2 / self.n as f64;
+        if var < 0.0 {
+            0.0
+        } else {
+            var.sqrt()
+        }
     }
 }
 
