@@ -224,7 +224,9 @@ impl<'o> Folder<'o> {
         if rawfunc.first() == Some(&b'(') {
             return;
         }
-        let java = self.pname.as_deref() == Some(b"java");
+        // Perl: `$pname =~ m/^java/`, so "java-100/101" under --pid/--tid
+        // is tidied too (FlameGraph's "Correctly detect java in -tid").
+        let java = self.pname.as_deref().is_some_and(|p| p.starts_with(b"java"));
         let seg_start = self.frames.len();
         let mut count = 0usize;
         for func in split_inline(rawfunc) {
@@ -641,11 +643,12 @@ mod tests {
             include_addrs: true,
             ..Default::default()
         };
-        // With --tid the process name is no longer "java", so Java names stay untidied.
+        // The current Perl script tests `$pname =~ m/^java/`: "java-100/101"
+        // is still Java (before FlameGraph's 2017 fix it was left untidied).
         assert_eq!(
             fold(TWO, all),
             "V8_Worker-7/8;outer;inner1_[i];inner2_[i];[unknown <56>];[libfoo.so <55>] 1001001\n\
-             java-100/101;main;native_safe_halt_[k];Lcom/example/Foo:.bar_[j] 1001001\n"
+             java-100/101;main;native_safe_halt_[k];com/example/Foo:.bar_[j] 1001001\n"
         );
     }
 

@@ -244,7 +244,7 @@ pub fn is_perf_map(module: &[u8]) -> bool {
 }
 
 /// Applies stackcollapse-perf.pl's per-function clean-ups to `func`,
-/// appending the result to `out`. `java` is the Perl `$pname eq "java"` test.
+/// appending the result to `out`. `java` is the Perl `$pname =~ m/^java/` test.
 pub fn tidy_into(out: &mut Vec<u8>, func: &[u8], java: bool) {
     // Fast path: nothing to cut or replace (most native symbols).
     if memchr::memchr3(b'(', b';', b'"', func).is_none() && memchr::memchr(b'\'', func).is_none() {
@@ -603,7 +603,8 @@ pub fn parse(
         if rawfunc.first() == Some(&b'(') {
             continue;
         }
-        let java = profile.threads[p.thread as usize].comm == "java";
+        // As stackcollapse-perf.pl's `$pname =~ m/^java/`.
+        let java = profile.threads[p.thread as usize].comm.starts_with("java");
         let parts: Vec<&[u8]> = split_inline(rawfunc).collect();
         // perf prints inline chains outermost-last; keep leaf-first order.
         let mut line_frames: Vec<FrameId> = Vec::with_capacity(parts.len());
