@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::model::{Location, Profile, NO_PARENT};
 use crate::perf::{
     event_line, event_name, is_kernel_module, is_perf_map, split_inline, stack_line, strip_offset,
-    tidy_into,
+    tidy_into, SrclineFilter, SrclineStep,
 };
 use rustc_hash::FxHashMap;
 use std::io::{Read, Write};
@@ -226,7 +226,10 @@ impl<'o> Folder<'o> {
         }
         // Perl: `$pname =~ m/^java/`, so "java-100/101" under --pid/--tid
         // is tidied too (FlameGraph's "Correctly detect java in -tid").
-        let java = self.pname.as_deref().is_some_and(|p| p.starts_with(b"java"));
+        let java = self
+            .pname
+            .as_deref()
+            .is_some_and(|p| p.starts_with(b"java"));
         let seg_start = self.frames.len();
         let mut count = 0usize;
         for func in split_inline(rawfunc) {
@@ -302,11 +305,21 @@ impl<'o> Folder<'o> {
     }
 
     fn fold_chunk(&mut self, chunk: &[u8], first_line: u64) {
+        // Chunks start at sample boundaries, where no source line can be
+        // pending, so a fresh filter per chunk sees what one would.
+        let mut srclines = SrclineFilter::default();
         let mut lineno = first_line;
         let mut from = 0;
+        let line_end =
+            |from: usize| memchr::memchr(b'\n', &chunk[from..]).map_or(chunk.len(), |e| from + e);
         while from < chunk.len() {
-            let end = memchr::memchr(b'\n', &chunk[from..]).map_or(chunk.len(), |e| from + e);
-            self.line(&chunk[from..end], lineno);
+            let end = line_end(from);
+            let next = (end + 1 < chunk.len()).then(|| &chunk[end + 1..line_end(end + 1)]);
+            match srclines.step(&chunk[from..end], next) {
+                SrclineStep::Skip => {}
+                SrclineStep::Keep => self.line(&chunk[from..end], lineno),
+                SrclineStep::Replace(done) => self.line(&done, lineno),
+            }
             lineno += 1;
             from = end + 1;
         }

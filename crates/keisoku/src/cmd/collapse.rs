@@ -62,12 +62,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         (args.first.clone(), false)
     };
-    let forced = args.format.or(perf_forced.then_some(Format::Perf));
+    // `collapse perf` names what the user expects; detection still decides
+    // (the same registry as every command), so bpftrace output, a
+    // perf.data or random bytes are never folded as perf script text. Only
+    // `--format perf` forces the perf folder, and even then not on binary data.
     let input = Input::open(&path).map_err(classify)?;
-    let format = keisoku_stacks::format_of(&input, forced).map_err(classify)?;
+    let format = keisoku_stacks::format_of(&input, args.format).map_err(classify)?;
+    let perf_flags = args.pid
+        || args.tid
+        || args.kernel
+        || args.jit
+        || args.all
+        || args.addrs
+        || args.event_filter.is_some();
+    if perf_forced && format != Format::Perf {
+        eprintln!(
+            "keisoku: {}: this is {}, not perf script text; reading it as such",
+            input.name,
+            format.info().description
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if format == Format::Perf {
+        if let Some(why) = keisoku_stacks::perf::not_text(&input.head) {
+            return Err(bad_input(format!(
+                "{}: not perf script text: {why}",
+                input.name
+            )));
+        }
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -86,12 +109,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let mut reader = input.into_reader();
         let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
         // Skipping odd lines is stackcollapse-perf.pl's way; a file in
-        // which no line was perf script output is not a profile at all.
-        if folded.stacks.is_empty() && folded.unrecognised > 0 {
-            return Err(bad_input(format!(
-                "{name}: not perf script output (no line recognised; first unrecognised at line {})",
-                folded.first_unrecognised.unwrap_or(1)
-            )));
+        // which no line was perf script output is not a profile at all,
+        // and one with no sample says so rather than printing nothing.
+        if folded.stacks.is_empty() {
+            return Err(bad_input(if folded.unrecognised > 0 {
+                format!(
+                    "{name}: not perf script output (no sample recognised; first unrecognised line {})",
+                    folded.first_unrecognised.unwrap_or(1)
+                )
+            } else if let (Some(ev), true) = (&args.event_filter, folded.filtered_other_events) {
+                format!("{name}: perf script text with no samples of event {ev:?}")
+            } else {
+                format!("{name}: perf script text with no samples in it")
+            }));
         }
         for note in folded.notes(&name) {
             eprintln!("keisoku: {note}");
@@ -100,19 +130,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .write_sorted(&mut out)
             .context("writing folded stacks")?;
     } else {
-        if args.pid
-            || args.tid
-            || args.kernel
-            || args.jit
-            || args.all
-            || args.addrs
-            || args.event_filter.is_some()
-        {
+        if perf_flags {
             return Err(bad_input(format!(
                 "{}: --pid/--tid/--kernel/--jit/--all/--addrs/--event-filter apply to perf script input; this is {}",
                 input.name,
                 format.name()
             )));
+        }
+        if format == Format::PerfData {
+            eprintln!(
+                "keisoku: {}: a perf.data recording; running `{}`",
+                input.name,
+                keisoku_stacks::perfdata::command_line(&input.name)
+            );
         }
         let loaded = keisoku_stacks::read_input(
             input,
@@ -125,7 +155,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(msg) = loaded.profile.damage.report() {
             eprintln!("keisoku: {}: {msg}", loaded.profile.title);
         }
-        for (stack, w) in fold_profile(&loaded.profile, false) {
+        // perf.data folds like its perf script text: process names as roots.
+        let thread_root = format == Format::PerfData;
+        for (stack, w) in fold_profile(&loaded.profile, thread_root) {
             writeln!(out, "{stack} {w}").context("writing folded stacks")?;
         }
     }
