@@ -692,14 +692,17 @@ pub fn parse(
                 .or(period2);
             any_period |= period.is_some();
             all_timed &= time.is_some();
-            let pid = ev
-                .pid
-                .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok())
-                .unwrap_or(0);
             let tid = std::str::from_utf8(ev.tid)
                 .ok()
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(0);
+            // Default `perf script` prints the thread id only: each thread
+            // then stands for its own process (a main thread's id is its
+            // process id), never all of them for one "process 0".
+            let pid = ev
+                .pid
+                .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok())
+                .unwrap_or(tid);
             let thread = profile.thread(Thread {
                 pid,
                 tid,

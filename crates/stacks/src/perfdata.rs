@@ -34,7 +34,45 @@ pub fn command_line(path: &str) -> String {
     format!("perf script -F+pid -i {path}")
 }
 
-fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
+/// `perf script` running on a perf.data input, for [`PerfScript::finish`]
+/// to check how perf ended once its text is read.
+pub struct PerfScript {
+    name: String,
+    child: std::process::Child,
+    errs: std::thread::JoinHandle<String>,
+    temp: Option<std::path::PathBuf>,
+}
+
+impl PerfScript {
+    /// Waits for perf: a failed run is an error naming perf's last words,
+    /// since its text may have been cut short.
+    pub fn finish(mut self) -> Result<()> {
+        let status = self.child.wait().map_err(|e| Error::io(&self.name, e));
+        let err_text = self.errs.join().unwrap_or_default();
+        if let Some(t) = &self.temp {
+            let _ = std::fs::remove_file(t);
+        }
+        let status = status?;
+        if status.success() {
+            return Ok(());
+        }
+        let why = err_text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        Err(Error::malformed(
+            &self.name,
+            Location::Byte(0),
+            format!("a perf.data that `perf script` reads ({status}: {why})"),
+        ))
+    }
+}
+
+/// Starts `perf script` on a perf.data input (written to a temporary file
+/// first when it comes from stdin or gzip: perf reads files only); returns
+/// its text as an [`Input`] under the usual limits, and the running perf.
+pub fn run_script(input: Input) -> Result<(Input, PerfScript)> {
     let name = input.name.clone();
     if !looks_like(&input.head) {
         return Err(Error::malformed(
@@ -43,7 +81,6 @@ fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
             "a perf.data recording (it starts with PERFILE2)",
         ));
     }
-    // perf reads a file, not a pipe: stdin and gzip are written out first.
     let mut temp: Option<std::path::PathBuf> = None;
     let path = if name == "<stdin>" || input.gzip {
         let (_, bytes) = input.read_all()?;
@@ -66,9 +103,12 @@ fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
         .spawn();
     let mut child = match run {
         Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) => {
             if let Some(t) = &temp {
                 let _ = std::fs::remove_file(t);
+            }
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(Error::io(&name, e));
             }
             return Err(Error::Empty {
                 path: name.clone(),
@@ -79,14 +119,13 @@ fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
                 ),
             });
         }
-        Err(e) => return Err(Error::io(&name, e)),
     };
     let stdout = child
         .stdout
         .take()
         .ok_or_else(|| Error::io(&name, std::io::Error::other("perf script has no stdout")))?;
     // stderr is drained on its own thread so a chatty perf cannot block on
-    // a full pipe while its stdout is read here.
+    // a full pipe while its stdout is read.
     let mut stderr = child.stderr.take();
     let errs = std::thread::spawn(move || {
         let mut s = String::new();
@@ -95,42 +134,40 @@ fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
         }
         s
     });
-    let text = Input::from_reader(format!("{name} (perf script)"), Box::new(stdout));
-    let parsed = text.and_then(|text| {
-        let title = text.name.clone();
-        let (profile, report) = crate::perf::parse(
-            &mut text.into_reader(),
-            &title,
-            &crate::perf::PerfOptions {
-                event: opts.event.clone(),
-            },
-        )?;
-        Ok(Parsed {
-            profile,
-            dropped_events: report.dropped,
-        })
-    });
-    let status = child.wait().map_err(|e| Error::io(&name, e));
-    let err_text = errs.join().unwrap_or_default();
-    if let Some(t) = &temp {
-        let _ = std::fs::remove_file(t);
-    }
-    match status? {
-        s if s.success() => {}
-        s => {
-            let why = err_text
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            return Err(Error::malformed(
-                &name,
-                Location::Byte(0),
-                format!("a perf.data that `perf script` reads ({s}: {why})"),
-            ));
+    let text = match Input::from_reader(name.clone(), Box::new(stdout)) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
         }
-    }
-    let mut parsed = parsed?;
-    parsed.profile.title = name;
-    Ok(parsed)
+    };
+    Ok((
+        text,
+        PerfScript {
+            name,
+            child,
+            errs,
+            temp,
+        },
+    ))
+}
+
+fn read(input: Input, opts: &ReadOptions) -> Result<Parsed> {
+    let name = input.name.clone();
+    let (text, script) = run_script(input)?;
+    let parsed = crate::perf::parse(
+        &mut text.into_reader(),
+        &name,
+        &crate::perf::PerfOptions {
+            event: opts.event.clone(),
+        },
+    );
+    // perf's own failure explains a cut-short text better than the parser.
+    script.finish()?;
+    let (profile, report) = parsed?;
+    Ok(Parsed {
+        profile,
+        dropped_events: report.dropped,
+    })
 }
