@@ -57,3 +57,9 @@ command -v mvn >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 for svc in java-bidder node-bff flask-shop perl-dsp nginx-proxy; do
   examples/$svc/install.sh || { echo "setup: examples/$svc/install.sh failed" >&2; exit 1; }
 done
+
+# ---- profile inputs (issue 16, perfin) --------------------------------------------------------
+# tests/profiles_perf.rs records real profiles with bpftrace (Debian) besides perf, gcc and go.
+command -v bpftrace >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bpftrace >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install bpftrace failed" >&2; exit 1; }; }

@@ -329,6 +329,22 @@ mod tests {
     }
 
     #[test]
+    fn a_real_capture_reads_as_bpftrace_printed_it() {
+        // bpftrace 0.17, `@[kstack, ustack, comm] = count()` on a C program:
+        // no kernel stack prints as "@[, ".
+        let t = include_bytes!("../tests/data/busy.bpftrace.txt");
+        assert_eq!(crate::format::detect(t), Some(Format::Bpftrace));
+        let p = parse(&mut &t[..], "t").unwrap();
+        assert_eq!(
+            crate::collapse::fold_profile(&p, false),
+            [
+                ("busy;__libc_start_call_main;main;leaf_a".to_owned(), 42),
+                ("busy;__libc_start_call_main;main;leaf_b".to_owned(), 17)
+            ]
+        );
+    }
+
+    #[test]
     fn scalar_keys_and_perf_mode_frames() {
         let t = "@samples[busy, 7, \n\t7f12 leaf+0x12 (/usr/bin/busy)\n\tffffffff81 do_x+0x5 ([kernel.kallsyms])\n]: 5\n@[idle]: 3\n";
         assert!(looks_like(t.as_bytes()));

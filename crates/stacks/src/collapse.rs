@@ -665,6 +665,44 @@ mod tests {
         );
     }
 
+    /// `perf script -F+srcline` of a DWARF recording (perf 6.1): a source
+    /// line under each frame, an inlined frame without its module.
+    const SRCLINE: &str = "busy 7/7 1.0:    1001001 cpu-clock:ppp: \n\
+        \t            11db leaf_a+0x2b (/tmp/busy)\n  busy.c:4\n\
+        \t            1265 inl+0x15\n  busy.c:6 (inlined)\n\
+        \t            1265 mid+0x15 (/tmp/busy)\n  busy.c:7\n\
+        \t           27304 __libc_start_main_impl+0x84\n  libc-start.c:360 (inlined)\n\
+        \t            10e0 _start+0x20 (/tmp/busy)\n  ??:0\n\n";
+    const PLAIN: &str = "busy 7/7 1.0:    1001001 cpu-clock:ppp: \n\
+        \t            11db leaf_a+0x2b (/tmp/busy)\n\
+        \t            1265 inl+0x15 (inlined)\n\
+        \t            1265 mid+0x15 (/tmp/busy)\n\
+        \t           27304 __libc_start_main_impl+0x84 (inlined)\n\
+        \t            10e0 _start+0x20 (/tmp/busy)\n\n";
+
+    #[test]
+    fn source_lines_are_not_frames() {
+        let want = "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1001001\n";
+        assert_eq!(fold(PLAIN, PerfFoldOptions::default()), want);
+        let f = fold_perf(&mut SRCLINE.as_bytes(), "t", &PerfFoldOptions::default()).unwrap();
+        assert_eq!(f.unrecognised, 0);
+        for threads in [1, 2] {
+            let opts = PerfFoldOptions {
+                threads,
+                chunk_bytes: 7,
+                ..Default::default()
+            };
+            assert_eq!(fold(&SRCLINE.repeat(3), opts), want.replace(" 1001001", " 3003003"));
+        }
+        // The profile parser agrees.
+        let (p, _) = crate::perf::parse(&mut SRCLINE.as_bytes(), "t", &Default::default()).unwrap();
+        assert_eq!(folded_text(&p), "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1\n");
+        assert!(p.damage.report().is_none());
+        // Two-space lines are source lines only under a tab-indented frame.
+        let spaced = "busy 7 1.0: 1 cpu-clock:\n  11db leaf_a (/b)\n  1265 main (/b)\n\n";
+        assert_eq!(fold(spaced, PerfFoldOptions::default()), "busy;main;leaf_a 1\n");
+    }
+
     #[test]
     fn period_is_read_even_with_two_spaces_before_the_event() {
         let t = "busy 1 1.0:    2004008  cpu-clock: \n\t 1 f (/b)\n\nbusy 1 1.1: cpu-clock: \n\t 1 f (/b)\n\n";
