@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../stacks/tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../stacks/tests/data")
+        .join(name)
 }
 
 fn have(tool: &str) -> bool {
@@ -67,7 +69,9 @@ fn collapse_perf_equals_stackcollapse_perf_pl_on_our_recordings() {
     // Every recording with no option and the six of FlameGraph's test.sh.
     assert_eq!(sections.len() % 7, 0);
     assert!(sections.len() >= 7 * 9, "{}", sections.len());
-    assert!(sections.iter().any(|s| s.0 == "java-pid.perf.gz" && s.1 == "--tid"));
+    assert!(sections
+        .iter()
+        .any(|s| s.0 == "java-pid.perf.gz" && s.1 == "--tid"));
     for (input, opt, want) in &sections {
         let path = data(input);
         let mut args = vec!["collapse", "perf", "-j", "2"];
@@ -99,7 +103,16 @@ fn java_names_are_tidied_under_pid_and_tid() {
 /// perf report --no-children --sort sym: symbol -> self percentage.
 fn perf_report_self(perf_data: &Path) -> Vec<(String, f64)> {
     let o = run(Command::new("perf")
-        .args(["report", "--no-children", "--stdio", "--sort", "sym", "-g", "none", "-i"])
+        .args([
+            "report",
+            "--no-children",
+            "--stdio",
+            "--sort",
+            "sym",
+            "-g",
+            "none",
+            "-i",
+        ])
         .arg(perf_data));
     text(&o.stdout)
         .lines()
@@ -184,7 +197,17 @@ fn real_perf_recordings_agree_with_perf_report() {
     for (label, graph) in [("frame pointers", "fp"), ("DWARF", "dwarf")] {
         let pdata = dir.path().join(format!("{graph}.data"));
         run(Command::new("perf")
-            .args(["record", "-q", "-F", "999", "-e", "cpu-clock", "--call-graph", graph, "-o"])
+            .args([
+                "record",
+                "-q",
+                "-F",
+                "999",
+                "-e",
+                "cpu-clock",
+                "--call-graph",
+                graph,
+                "-o",
+            ])
             .arg(&pdata)
             .arg(&busy));
         let report = perf_report_self(&pdata);
@@ -201,7 +224,9 @@ fn real_perf_recordings_agree_with_perf_report() {
         std::fs::write(&plain, script(&[])).unwrap();
         std::fs::write(&srcline, script(&["-F+srcline"])).unwrap();
         assert!(
-            std::fs::read_to_string(&srcline).unwrap().contains("\n  busy.c:"),
+            std::fs::read_to_string(&srcline)
+                .unwrap()
+                .contains("\n  busy.c:"),
             "{label}: perf script -F+srcline printed no source lines"
         );
         for input in [&plain, &srcline, &pdata] {
@@ -221,7 +246,10 @@ fn real_perf_recordings_agree_with_perf_report() {
         let (got, notes) = fold(&srcline);
         assert_eq!(got, want, "{label}: srcline");
         assert!(!notes.contains("unrecognised"), "{label}: {notes}");
-        assert!(!got.contains(".c:"), "{label}: a source line became a frame");
+        assert!(
+            !got.contains(".c:"),
+            "{label}: a source line became a frame"
+        );
         let (got, notes) = fold(&pdata);
         assert_eq!(got, want, "{label}: perf.data");
         assert!(notes.contains("running `perf script"), "{label}: {notes}");
@@ -244,7 +272,10 @@ fn perf_data_without_perf_is_a_clear_error() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let e = text(&o.stderr);
-    assert!(e.contains("perf is not installed") && e.contains("perf script"), "{e}");
+    assert!(
+        e.contains("perf is not installed") && e.contains("perf script"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -277,27 +308,41 @@ fn inputs_no_format_recognises_exit_2_for_every_command() {
         assert!(o.stdout.is_empty(), "{args:?} printed junk");
         let e = text(&o.stderr);
         assert!(
-            e.contains("not a recognised profile") && e.contains("--format") && e.contains("bpftrace"),
+            e.contains("not a recognised profile")
+                && e.contains("--format")
+                && e.contains("bpftrace"),
             "{args:?}: {e}"
         );
     }
     // Forcing perf on binary data is refused too.
     let o = keisoku(&["collapse", "--format", "perf", r]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("binary data"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("binary data"),
+        "{}",
+        text(&o.stderr)
+    );
     // A recognised format without samples says so.
     let banner = dir.path().join("bt.txt");
     std::fs::write(&banner, "Attaching 1 probe...\n\n").unwrap();
     for cmd in ["collapse", "flame"] {
         let o = keisoku(&[cmd, banner.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
-        assert!(text(&o.stderr).contains("bpftrace output with no stack counts"), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("bpftrace output with no stack counts"),
+            "{}",
+            text(&o.stderr)
+        );
     }
     let comments = dir.path().join("c.perf");
     std::fs::write(&comments, "# only a header\n").unwrap();
     let o = keisoku(&["collapse", "--format", "perf", comments.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("no samples"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("no samples"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
@@ -314,13 +359,21 @@ fn distinct_stacks_count_the_folded_lines() {
     let input = data("c.perf.gz");
     let dir = tempfile::tempdir().unwrap();
     let folded = dir.path().join("c.folded");
-    let o = keisoku(&["flame", input.to_str().unwrap(), "-o", folded.to_str().unwrap()]);
+    let o = keisoku(&[
+        "flame",
+        input.to_str().unwrap(),
+        "-o",
+        folded.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let lines = std::fs::read_to_string(&folded).unwrap().lines().count();
     let o = keisoku(&["flame", input.to_str().unwrap()]);
     let head = text(&o.stdout);
     assert!(
-        head.lines().next().unwrap().ends_with(&format!(", {lines} distinct stacks")),
+        head.lines()
+            .next()
+            .unwrap()
+            .ends_with(&format!(", {lines} distinct stacks")),
         "{lines} lines: {head}"
     );
 }
@@ -333,12 +386,21 @@ fn diff_folded_keeps_the_process_root_as_flame_folded_does() {
     let diff = dir.path().join("d.folded");
     let o = keisoku(&["flame", a.to_str().unwrap(), "-o", flame.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let o = keisoku(&["diff", a.to_str().unwrap(), a.to_str().unwrap(), "-o", diff.to_str().unwrap()]);
+    let o = keisoku(&[
+        "diff",
+        a.to_str().unwrap(),
+        a.to_str().unwrap(),
+        "-o",
+        diff.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let flame = std::fs::read_to_string(flame).unwrap();
     let diff = std::fs::read_to_string(diff).unwrap();
     // Same stacks, same roots: "busy;..." in both, no "[unknown];...".
-    let f: Vec<&str> = flame.lines().map(|l| l.rsplit_once(' ').unwrap().0).collect();
+    let f: Vec<&str> = flame
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().0)
+        .collect();
     let d: Vec<&str> = diff
         .lines()
         .map(|l| l.rsplitn(3, ' ').nth(2).unwrap())
@@ -423,7 +485,11 @@ fn real_bpftrace_stacks_agree_with_bpftrace_counts() {
     }
     assert!(ours.get("leaf_a").is_some_and(|&p| p > 30.0), "{ours:?}");
     let o = keisoku(&["collapse", f.to_str().unwrap()]);
-    assert!(text(&o.stdout).lines().all(|l| l.starts_with("busy;")), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).lines().all(|l| l.starts_with("busy;")),
+        "{}",
+        text(&o.stdout)
+    );
 }
 
 #[test]

@@ -692,15 +692,24 @@ mod tests {
                 chunk_bytes: 7,
                 ..Default::default()
             };
-            assert_eq!(fold(&SRCLINE.repeat(3), opts), want.replace(" 1001001", " 3003003"));
+            assert_eq!(
+                fold(&SRCLINE.repeat(3), opts),
+                want.replace(" 1001001", " 3003003")
+            );
         }
         // The profile parser agrees.
         let (p, _) = crate::perf::parse(&mut SRCLINE.as_bytes(), "t", &Default::default()).unwrap();
-        assert_eq!(folded_text(&p), "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1\n");
+        assert_eq!(
+            folded_text(&p),
+            "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1\n"
+        );
         assert!(p.damage.report().is_none());
         // Two-space lines are source lines only under a tab-indented frame.
         let spaced = "busy 7 1.0: 1 cpu-clock:\n  11db leaf_a (/b)\n  1265 main (/b)\n\n";
-        assert_eq!(fold(spaced, PerfFoldOptions::default()), "busy;main;leaf_a 1\n");
+        assert_eq!(
+            fold(spaced, PerfFoldOptions::default()),
+            "busy;main;leaf_a 1\n"
+        );
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         || args.all
         || args.addrs
         || args.event_filter.is_some();
-    if perf_forced && format != Format::Perf {
+    if perf_forced && !matches!(format, Format::Perf | Format::PerfData) {
         eprintln!(
             "keisoku: {}: this is {}, not perf script text; reading it as such",
             input.name,
@@ -84,12 +84,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    if format == Format::Perf {
-        if let Some(why) = keisoku_stacks::perf::not_text(&input.head) {
-            return Err(bad_input(format!(
-                "{}: not perf script text: {why}",
-                input.name
-            )));
+    if matches!(format, Format::Perf | Format::PerfData) {
+        if format == Format::Perf {
+            if let Some(why) = keisoku_stacks::perf::not_text(&input.head) {
+                return Err(bad_input(format!(
+                    "{}: not perf script text: {why}",
+                    input.name
+                )));
+            }
         }
         let threads = args
             .threads
@@ -106,8 +108,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             chunk_bytes: 0,
         };
         let name = input.name.clone();
+        // perf.data folds exactly as its `perf script` text would.
+        let (input, script) = if format == Format::PerfData {
+            eprintln!(
+                "keisoku: {name}: a perf.data recording; running `{}`",
+                keisoku_stacks::perfdata::command_line(&name)
+            );
+            let (text, script) = keisoku_stacks::perfdata::run_script(input).map_err(classify)?;
+            (text, Some(script))
+        } else {
+            (input, None)
+        };
         let mut reader = input.into_reader();
-        let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
+        let folded = fold_perf(&mut reader, &name, &opts);
+        if let Some(script) = script {
+            script.finish().map_err(classify)?;
+        }
+        let folded = folded.map_err(classify)?;
         // Skipping odd lines is stackcollapse-perf.pl's way; a file in
         // which no line was perf script output is not a profile at all,
         // and one with no sample says so rather than printing nothing.
@@ -137,13 +154,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 format.name()
             )));
         }
-        if format == Format::PerfData {
-            eprintln!(
-                "keisoku: {}: a perf.data recording; running `{}`",
-                input.name,
-                keisoku_stacks::perfdata::command_line(&input.name)
-            );
-        }
         let loaded = keisoku_stacks::read_input(
             input,
             &ReadOptions {
@@ -155,9 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(msg) = loaded.profile.damage.report() {
             eprintln!("keisoku: {}: {msg}", loaded.profile.title);
         }
-        // perf.data folds like its perf script text: process names as roots.
-        let thread_root = format == Format::PerfData;
-        for (stack, w) in fold_profile(&loaded.profile, thread_root) {
+        for (stack, w) in fold_profile(&loaded.profile, false) {
             writeln!(out, "{stack} {w}").context("writing folded stacks")?;
         }
     }
