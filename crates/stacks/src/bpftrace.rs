@@ -112,7 +112,7 @@ fn strip_offset(frame: &[u8]) -> &[u8] {
 
 /// One frame line: `func+off`, `0x7f...` (unresolved) or, with
 /// `ustack(perf)`, `7f12 func+0x12 (/lib/x.so)`.
-fn frame_of(text: &[u8]) -> (String, String, FrameKind) {
+fn frame_of(text: &[u8]) -> RawFrame {
     if let Some(sl) = crate::perf::stack_line(text) {
         if sl.pc.iter().all(u8::is_ascii_hexdigit) {
             let f = crate::perf::strip_offset(sl.rawfunc).trim_ascii();
@@ -146,11 +146,14 @@ fn scalars(fragment: &[u8], into: &mut Vec<String>) {
     }
 }
 
+/// A frame as read: name, module, kind.
+pub(crate) type RawFrame = (String, String, FrameKind);
+
 /// Aggregated stacks being built: a profile in counts form.
 pub(crate) struct Aggregate {
     pub(crate) profile: Profile,
     counts: Vec<u64>,
-    frames: FxHashMap<(String, String, FrameKind), FrameId>,
+    frames: FxHashMap<RawFrame, FrameId>,
     pub(crate) entries: u64,
 }
 
@@ -169,7 +172,7 @@ impl Aggregate {
     pub(crate) fn add(
         &mut self,
         roots: &[String],
-        leaf_first: &[(String, String, FrameKind)],
+        leaf_first: &[RawFrame],
         count: u64,
     ) {
         let mut node = NO_PARENT;
@@ -218,7 +221,7 @@ pub fn parse(reader: &mut dyn BufRead, name: &str) -> Result<Profile> {
     let mut line = Vec::with_capacity(256);
     let mut lineno = 0u64;
     // The entry being read: scalar fields and leaf-first frames.
-    let mut open: Option<(u64, Vec<String>, Vec<(String, String, FrameKind)>)> = None;
+    let mut open: Option<(u64, Vec<String>, Vec<RawFrame>)> = None;
     loop {
         line.clear();
         if reader

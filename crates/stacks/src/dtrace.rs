@@ -15,7 +15,7 @@
 //! count alone on a line. Scalar key lines before the first frame become
 //! the outermost frames, as a comm does in stackcollapse-perf.pl.
 
-use crate::bpftrace::Aggregate;
+use crate::bpftrace::{Aggregate, RawFrame};
 use crate::error::{Error, Result};
 use crate::format::{Format, FormatInfo, Parsed};
 use crate::model::{FrameKind, Location, Profile};
@@ -51,7 +51,7 @@ fn count_line(t: &[u8]) -> Option<u64> {
 }
 
 /// A frame line: `module`func+0x1f`, `module`0x1f` or a bare `0x7fff...`.
-fn frame_line(t: &[u8]) -> Option<(String, String, FrameKind)> {
+fn frame_line(t: &[u8]) -> Option<RawFrame> {
     let v = t.trim_ascii();
     if v.is_empty() || v.iter().any(|&b| b == b' ' || b == b'\t') {
         return None;
