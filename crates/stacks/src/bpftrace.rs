@@ -169,12 +169,7 @@ impl Aggregate {
 
     /// Adds `count` for a stack given as root frames (outermost first) and
     /// leaf-first frames.
-    pub(crate) fn add(
-        &mut self,
-        roots: &[String],
-        leaf_first: &[RawFrame],
-        count: u64,
-    ) {
+    pub(crate) fn add(&mut self, roots: &[String], leaf_first: &[RawFrame], count: u64) {
         let mut node = NO_PARENT;
         let roots = roots
             .iter()
