@@ -367,6 +367,12 @@ fn distinct_stacks_count_the_folded_lines() {
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let lines = std::fs::read_to_string(&folded).unwrap().lines().count();
+    // "wrote c.folded (N samples, F functions, S stacks)": S is the line count.
+    assert!(
+        text(&o.stderr).contains(&format!(" functions, {lines} stacks)")),
+        "{lines} lines: {}",
+        text(&o.stderr)
+    );
     let o = keisoku(&["flame", input.to_str().unwrap()]);
     let head = text(&o.stdout);
     assert!(
