@@ -99,6 +99,10 @@ seed() { # target
             line_pieces "$f" "$dir" "seed-$b" 30
         done
         ;;
+    aggregations)
+        cp "$stacks/busy.bpftrace.txt" "$dir/seed-bpftrace"
+        printf '  busy\n              libc.so.1`_write+0x15\n              busy`main+0x20\n                12\n' >"$dir/seed-dtrace"
+        ;;
     cpuprofile) text "$stacks/node.cpuprofile.gz" >"$dir/seed-node" ;;
     pprof) cp "$stacks/go.pprof" "$dir/seed-go" ;;
     speedscope) cp "$stacks/py-spy.speedscope.json" "$dir/seed-py-spy" ;;

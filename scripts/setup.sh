@@ -68,3 +68,9 @@ if [[ ! -f "$SPEEDSCOPE_TOOLS/node_modules/speedscope/dist/release/file-format-s
   mkdir -p "$SPEEDSCOPE_TOOLS"
   (cd "$SPEEDSCOPE_TOOLS" && npm install --no-audit --no-fund --loglevel=error speedscope@1.25.0 ajv@8.20.0 >/dev/null)
 fi
+
+# ---- profile inputs (issue 16, perfin) --------------------------------------------------------
+# tests/profiles_perf.rs records real profiles with bpftrace (Debian) besides perf, gcc and go.
+command -v bpftrace >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bpftrace >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install bpftrace failed" >&2; exit 1; }; }

@@ -110,6 +110,21 @@ test('time range, threads, idle, invert, focus and split keep the right totals',
   assert.equal(groups.find((g) => g[0] === 'worker [pid 5151]')[1], weightWhere(data, { threads: [2] }));
 });
 
+test('a process is named by the comm with most of its samples (issue 16: not the name before exec)', () => {
+  // pid 7 ran as "mixed.sh" for one sample, then exec'd node for three.
+  const p = Profile.from({
+    version: 1, title: 't', unit: 'samples', kinds: ['kernel', 'native', 'jit', 'interpreted', 'inlined', 'unknown'],
+    frames: { name: ['main', 'work'], module: ['', ''], kind: [1, 1] },
+    nodes: { parent: [-1, 0], frame: [0, 1] },
+    threads: [{ pid: 7, tid: 7, comm: 'mixed.sh' }, { pid: 7, tid: 7, comm: 'node' }, { pid: 7, tid: 8, comm: 'node' }],
+    samples: { node: [1, 1, 1, 1], weight: null, time_ms: [0, 1, 2, 3], thread: [0, 1, 1, 2] },
+    counts: null, start_unix_ns: null, duration_ms: 4,
+  });
+  assert.equal(p.processName(7), 'node');
+  const split = buildTree(p, { split: 'process' });
+  assert.equal(split.name(split.childList[split.childStart[0]]), 'node [pid 7]');
+});
+
 test('diff: vanished stacks keep their before width; normalised deltas are shares', () => {
   const a = buildTree(profile, { fromMs: 0, toMs: 1000 });
   const b = buildTree(profile, { fromMs: 1000, toMs: 3000 });

@@ -485,6 +485,9 @@ fn every_command_lists_the_same_formats() {
             ("cpuprofile", "Chrome/V8 .cpuprofile JSON"),
             ("pprof", "pprof protobuf"),
             ("speedscope", "speedscope JSON"),
+            ("perf.data", "perf.data (through `perf script`)"),
+            ("bpftrace", "bpftrace stack maps"),
+            ("dtrace", "DTrace aggregated stacks"),
         ] {
             let item = format!("- {name}:");
             assert!(
@@ -497,8 +500,27 @@ fn every_command_lists_the_same_formats() {
         let o = keisoku(&[cmd, "--format", "svg", "x"]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         let e = stderr(&o);
+        // The list is the registry's, in detection order (other formats
+        // may sit between these).
+        let list = e
+            .split_once("--format \"svg\": expected ")
+            .map(|(_, l)| l.trim().split(", ").collect::<Vec<_>>())
+            .unwrap_or_default();
+        let at = |n: &str| list.iter().position(|x| *x == n);
+        for n in [
+            "pprof",
+            "speedscope",
+            "cpuprofile",
+            "perf.data",
+            "bpftrace",
+            "dtrace",
+            "perf",
+            "folded",
+        ] {
+            assert!(at(n).is_some(), "{cmd}: {n} missing: {e}");
+        }
         assert!(
-            e.contains("--format \"svg\": expected pprof, speedscope, "),
+            at("bpftrace") < at("perf") && at("perf") < at("folded"),
             "{cmd}: {e}"
         );
         for name in [

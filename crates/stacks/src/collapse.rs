@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::model::{Location, Profile, NO_PARENT};
 use crate::perf::{
     event_line, event_name, is_kernel_module, is_perf_map, split_inline, stack_line, strip_offset,
-    tidy_into,
+    tidy_into, SrclineFilter, SrclineStep,
 };
 use rustc_hash::FxHashMap;
 use std::io::{Read, Write};
@@ -224,7 +224,12 @@ impl<'o> Folder<'o> {
         if rawfunc.first() == Some(&b'(') {
             return;
         }
-        let java = self.pname.as_deref() == Some(b"java");
+        // Perl: `$pname =~ m/^java/`, so "java-100/101" under --pid/--tid
+        // is tidied too (FlameGraph's "Correctly detect java in -tid").
+        let java = self
+            .pname
+            .as_deref()
+            .is_some_and(|p| p.starts_with(b"java"));
         let seg_start = self.frames.len();
         let mut count = 0usize;
         for func in split_inline(rawfunc) {
@@ -300,11 +305,21 @@ impl<'o> Folder<'o> {
     }
 
     fn fold_chunk(&mut self, chunk: &[u8], first_line: u64) {
+        // Chunks start at sample boundaries, where no source line can be
+        // pending, so a fresh filter per chunk sees what one would.
+        let mut srclines = SrclineFilter::default();
         let mut lineno = first_line;
         let mut from = 0;
+        let line_end =
+            |from: usize| memchr::memchr(b'\n', &chunk[from..]).map_or(chunk.len(), |e| from + e);
         while from < chunk.len() {
-            let end = memchr::memchr(b'\n', &chunk[from..]).map_or(chunk.len(), |e| from + e);
-            self.line(&chunk[from..end], lineno);
+            let end = line_end(from);
+            let next = (end + 1 < chunk.len()).then(|| &chunk[end + 1..line_end(end + 1)]);
+            match srclines.step(&chunk[from..end], next) {
+                SrclineStep::Skip => {}
+                SrclineStep::Keep => self.line(&chunk[from..end], lineno),
+                SrclineStep::Replace(done) => self.line(&done, lineno),
+            }
             lineno += 1;
             from = end + 1;
         }
@@ -641,11 +656,59 @@ mod tests {
             include_addrs: true,
             ..Default::default()
         };
-        // With --tid the process name is no longer "java", so Java names stay untidied.
+        // The current Perl script tests `$pname =~ m/^java/`: "java-100/101"
+        // is still Java (before FlameGraph's 2017 fix it was left untidied).
         assert_eq!(
             fold(TWO, all),
             "V8_Worker-7/8;outer;inner1_[i];inner2_[i];[unknown <56>];[libfoo.so <55>] 1001001\n\
-             java-100/101;main;native_safe_halt_[k];Lcom/example/Foo:.bar_[j] 1001001\n"
+             java-100/101;main;native_safe_halt_[k];com/example/Foo:.bar_[j] 1001001\n"
+        );
+    }
+
+    /// `perf script -F+srcline` of a DWARF recording (perf 6.1): a source
+    /// line under each frame, an inlined frame without its module.
+    const SRCLINE: &str = "busy 7/7 1.0:    1001001 cpu-clock:ppp: \n\
+        \t            11db leaf_a+0x2b (/tmp/busy)\n  busy.c:4\n\
+        \t            1265 inl+0x15\n  busy.c:6 (inlined)\n\
+        \t            1265 mid+0x15 (/tmp/busy)\n  busy.c:7\n\
+        \t           27304 __libc_start_main_impl+0x84\n  libc-start.c:360 (inlined)\n\
+        \t            10e0 _start+0x20 (/tmp/busy)\n  ??:0\n\n";
+    const PLAIN: &str = "busy 7/7 1.0:    1001001 cpu-clock:ppp: \n\
+        \t            11db leaf_a+0x2b (/tmp/busy)\n\
+        \t            1265 inl+0x15 (inlined)\n\
+        \t            1265 mid+0x15 (/tmp/busy)\n\
+        \t           27304 __libc_start_main_impl+0x84 (inlined)\n\
+        \t            10e0 _start+0x20 (/tmp/busy)\n\n";
+
+    #[test]
+    fn source_lines_are_not_frames() {
+        let want = "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1001001\n";
+        assert_eq!(fold(PLAIN, PerfFoldOptions::default()), want);
+        let f = fold_perf(&mut SRCLINE.as_bytes(), "t", &PerfFoldOptions::default()).unwrap();
+        assert_eq!(f.unrecognised, 0);
+        for threads in [1, 2] {
+            let opts = PerfFoldOptions {
+                threads,
+                chunk_bytes: 7,
+                ..Default::default()
+            };
+            assert_eq!(
+                fold(&SRCLINE.repeat(3), opts),
+                want.replace(" 1001001", " 3003003")
+            );
+        }
+        // The profile parser agrees.
+        let (p, _) = crate::perf::parse(&mut SRCLINE.as_bytes(), "t", &Default::default()).unwrap();
+        assert_eq!(
+            folded_text(&p),
+            "busy;_start;__libc_start_main_impl;mid;inl;leaf_a 1\n"
+        );
+        assert!(p.damage.report().is_none());
+        // Two-space lines are source lines only under a tab-indented frame.
+        let spaced = "busy 7 1.0: 1 cpu-clock:\n  11db leaf_a (/b)\n  1265 main (/b)\n\n";
+        assert_eq!(
+            fold(spaced, PerfFoldOptions::default()),
+            "busy;main;leaf_a 1\n"
         );
     }
 

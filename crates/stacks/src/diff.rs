@@ -306,12 +306,23 @@ impl Gate {
     }
 }
 
+/// Whether folded diff lines start with the process name, as
+/// `flame -o x.folded` and stackcollapse-perf.pl write them: when both
+/// sides know their processes (otherwise their stacks could not line up).
+fn process_root(d: &Diff) -> bool {
+    d.before.samples.thread.is_some()
+        && d.after.samples.thread.is_some()
+        && d.before.counts.is_none()
+        && d.after.counts.is_none()
+}
+
 /// difffolded.pl output: `stack before after` for every stack on either
 /// side (vanished stacks keep their before count; new ones have before 0).
 /// Normalised mode scales before counts to after's total, as `difffolded -n`.
 pub fn diff_folded(d: &Diff) -> Vec<(String, u64, u64)> {
-    let b = crate::collapse::fold_profile(&d.before, false);
-    let a = crate::collapse::fold_profile(&d.after, false);
+    let root = process_root(d);
+    let b = crate::collapse::fold_profile(&d.before, root);
+    let a = crate::collapse::fold_profile(&d.after, root);
     let tb = d.before.total_weight().max(1) as f64;
     let ta = d.after.total_weight().max(1) as f64;
     let mut map: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
@@ -405,10 +416,11 @@ pub fn diff_svg(d: &Diff, title: &str) -> String {
     let ta = d.after.total_weight().max(1) as f64;
     let scale_before = if d.normalized { ta / tb } else { 1.0 };
     let mut lines: std::collections::BTreeMap<String, (f64, u64)> = Default::default();
-    for (s, w) in crate::collapse::fold_profile(&d.before, false) {
+    let root = process_root(d);
+    for (s, w) in crate::collapse::fold_profile(&d.before, root) {
         lines.entry(s).or_default().0 += w as f64 * scale_before;
     }
-    for (s, w) in crate::collapse::fold_profile(&d.after, false) {
+    for (s, w) in crate::collapse::fold_profile(&d.after, root) {
         let e = lines.entry(s).or_default();
         e.1 = e.1.saturating_add(w);
     }
@@ -644,6 +656,21 @@ pub fn render_table(d: &Diff, top: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folded_and_svg_keep_the_process_root_as_flame_does() {
+        let perf = |t: &str| {
+            crate::perf::parse(&mut t.as_bytes(), "t", &Default::default())
+                .unwrap()
+                .0
+        };
+        let a = perf("busy 1/1 1.0: 1 cpu-clock:\n\t 1 f (/b)\n\t 2 main (/b)\n\n");
+        let b = perf("busy 1/1 1.0: 1 cpu-clock:\n\t 1 g (/b)\n\t 2 main (/b)\n\n");
+        assert_eq!(crate::collapse::folded_text(&a), "busy;main;f 1\n");
+        let d = diff(a, b, false);
+        assert_eq!(diff_folded_text(&d), "busy;main;f 1 0\nbusy;main;g 0 1\n");
+        assert!(diff_svg(&d, "t").contains("<title>busy ("));
+    }
 
     #[test]
     fn weights_at_u64_max_saturate() {

@@ -8,7 +8,10 @@
 use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
-use crate::{chrometrace, cpuprofile, folded, perf, pprof, speedscope, v8log, v8pre, ReadOptions};
+use crate::{
+    bpftrace, chrometrace, cpuprofile, dtrace, folded, perf, perfdata, pprof, speedscope, v8log,
+    v8pre, ReadOptions,
+};
 
 /// Identifies a format; its value is its index in [`FORMATS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -25,10 +28,16 @@ pub enum Format {
     V8Pre = 4,
     /// V8 tick log (`node --prof`).
     V8Log = 5,
+    /// `perf.data`, read through `perf script`.
+    PerfData = 6,
+    /// bpftrace stack maps (`@[kstack, ustack, comm] = count()`).
+    Bpftrace = 7,
+    /// DTrace aggregated stacks (`@[ustack()] = count()`).
+    Dtrace = 8,
     /// `perf script` text.
-    Perf = 6,
+    Perf = 9,
     /// Folded stacks.
-    Folded = 7,
+    Folded = 10,
 }
 
 /// What a format's reader returns besides the profile.
@@ -66,9 +75,10 @@ pub struct FormatInfo {
 }
 
 /// Every supported format, in detection order: the most specific
-/// signatures first (pprof's protobuf, JSON documents by their keys), then
-/// perf script's header lines, and folded stacks, which almost any text
-/// resembles, last.
+/// signatures first (pprof's protobuf, JSON documents by their keys,
+/// perf.data's magic), then the aggregation printers (bpftrace's `@[`,
+/// DTrace's backtick frames), then perf script's header lines, and folded
+/// stacks, which almost any text resembles, last.
 pub const FORMATS: &[FormatInfo] = &[
     pprof::FORMAT,
     speedscope::FORMAT,
@@ -76,6 +86,9 @@ pub const FORMATS: &[FormatInfo] = &[
     cpuprofile::FORMAT,
     v8pre::FORMAT,
     v8log::FORMAT,
+    perfdata::FORMAT,
+    bpftrace::FORMAT,
+    dtrace::FORMAT,
     perf::FORMAT,
     folded::FORMAT,
 ];
@@ -153,6 +166,31 @@ mod tests {
         }
         assert_eq!(Format::from_name("svg"), None);
         assert!(Format::descriptions().contains(" or "));
+    }
+
+    #[test]
+    fn what_no_format_recognises_is_not_guessed() {
+        // Random bytes: binary, so no text format claims them.
+        let mut seed = 0x9E3779B97F4A7C15u64;
+        let bytes: Vec<u8> = (0..4096)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        assert_eq!(detect(&bytes), None);
+        // bpftrace's banner has the shape of a perf header line.
+        assert_eq!(
+            detect(b"Attaching 1 probe...\n\n@[\n    f+1\n]: 3\n"),
+            Some(Format::Bpftrace)
+        );
+        assert_eq!(detect(b"PERFILE2\x68\0\0\0"), Some(Format::PerfData));
+        assert_eq!(
+            detect(b"busy 1/1 1.0: 1 cpu-clock:\n\t 1 f (/b)\n  f.c:3\n\n"),
+            Some(Format::Perf)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Profile model and parsers (perf script, folded, cpuprofile, pprof,
-//! speedscope); collapse, diff and heat-map buckets.
+//! Profile model and parsers (perf script and perf.data, folded,
+//! cpuprofile, pprof, speedscope, bpftrace and DTrace aggregations);
+//! collapse, diff and heat-map buckets.
 //!
 //! Every input format sits behind [`read_profile`], which detects the
 //! format from content (plain or gzip, file or stdin) with the registry in
@@ -10,10 +11,12 @@
 
 #![deny(missing_docs)]
 
+pub mod bpftrace;
 pub mod chrometrace;
 pub mod collapse;
 pub mod cpuprofile;
 pub mod diff;
+pub mod dtrace;
 pub mod error;
 pub mod filter;
 pub mod folded;
@@ -23,6 +26,7 @@ pub mod json;
 pub mod model;
 pub mod normalise;
 pub mod perf;
+pub mod perfdata;
 pub mod pprof;
 pub mod scope;
 pub mod speedscope;

@@ -23,6 +23,13 @@ pub const FORMAT: FormatInfo = FormatInfo {
     looks_like,
     read: |input, opts| {
         let name = input.name.clone();
+        if let Some(why) = not_text(&input.head) {
+            return Err(Error::malformed(
+                &name,
+                Location::Line(1),
+                format!("perf script text ({why})"),
+            ));
+        }
         let (profile, report) = parse(
             &mut input.into_reader(),
             &name,
@@ -40,13 +47,18 @@ pub const FORMAT: FormatInfo = FormatInfo {
 /// Whether text starts like `perf script` output: after comments and blank
 /// lines, a sample header line followed by a stack line or a blank line.
 pub fn looks_like(head: &[u8]) -> bool {
+    if not_text(head).is_some() {
+        return false;
+    }
     let mut lines = head.split(|&b| b == b'\n').filter(|l| !l.starts_with(b"#"));
     loop {
         match lines.next() {
             None => return false,
             Some(l) if l.iter().all(|&b| is_space(b)) => continue,
             Some(l) => {
-                if event_line(l).is_none() {
+                // bpftrace's banner "Attaching 1 probe..." has the shape of
+                // a header line (comm "Attaching", tid 1).
+                if event_line(l).is_none() || l.starts_with(b"Attaching ") {
                     return false;
                 }
                 return match lines.next() {
@@ -55,6 +67,114 @@ pub fn looks_like(head: &[u8]) -> bool {
                         next.is_empty() || stack_line(next).is_some() || event_line(next).is_some()
                     }
                 };
+            }
+        }
+    }
+}
+
+/// Why the first bytes of an input cannot be text output of a tool: a NUL
+/// byte (perf script, folded stacks and the aggregation printers never
+/// write one; random or binary data of 64 KiB almost surely has one).
+pub fn not_text(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"PERFILE2") {
+        Some("this is a perf.data recording: run `perf script -i FILE` on it, or give it to keisoku where perf is installed")
+    } else if memchr::memchr(0, head).is_some() {
+        Some("this is binary data, not text")
+    } else {
+        None
+    }
+}
+
+/// A source line that `perf script -F+srcline` prints under a frame
+/// (`  file.c:42`, `  libc.so.6[2724a]`, `  ??:0`, `  file.c:7 (inlined)`):
+/// two spaces, where frame lines start with a tab. Returns whether it
+/// marks the frame above as inlined.
+pub fn srcline(line: &[u8]) -> Option<bool> {
+    if line.len() < 3 || !line.starts_with(b"  ") || is_space(line[2]) {
+        return None;
+    }
+    let t = trim_end(line);
+    Some(t.ends_with(b" (inlined)"))
+}
+
+fn trim_end(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && is_space(line[end - 1]) {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+/// A frame line without a module (`\t  27304 __libc_start_main_impl+0x84`):
+/// with `-F+srcline` perf prints inlined frames so and puts "(inlined)" on
+/// the source line below. Returns the line completed with its module, for
+/// [`stack_line`], when `srcline` (the next line) says it was inlined.
+pub fn bare_frame_with(line: &[u8], srcline_inlined: bool) -> Option<Vec<u8>> {
+    if !srcline_inlined || line.first() != Some(&b'\t') || stack_line(line).is_some() {
+        return None;
+    }
+    let t = trim_end(line);
+    let body = &t[t.iter().position(|&b| !is_space(b))?..];
+    let sp = memchr::memchr(b' ', body)?;
+    if !body[..sp].iter().all(u8::is_ascii_hexdigit) || sp + 1 >= body.len() {
+        return None;
+    }
+    let mut out = t.to_vec();
+    out.extend_from_slice(b" (inlined)");
+    Some(out)
+}
+
+/// What to do with a line of perf script text that may carry `-F+srcline`
+/// source lines: skip it (a source line), keep it, or read a completed
+/// frame line instead (an inlined frame printed without its module).
+#[derive(Debug, PartialEq, Eq)]
+pub enum SrclineStep {
+    /// A source line under a frame: not a frame itself.
+    Skip,
+    /// An ordinary line.
+    Keep,
+    /// A frame line completed with " (inlined)".
+    Replace(Vec<u8>),
+}
+
+/// Follows lines of perf script text to tell `-F+srcline` source lines
+/// from frames. A source line is only taken as one right under a frame line
+/// that starts with a tab, as perf prints them, so text without source
+/// lines (all of FlameGraph's test inputs) reads exactly as before.
+#[derive(Debug, Default)]
+pub struct SrclineFilter {
+    prev_tab: bool,
+    /// Source lines skipped.
+    pub skipped: u64,
+}
+
+impl SrclineFilter {
+    /// Decides about `line`, given the line after it (for inlined frames).
+    pub fn step(&mut self, line: &[u8], next: Option<&[u8]>) -> SrclineStep {
+        if self.prev_tab && self.is_source(line) {
+            self.prev_tab = false;
+            self.skipped += 1;
+            return SrclineStep::Skip;
+        }
+        let tab = line.first() == Some(&b'\t');
+        self.prev_tab = tab;
+        if tab {
+            let inlined = next.is_some_and(|n| self.is_source(n) && srcline(n) == Some(true));
+            if let Some(done) = bare_frame_with(line, inlined) {
+                return SrclineStep::Replace(done);
+            }
+        }
+        SrclineStep::Keep
+    }
+
+    fn is_source(&self, line: &[u8]) -> bool {
+        match srcline(line) {
+            None => false,
+            // "  file.c:7 (inlined)" has the shape of a stack line; a real
+            // frame's first word is its address.
+            Some(_) => {
+                let word = line[2..].split(|&b| is_space(b)).next().unwrap_or_default();
+                stack_line(line).is_none() || !word.iter().all(u8::is_ascii_hexdigit)
             }
         }
     }
@@ -244,7 +364,7 @@ pub fn is_perf_map(module: &[u8]) -> bool {
 }
 
 /// Applies stackcollapse-perf.pl's per-function clean-ups to `func`,
-/// appending the result to `out`. `java` is the Perl `$pname eq "java"` test.
+/// appending the result to `out`. `java` is the Perl `$pname =~ m/^java/` test.
 pub fn tidy_into(out: &mut Vec<u8>, func: &[u8], java: bool) {
     // Fast path: nothing to cut or replace (most native symbols).
     if memchr::memchr3(b'(', b';', b'"', func).is_none() && memchr::memchr(b'\'', func).is_none() {
@@ -424,6 +544,18 @@ struct Pending {
     damaged: Option<(u64, String)>,
 }
 
+/// Reads one line without its newline into `buf`; false at the end.
+fn read_line(reader: &mut dyn BufRead, buf: &mut Vec<u8>, name: &str) -> Result<bool> {
+    buf.clear();
+    let n = reader
+        .read_until(b'\n', buf)
+        .map_err(|e| Error::io(name, e))?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Ok(n > 0)
+}
+
 /// Parses `perf script` output into a profile (stack root = outermost caller;
 /// process and thread go to the thread column, not into the stack).
 pub fn parse(
@@ -483,17 +615,20 @@ pub fn parse(
         weights.push(p.weight);
     };
 
+    let mut srclines = SrclineFilter::default();
+    let mut next: Vec<u8> = Vec::with_capacity(256);
+    let mut have_next = read_line(reader, &mut next, name)?;
     loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Error::io(name, e))?;
-        if n == 0 {
+        if !have_next {
             break;
         }
+        std::mem::swap(&mut line, &mut next);
+        have_next = read_line(reader, &mut next, name)?;
         lineno += 1;
-        if line.last() == Some(&b'\n') {
-            line.pop();
+        match srclines.step(&line, have_next.then_some(&next[..])) {
+            SrclineStep::Skip => continue,
+            SrclineStep::Keep => {}
+            SrclineStep::Replace(done) => line = done,
         }
         if line.first() == Some(&b'#') {
             continue;
@@ -557,14 +692,17 @@ pub fn parse(
                 .or(period2);
             any_period |= period.is_some();
             all_timed &= time.is_some();
-            let pid = ev
-                .pid
-                .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok())
-                .unwrap_or(0);
             let tid = std::str::from_utf8(ev.tid)
                 .ok()
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(0);
+            // Default `perf script` prints the thread id only: each thread
+            // then stands for its own process (a main thread's id is its
+            // process id), never all of them for one "process 0".
+            let pid = ev
+                .pid
+                .and_then(|p| std::str::from_utf8(p).ok()?.parse().ok())
+                .unwrap_or(tid);
             let thread = profile.thread(Thread {
                 pid,
                 tid,
@@ -603,7 +741,8 @@ pub fn parse(
         if rawfunc.first() == Some(&b'(') {
             continue;
         }
-        let java = profile.threads[p.thread as usize].comm == "java";
+        // As stackcollapse-perf.pl's `$pname =~ m/^java/`.
+        let java = profile.threads[p.thread as usize].comm.starts_with("java");
         let parts: Vec<&[u8]> = split_inline(rawfunc).collect();
         // perf prints inline chains outermost-last; keep leaf-first order.
         let mut line_frames: Vec<FrameId> = Vec::with_capacity(parts.len());

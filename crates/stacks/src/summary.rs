@@ -51,6 +51,28 @@ pub fn matched_weight(p: &Profile, re: &regex::Regex) -> u64 {
         .fold(0, |a, (_, w)| a.saturating_add(*w))
 }
 
+/// How many lines `flame -o x.folded` writes: distinct stacks with weight,
+/// per process name when the profile has threads (the folded root), not
+/// the prefix tree's nodes (every caller of a stack is a node too).
+pub fn distinct_stacks(p: &Profile) -> usize {
+    match (&p.samples.thread, &p.counts) {
+        (Some(threads), None) => {
+            let mut seen: rustc_hash::FxHashSet<(u32, &str)> = Default::default();
+            for (i, &node) in p.samples.node.iter().enumerate() {
+                if p.samples.weight_of(i) > 0 {
+                    let comm = threads
+                        .get(i)
+                        .and_then(|&t| p.threads.get(t as usize))
+                        .map_or("", |t| t.comm.as_str());
+                    seen.insert((node, comm));
+                }
+            }
+            seen.len()
+        }
+        _ => p.self_weights().iter().filter(|&&w| w > 0).count(),
+    }
+}
+
 /// The terminal summary of `keisoku flame` without `-o`: a header line
 /// (samples, duration, functions, stacks), the share matching `search`,
 /// then the `top` functions by self and by total weight.
@@ -74,7 +96,7 @@ pub fn render_text(p: &Profile, search: Option<&regex::Regex>, top: usize) -> St
         p.total_weight(),
         p.unit.name(),
         p.frames.len(),
-        p.node_count()
+        distinct_stacks(p)
     );
     if let Some(re) = search {
         let m = matched_weight(p, re);
@@ -131,7 +153,8 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with("t: 4 "), "{s}");
         assert!(
-            lines[0].ends_with(", 3 functions, 3 distinct stacks"),
+            // Two folded lines, not the prefix tree's three nodes.
+            lines[0].ends_with(", 3 functions, 2 distinct stacks"),
             "{s}"
         );
         assert!(

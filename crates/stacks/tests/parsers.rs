@@ -66,9 +66,11 @@ fn perf_header_and_field_sets_parse_alike() {
         .profile;
     assert_eq!(header.samples.len(), 100);
     assert_eq!(fields.samples.len(), 100);
-    // -F with pid/tid gives real pids; the default output gives only tids.
+    // -F with pid/tid gives real pids; the default output gives only tids,
+    // and each thread then stands for its own process (issue 16: not all
+    // of them for one "process 0").
     assert!(fields.threads.iter().all(|t| t.pid != 0 && t.pid == t.tid));
-    assert!(plain.threads.iter().all(|t| t.pid == 0 && t.tid != 0));
+    assert!(plain.threads.iter().all(|t| t.pid == t.tid && t.tid != 0));
     let a: Vec<_> = fold_profile(&header, true);
     let b: Vec<_> = fold_profile(&fields, true);
     assert_eq!(a, b, "same samples, different field sets");

@@ -307,4 +307,30 @@ export class Profile {
     if (!t) return `thread ${i}`;
     return `${t.comm || '?'} ${t.pid}/${t.tid}`;
   }
+
+  private processNameCache: Map<number, string> | null = null;
+
+  /**
+   * The name of process `pid`: the comm that has the most sample weight
+   * among its threads, so a shell that exec'd node is "node", not the name
+   * it had for its first few samples.
+   */
+  processName(pid: number): string {
+    if (!this.processNameCache) {
+      const byThread = new Float64Array(this.threads.length);
+      const st = this.sampleThread;
+      if (st) for (let i = 0; i < st.length; i++) byThread[st[i]] += this.sampleWeight ? this.sampleWeight[i] : 1;
+      const best = new Map<number, [string, number]>();
+      const sums = new Map<string, number>();
+      this.threads.forEach((t, i) => {
+        const key = `${t.pid}\u0000${t.comm}`;
+        const w = (sums.get(key) ?? 0) + byThread[i];
+        sums.set(key, w);
+        const b = best.get(t.pid);
+        if (!b || w > b[1]) best.set(t.pid, [t.comm, w]);
+      });
+      this.processNameCache = new Map([...best].map(([p, [c]]) => [p, c]));
+    }
+    return this.processNameCache.get(pid) || '?';
+  }
 }

@@ -36,7 +36,7 @@ export function threadFilter(profile: Profile, onChange: (threads: ReadonlySet<n
     else byPid.set(t.pid, [i]);
   });
   for (const [pid, idx] of byPid) {
-    const comm = profile.threads[idx[0]].comm || '?';
+    const comm = profile.processName(pid);
     const group = h('optgroup', { label: `${comm} [pid ${pid}]` });
     if (idx.length > 1) group.append(h('option', { value: `p:${pid}`, text: `process ${pid}: all ${idx.length} threads` }));
     for (const i of idx) group.append(h('option', { value: `t:${i}`, text: `thread ${profile.threadLabel(i)}` }));

@@ -358,7 +358,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       if (g === undefined) {
         g = groupFunc.length;
         byKey.set(key, g);
-        const label = split === 'process' ? `${t.comm || '?'} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`;
+        const label = split === 'process' ? `${profile.processName(t.pid)} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`;
         groupFunc.push(addFunc(label, split));
       }
       groupOfThread[i] = g;

@@ -62,12 +62,37 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         (args.first.clone(), false)
     };
-    let forced = args.format.or(perf_forced.then_some(Format::Perf));
+    // `collapse perf` names what the user expects; detection still decides
+    // (the same registry as every command), so bpftrace output, a
+    // perf.data or random bytes are never folded as perf script text. Only
+    // `--format perf` forces the perf folder, and even then not on binary data.
     let input = Input::open(&path).map_err(classify)?;
-    let format = keisoku_stacks::format_of(&input, forced).map_err(classify)?;
+    let format = keisoku_stacks::format_of(&input, args.format).map_err(classify)?;
+    let perf_flags = args.pid
+        || args.tid
+        || args.kernel
+        || args.jit
+        || args.all
+        || args.addrs
+        || args.event_filter.is_some();
+    if perf_forced && !matches!(format, Format::Perf | Format::PerfData) {
+        eprintln!(
+            "keisoku: {}: this is {}, not perf script text; reading it as such",
+            input.name,
+            format.info().description
+        );
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    if format == Format::Perf {
+    if matches!(format, Format::Perf | Format::PerfData) {
+        if format == Format::Perf {
+            if let Some(why) = keisoku_stacks::perf::not_text(&input.head) {
+                return Err(bad_input(format!(
+                    "{}: not perf script text: {why}",
+                    input.name
+                )));
+            }
+        }
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -83,15 +108,37 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             chunk_bytes: 0,
         };
         let name = input.name.clone();
+        // perf.data folds exactly as its `perf script` text would.
+        let (input, script) = if format == Format::PerfData {
+            eprintln!(
+                "keisoku: {name}: a perf.data recording; running `{}`",
+                keisoku_stacks::perfdata::command_line(&name)
+            );
+            let (text, script) = keisoku_stacks::perfdata::run_script(input).map_err(classify)?;
+            (text, Some(script))
+        } else {
+            (input, None)
+        };
         let mut reader = input.into_reader();
-        let folded = fold_perf(&mut reader, &name, &opts).map_err(classify)?;
+        let folded = fold_perf(&mut reader, &name, &opts);
+        if let Some(script) = script {
+            script.finish().map_err(classify)?;
+        }
+        let folded = folded.map_err(classify)?;
         // Skipping odd lines is stackcollapse-perf.pl's way; a file in
-        // which no line was perf script output is not a profile at all.
-        if folded.stacks.is_empty() && folded.unrecognised > 0 {
-            return Err(bad_input(format!(
-                "{name}: not perf script output (no line recognised; first unrecognised at line {})",
-                folded.first_unrecognised.unwrap_or(1)
-            )));
+        // which no line was perf script output is not a profile at all,
+        // and one with no sample says so rather than printing nothing.
+        if folded.stacks.is_empty() {
+            return Err(bad_input(if folded.unrecognised > 0 {
+                format!(
+                    "{name}: not perf script output (no sample recognised; first unrecognised line {})",
+                    folded.first_unrecognised.unwrap_or(1)
+                )
+            } else if let (Some(ev), true) = (&args.event_filter, folded.filtered_other_events) {
+                format!("{name}: perf script text with no samples of event {ev:?}")
+            } else {
+                format!("{name}: perf script text with no samples in it")
+            }));
         }
         for note in folded.notes(&name) {
             eprintln!("keisoku: {note}");
@@ -100,14 +147,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .write_sorted(&mut out)
             .context("writing folded stacks")?;
     } else {
-        if args.pid
-            || args.tid
-            || args.kernel
-            || args.jit
-            || args.all
-            || args.addrs
-            || args.event_filter.is_some()
-        {
+        if perf_flags {
             return Err(bad_input(format!(
                 "{}: --pid/--tid/--kernel/--jit/--all/--addrs/--event-filter apply to perf script input; this is {}",
                 input.name,

@@ -139,7 +139,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         "keisoku: wrote {output} ({} samples, {} functions, {} stacks)",
         profile.total_weight(),
         profile.frames.len(),
-        profile.node_count()
+        // The folded file's line count, not the prefix tree's nodes.
+        keisoku_stacks::summary::distinct_stacks(&profile)
     );
     Ok(OK)
 }

@@ -69,6 +69,12 @@ pub fn load(
     }
     let loaded =
         keisoku_stacks::read_profile(path, &ReadOptions { format, event }).map_err(classify)?;
+    if loaded.format == Format::PerfData {
+        eprintln!(
+            "keisoku: {path}: a perf.data recording, read through `{}`",
+            keisoku_stacks::perfdata::command_line(path)
+        );
+    }
     if let Some(msg) = loaded.profile.damage.report() {
         eprintln!("keisoku: {}: {msg}", loaded.profile.title);
     }
