@@ -64,12 +64,18 @@ pub type Symbols = Vec<(u64, u64, String)>;
 /// in tests, a table.
 pub trait SymbolSource {
     /// The text symbols of the library at `path`, as (address, size, name)
-    /// in the library's own addresses; `None` when it cannot be read.
-    fn symbols(&mut self, path: &str) -> Option<Symbols>;
+    /// in the library's own addresses; `None` when it cannot be read or is
+    /// not the file that was mapped. `spans` are the lengths of its
+    /// executable mappings as the log gives them (end - start, from the
+    /// load address).
+    fn symbols(&mut self, path: &str, spans: &[u64]) -> Option<Symbols>;
 }
 
-/// Reads symbols from the ELF files the log names.
-#[derive(Default)]
+/// Reads symbols from the ELF files the log names, when they are the files
+/// that were mapped: each logged mapping must end where an executable
+/// segment of the file ends (rounded up to a page), so a log from another
+/// machine or an older binary at the same path keeps `[library]` frames
+/// instead of borrowing wrong names.
 pub struct FileSymbols;
 
 /// Libraries larger than this are not read for symbols (a path in the log
@@ -77,15 +83,32 @@ pub struct FileSymbols;
 /// library name.
 const MAX_LIBRARY_BYTES: u64 = 1 << 30;
 
+/// Largest page size a mapping end may be rounded up to (arm64 64 KiB).
+const MAX_PAGE: u64 = 0x10000;
+
 impl SymbolSource for FileSymbols {
-    fn symbols(&mut self, path: &str) -> Option<Symbols> {
-        use object::{Object, ObjectSymbol, SymbolKind};
+    fn symbols(&mut self, path: &str, spans: &[u64]) -> Option<Symbols> {
+        use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags, SymbolKind};
         let meta = std::fs::metadata(path).ok()?;
         if !meta.is_file() || meta.len() > MAX_LIBRARY_BYTES {
             return None;
         }
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
+        let base = file.segments().map(|s| s.address()).min()?;
+        let exec_ends: Vec<u64> = file
+            .segments()
+            .filter(|s| matches!(s.flags(), SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0))
+            .map(|s| s.address().saturating_add(s.size()).saturating_sub(base))
+            .collect();
+        let matches = spans.iter().all(|&span| {
+            exec_ends
+                .iter()
+                .any(|&end| span >= end && span - end < MAX_PAGE)
+        });
+        if !matches {
+            return None;
+        }
         let mut out: Symbols = file
             .symbols()
             .chain(file.dynamic_symbols())
@@ -260,6 +283,8 @@ struct Library {
     start: u64,
     end: u64,
     slide: u64,
+    /// Each logged mapping's end - start (node logs one line per mapping).
+    spans: Vec<u64>,
 }
 
 struct Tick {
@@ -353,12 +378,16 @@ impl Reader {
                             .iter_mut()
                             .find(|l| l.path == path && l.start == start)
                         {
-                            Some(l) => l.end = l.end.max(end),
+                            Some(l) => {
+                                l.end = l.end.max(end);
+                                l.spans.push(end.wrapping_sub(start));
+                            }
                             None => self.libraries.push(Library {
                                 path,
                                 start,
                                 end,
                                 slide,
+                                spans: vec![end.wrapping_sub(start)],
                             }),
                         }
                     }
@@ -529,7 +558,7 @@ impl Reader {
                     let lib = &self.libraries[li];
                     let table = tables
                         .entry(li)
-                        .or_insert_with(|| symbols.symbols(&lib.path));
+                        .or_insert_with(|| symbols.symbols(&lib.path, &lib.spans));
                     let hit = table.as_ref().and_then(|t| {
                         // A symbol's library address maps to the process as
                         // V8's tick processor maps it: relative to the
@@ -675,7 +704,7 @@ mod tests {
     struct Table(Vec<(&'static str, Symbols)>);
 
     impl SymbolSource for Table {
-        fn symbols(&mut self, path: &str) -> Option<Symbols> {
+        fn symbols(&mut self, path: &str, _spans: &[u64]) -> Option<Symbols> {
             self.0
                 .iter()
                 .find(|(p, _)| *p == path)
@@ -768,6 +797,17 @@ tick,zz,8000\n";
         assert_eq!(s[3], "(EXTERNAL);work;[libc.so.6]");
         assert_eq!(s[4], "work;[node]");
         assert_eq!(p.threads[0].pid, 0);
+    }
+
+    #[test]
+    fn a_file_that_was_not_the_mapped_one_lends_no_names() {
+        // This test binary is an ELF file, but no executable segment of it
+        // ends one byte after its base: the log was about another file.
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        assert!(FileSymbols.symbols(exe, &[1]).is_none());
+        assert!(FileSymbols.symbols("/dev/null", &[]).is_none());
+        assert!(FileSymbols.symbols("/nonexistent/lib.so", &[]).is_none());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 struct NoSymbols;
 
 impl SymbolSource for NoSymbols {
-    fn symbols(&mut self, _path: &str) -> Option<Vec<(u64, u64, String)>> {
+    fn symbols(&mut self, _path: &str, _spans: &[u64]) -> Option<keisoku_stacks::v8log::Symbols> {
         None
     }
 }
