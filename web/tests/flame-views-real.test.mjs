@@ -289,7 +289,9 @@ test('folded input: time order is offered disabled with the reason, and a link a
   const opt = page.locator('.ks-flame-mode option[value="time-order"]');
   assert.equal(await opt.isDisabled(), true);
   const why = /no sample timestamps|no individual samples/;
-  assert.match(await opt.textContent(), why);
+  assert.match(await opt.textContent(), /unavailable/);
+  assert.match(await opt.getAttribute('title'), why);
+  assert.match(await page.locator('.ks-flame-mode').getAttribute('title'), why);
   assert.equal(await page.inputValue('.ks-flame-mode'), 'merged');
   assert.match(await page.locator('.ks-view-notice').textContent(), /mode=time-order: .*(no sample timestamps|no individual samples)/);
   assert.equal(await page.inputValue('.ks-flame-search'), 'phase', 'the rest of the link applies');

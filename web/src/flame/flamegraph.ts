@@ -791,8 +791,10 @@ export class FlameGraph extends Emitter<FlameEvents> {
     const opt = sel.querySelector('option[value="time-order"]') as HTMLOptionElement | null;
     if (!opt) return;
     opt.disabled = !!this.timeOrderWhy;
-    opt.textContent = this.timeOrderWhy ? `${MODE_LABELS['time-order']} (unavailable: ${this.timeOrderWhy})` : MODE_LABELS['time-order'];
+    // Short in the menu (it sizes the toolbar); the reason in full on hover.
+    opt.textContent = this.timeOrderWhy ? `${MODE_LABELS['time-order']} (unavailable)` : MODE_LABELS['time-order'];
     opt.title = this.timeOrderWhy ?? 'samples left to right in the order they were taken';
+    sel.title = this.timeOrderWhy ? `time order unavailable: ${this.timeOrderWhy}` : 'layout: merged by name, left heavy, or time order';
   }
 
   private buildToolbar(idleToggle: boolean, hasThreads: boolean, modes: boolean): HTMLElement {
