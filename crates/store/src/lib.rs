@@ -34,7 +34,9 @@ pub use error::{Result, StoreError};
 pub use log_lines::{LogLinesReader, LogLinesWriter};
 pub use model::*;
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{
+    params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -174,6 +176,19 @@ impl Store {
         })
     }
 
+    /// Begins a write transaction that takes the write lock at once. A
+    /// deferred transaction that reads first (a series id, the next finding
+    /// number) and then writes cannot wait for the lock: if another
+    /// connection (the live series writer, a second keisoku) committed in
+    /// between, SQLite answers "database is locked" at once, busy timeout or
+    /// not. Taking the lock up front makes it wait, as the timeout intends.
+    pub(crate) fn write_transaction(&self) -> Result<Transaction<'_>> {
+        Ok(Transaction::new_unchecked(
+            &self.conn,
+            TransactionBehavior::Immediate,
+        )?)
+    }
+
     fn configure(conn: Connection, path: &Path) -> Result<Store> {
         // Writers from several threads (sampler, log follower, load) and
         // readers from other processes share the file: wait instead of failing.
@@ -229,7 +244,7 @@ impl Store {
         let mut attempt = 0u32;
         loop {
             let id = run_id(new.started_unix_ms, attempt);
-            let tx = self.conn.unchecked_transaction()?;
+            let tx = self.write_transaction()?;
             let inserted = tx.execute(
                 "INSERT OR IGNORE INTO runs (id, name, started_unix_ms, target, command, machine, model, status, writer_pid, writer_host)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'running', ?8, ?9)",
@@ -300,7 +315,7 @@ impl Store {
         chunks: impl IntoIterator<Item = &'a Series>,
         ids: &mut SeriesIds,
     ) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_transaction()?;
         let mut last_t = f64::NEG_INFINITY;
         {
             let mut find =
@@ -367,7 +382,7 @@ impl Store {
         seconds: &[RouteSecond],
     ) -> Result<()> {
         use hdrhistogram::serialization::{Serializer, V2Serializer};
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_transaction()?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT OR REPLACE INTO route_histograms (run_id, source, method, route, second, hdr, errors, transport_errors)
@@ -465,7 +480,7 @@ impl Store {
 
     /// Replaces the per-route aggregate table of one source.
     pub fn put_routes(&self, run: &str, source: RouteSource, rows: &[RouteRow]) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_transaction()?;
         tx.execute(
             "DELETE FROM route_stats WHERE run_id = ?1 AND source = ?2",
             params![run, source.as_str()],
@@ -508,7 +523,7 @@ impl Store {
 
     /// Appends findings (any JSON objects from crates/findings).
     pub fn add_findings(&self, run: &str, findings: &[serde_json::Value]) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_transaction()?;
         let base: i64 = tx.query_row(
             "SELECT COALESCE(MAX(seq) + 1, 0) FROM findings WHERE run_id = ?1",
             [run],

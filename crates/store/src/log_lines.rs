@@ -192,7 +192,7 @@ impl LogLinesWriter {
             .finish()
             .map_err(|e| StoreError::Corrupt(format!("compressing log lines: {e}")))?;
         let stored = self.info.stored_bytes + data.len() as u64;
-        let tx = store.conn.unchecked_transaction()?;
+        let tx = store.write_transaction()?;
         tx.execute(
             "INSERT INTO log_chunks (run_id, seq, first_ms, last_ms, n, raw_bytes, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![

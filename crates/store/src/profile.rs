@@ -45,7 +45,7 @@ impl Store {
     /// microsecond, as profile JSON writes them; CPUs, events and parse
     /// damage are not stored (profile JSON has none of them).
     pub fn put_profile(&self, run: &str, p: &Profile) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = self.write_transaction()?;
         for table in [
             "profiles",
             "profile_frames",

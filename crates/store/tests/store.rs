@@ -666,3 +666,39 @@ fn run_json_carries_the_profile_json_byte_for_byte() {
         "{err}"
     );
 }
+
+/// Two writers on one store (the live series writer and the recorder, or
+/// two keisoku processes) append series at once. Each append reads a series
+/// id and then writes; a deferred transaction could not wait for the lock
+/// and failed at once with "database is locked" whatever the busy timeout.
+#[test]
+fn two_writers_appending_series_at_once_both_wait_for_the_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let store = Store::open(&path).unwrap();
+    let run = store.create_run(&new_run("a", 1_700_000_000_000)).unwrap();
+    drop(store);
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let path = path.clone();
+            let run = run.clone();
+            std::thread::spawn(move || {
+                let store = Store::open_existing(&path).unwrap();
+                for i in 0..300 {
+                    let series = Series {
+                        // A new name every time: the append reads, misses and inserts.
+                        name: format!("w{w}.s{i}"),
+                        unit: "count".into(),
+                        t_ms: vec![i as f64],
+                        v: vec![1.0],
+                    };
+                    store.append_series(&run, &[series])?;
+                }
+                Ok::<(), StoreError>(())
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap().unwrap();
+    }
+}
