@@ -8,21 +8,23 @@
 use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
-use crate::{cpuprofile, folded, perf, pprof, speedscope, ReadOptions};
+use crate::{cpuprofile, folded, jfr, perf, pprof, speedscope, ReadOptions};
 
 /// Identifies a format; its value is its index in [`FORMATS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// pprof protobuf.
     Pprof = 0,
+    /// JDK Flight Recorder recordings (JDK, async-profiler `-o jfr`).
+    Jfr = 1,
     /// speedscope JSON (py-spy, rbspy...).
-    Speedscope = 1,
+    Speedscope = 2,
     /// Chrome/V8 `.cpuprofile` JSON.
-    CpuProfile = 2,
+    CpuProfile = 3,
     /// `perf script` text.
-    Perf = 3,
+    Perf = 4,
     /// Folded stacks.
-    Folded = 4,
+    Folded = 5,
 }
 
 /// What a format's reader returns besides the profile.
@@ -65,6 +67,7 @@ pub struct FormatInfo {
 /// resembles, last.
 pub const FORMATS: &[FormatInfo] = &[
     pprof::FORMAT,
+    jfr::FORMAT,
     speedscope::FORMAT,
     cpuprofile::FORMAT,
     perf::FORMAT,
