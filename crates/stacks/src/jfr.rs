@@ -670,3 +670,510 @@ fn jvm_pid(data: &[u8], ch: &Chunk) -> Option<u32> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes JFR as the JDK does, compressed or not, for the edge cases
+    /// a real JVM cannot be made to produce on demand.
+    struct W {
+        compressed: bool,
+        b: Vec<u8>,
+    }
+
+    impl W {
+        fn new(compressed: bool) -> Self {
+            W {
+                compressed,
+                b: Vec::new(),
+            }
+        }
+        fn varint(&mut self, mut v: u64) {
+            for _ in 0..8 {
+                if v < 0x80 {
+                    self.b.push(v as u8);
+                    return;
+                }
+                self.b.push(v as u8 | 0x80);
+                v >>= 7;
+            }
+            self.b.push(v as u8);
+        }
+        fn long(&mut self, v: i64) {
+            if self.compressed {
+                self.varint(v as u64)
+            } else {
+                self.b.extend_from_slice(&v.to_be_bytes())
+            }
+        }
+        fn int(&mut self, v: i32) {
+            if self.compressed {
+                self.varint(v as u32 as u64)
+            } else {
+                self.b.extend_from_slice(&v.to_be_bytes())
+            }
+        }
+        fn str(&mut self, s: &str) {
+            self.b.push(3);
+            self.int(s.len() as i32);
+            self.b.extend_from_slice(s.as_bytes());
+        }
+        /// An event: its size (padded to four bytes, as the JDK writes
+        /// it), type and body.
+        fn event(&mut self, ty: i64, body: impl FnOnce(&mut W)) {
+            let mut e = W::new(self.compressed);
+            e.long(ty);
+            body(&mut e);
+            let size = e.b.len() + 4;
+            if self.compressed {
+                for i in 0..4 {
+                    let b = (size >> (7 * i)) as u8 & 0x7f;
+                    self.b.push(if i < 3 { b | 0x80 } else { b });
+                }
+            } else {
+                self.b.extend_from_slice(&(size as u32).to_be_bytes());
+            }
+            self.b.extend_from_slice(&e.b);
+        }
+    }
+
+    /// Types: (id, name, fields as (name, type id, pooled, array)).
+    type Desc<'a> = (u64, &'a str, Vec<(&'a str, u64, bool, bool)>);
+
+    fn types() -> Vec<Desc<'static>> {
+        vec![
+            (10, "long", vec![]),
+            (11, "int", vec![]),
+            (12, "boolean", vec![]),
+            (13, "java.lang.String", vec![]),
+            (
+                20,
+                "java.lang.Thread",
+                vec![
+                    ("osName", 13, false, false),
+                    ("osThreadId", 10, false, false),
+                    ("javaName", 13, false, false),
+                ],
+            ),
+            (21, "jdk.types.Symbol", vec![("string", 13, false, false)]),
+            (22, "java.lang.Class", vec![("name", 21, true, false)]),
+            (
+                23,
+                "jdk.types.Method",
+                vec![("type", 22, true, false), ("name", 21, true, false)],
+            ),
+            (
+                24,
+                "jdk.types.FrameType",
+                vec![("description", 13, false, false)],
+            ),
+            (
+                25,
+                "jdk.types.StackFrame",
+                vec![
+                    ("method", 23, true, false),
+                    ("lineNumber", 11, false, false),
+                    ("type", 24, true, false),
+                ],
+            ),
+            (
+                26,
+                "jdk.types.StackTrace",
+                vec![("truncated", 12, false, false), ("frames", 25, false, true)],
+            ),
+            (
+                100,
+                "jdk.ExecutionSample",
+                vec![
+                    ("startTime", 10, false, false),
+                    ("sampledThread", 20, true, false),
+                    ("stackTrace", 26, true, false),
+                ],
+            ),
+            (
+                101,
+                "jdk.ObjectAllocationSample",
+                vec![
+                    ("startTime", 10, false, false),
+                    ("eventThread", 20, true, false),
+                    ("stackTrace", 26, true, false),
+                    ("weight", 10, false, false),
+                ],
+            ),
+            (
+                102,
+                "jdk.GCPhaseParallel",
+                vec![("startTime", 10, false, false), ("name", 13, false, false)],
+            ),
+        ]
+    }
+
+    fn metadata(w: &mut W, types: &[Desc<'_>]) {
+        let mut strings: Vec<String> = Vec::new();
+        let mut s = |x: &str| -> i32 {
+            if let Some(i) = strings.iter().position(|y| y == x) {
+                return i as i32;
+            }
+            strings.push(x.to_owned());
+            (strings.len() - 1) as i32
+        };
+        // Elements as (name, attributes, children), written depth first.
+        let mut body = W::new(w.compressed);
+        let (root, meta, class, field) = (s("root"), s("metadata"), s("class"), s("field"));
+        body.int(root);
+        body.int(0);
+        body.int(1);
+        body.int(meta);
+        body.int(0);
+        body.int(types.len() as i32);
+        for (id, name, fields) in types {
+            body.int(class);
+            body.int(2);
+            for (k, v) in [("name", name.to_string()), ("id", id.to_string())] {
+                body.int(s(k));
+                body.int(s(&v));
+            }
+            body.int(fields.len() as i32);
+            for (fname, fty, pooled, array) in fields {
+                body.int(field);
+                let mut attrs = vec![("name", fname.to_string()), ("class", fty.to_string())];
+                if *pooled {
+                    attrs.push(("constantPool", "true".into()));
+                }
+                if *array {
+                    attrs.push(("dimension", "1".into()));
+                }
+                body.int(attrs.len() as i32);
+                for (k, v) in attrs {
+                    body.int(s(k));
+                    body.int(s(&v));
+                }
+                body.int(0);
+            }
+        }
+        w.event(0, |e| {
+            e.long(0);
+            e.long(0);
+            e.long(1);
+            e.int(strings.len() as i32);
+            for x in &strings {
+                e.str(x);
+            }
+            e.b.extend_from_slice(&body.b);
+        });
+    }
+
+    /// Constant pools: two threads, two stacks (`main;work;spin` JIT and
+    /// interpreted `main;work`), stack 3 with no frames.
+    fn pools(w: &mut W) {
+        w.event(1, |e| {
+            e.long(0);
+            e.long(0);
+            e.long(0);
+            e.b.push(0);
+            e.int(7);
+            // Threads.
+            e.long(20);
+            e.int(2);
+            for (k, name, tid) in [(1, "worker 1", 4001), (2, "worker-2", 4002)] {
+                e.long(k);
+                e.str(name);
+                e.long(tid);
+                e.str(name);
+            }
+            // Symbols.
+            e.long(21);
+            e.int(4);
+            for (k, s) in [
+                (1, "com/example/App"),
+                (2, "main"),
+                (3, "work"),
+                (4, "spin"),
+            ] {
+                e.long(k);
+                e.str(s);
+            }
+            e.long(22);
+            e.int(1);
+            e.long(1);
+            e.long(1);
+            e.long(23);
+            e.int(3);
+            for (k, sym) in [(1, 2), (2, 3), (3, 4)] {
+                e.long(k);
+                e.long(1);
+                e.long(sym);
+            }
+            e.long(24);
+            e.int(2);
+            e.long(1);
+            e.str("Interpreted");
+            e.long(2);
+            e.str("JIT compiled");
+            e.long(26);
+            e.int(3);
+            for (k, frames) in [
+                (1, vec![(3, 2), (2, 2), (1, 1)]),
+                (2, vec![(2, 1), (1, 1)]),
+                (3, vec![]),
+            ] {
+                e.long(k);
+                e.b.push(0);
+                e.int(frames.len() as i32);
+                for (m, ft) in frames {
+                    e.long(m);
+                    e.int(10);
+                    e.long(ft);
+                }
+            }
+            // Strings are never pooled here; an empty pool still reads.
+            e.long(13);
+            e.int(0);
+        });
+    }
+
+    /// One chunk starting at `start_nanos` with 1000 ticks a second.
+    fn chunk(compressed: bool, start_nanos: i64, events: impl FnOnce(&mut W)) -> Vec<u8> {
+        let mut w = W::new(compressed);
+        w.b.resize(HEADER, 0);
+        let meta = w.b.len();
+        metadata(&mut w, &types());
+        pools(&mut w);
+        events(&mut w);
+        let size = w.b.len() as u64;
+        let mut h = Vec::new();
+        h.extend_from_slice(MAGIC);
+        h.extend_from_slice(&2u16.to_be_bytes());
+        h.extend_from_slice(&1u16.to_be_bytes());
+        for v in [size, 0, meta as u64, start_nanos as u64, 0, 5000, 1000] {
+            h.extend_from_slice(&v.to_be_bytes());
+        }
+        h.extend_from_slice(&u32::from(compressed).to_be_bytes());
+        w.b[..HEADER].copy_from_slice(&h);
+        w.b
+    }
+
+    fn sample(w: &mut W, ticks: i64, thread: i64, stack: i64) {
+        w.event(100, |e| {
+            e.long(ticks);
+            e.long(thread);
+            e.long(stack);
+        });
+    }
+
+    fn read(data: &[u8], event: Option<&str>) -> Result<Parsed> {
+        let opts = ReadOptions {
+            format: None,
+            event: event.map(str::to_owned),
+        };
+        parse(data, "t.jfr", &opts)
+    }
+
+    fn folded(p: &Profile) -> Vec<String> {
+        let w = p.self_weights();
+        let mut v: Vec<String> = (0..p.node_count())
+            .filter(|&n| w[n] > 0)
+            .map(|n| {
+                let names: Vec<String> = p
+                    .stack_frames(n as u32)
+                    .iter()
+                    .map(|&f| {
+                        let f = &p.frames[f as usize];
+                        format!("{}:{}", f.name, f.kind.name())
+                    })
+                    .collect();
+                format!("{} {}", names.join(";"), w[n])
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn execution_samples_with_frames_threads_and_times() {
+        for compressed in [true, false] {
+            let data = chunk(compressed, 1_000_000_000, |w| {
+                sample(w, 5000, 1, 1);
+                sample(w, 5250, 2, 1);
+                sample(w, 5100, 1, 2);
+                w.event(102, |e| {
+                    e.long(5000);
+                    e.str("GC");
+                });
+            });
+            let p = read(&data, None).unwrap();
+            assert!(p.dropped_events.is_empty());
+            let p = p.profile;
+            assert_eq!(p.events, ["jdk.ExecutionSample"]);
+            assert_eq!(p.unit, Unit::Samples);
+            assert_eq!(
+                folded(&p),
+                [
+                    "com.example.App.main:interpreted;com.example.App.work:interpreted 1",
+                    "com.example.App.main:interpreted;com.example.App.work:jit;com.example.App.spin:jit 2",
+                ]
+            );
+            // Ticks at 1000 a second from the chunk's start, sorted.
+            assert_eq!(p.start_unix_ns, Some(1_000_000_000));
+            assert_eq!(
+                p.samples.time_ns.as_deref(),
+                Some(&[0, 100_000_000, 250_000_000][..])
+            );
+            let names: Vec<&str> = p.threads.iter().map(|t| t.comm.as_str()).collect();
+            assert_eq!(names, ["worker 1", "worker-2"]);
+            assert_eq!(p.threads[1].tid, 4002);
+            assert_eq!(p.samples.thread.as_deref(), Some(&[0, 0, 1][..]));
+        }
+    }
+
+    #[test]
+    fn chunks_follow_one_another_on_one_clock() {
+        let mut data = chunk(true, 1_000_000_000, |w| sample(w, 5000, 1, 1));
+        // The second chunk's keys are its own: stack 2 there is `main;work`.
+        data.extend(chunk(true, 3_000_000_000, |w| sample(w, 5500, 2, 2)));
+        let p = read(&data, None).unwrap().profile;
+        assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.samples.time_ns.as_deref(), Some(&[0, 2_500_000_000][..]));
+        assert_eq!(folded(&p).len(), 2);
+    }
+
+    #[test]
+    fn allocation_samples_weigh_their_bytes_and_a_negative_weight_is_damage() {
+        let data = chunk(true, 0, |w| {
+            sample(w, 5000, 1, 1);
+            for (stack, weight) in [(1, 4096), (2, 100), (2, -5)] {
+                w.event(101, |e| {
+                    e.long(5000);
+                    e.long(1);
+                    e.long(stack);
+                    e.long(weight);
+                });
+            }
+        });
+        let p = read(&data, Some("ObjectAllocationSample")).unwrap();
+        assert_eq!(p.dropped_events, [("jdk.ExecutionSample".to_owned(), 1)]);
+        let p = p.profile;
+        assert_eq!(p.unit, Unit::Bytes);
+        assert_eq!(p.total_weight(), 4196);
+        assert_eq!(p.damage.skipped, 1);
+    }
+
+    #[test]
+    fn a_missing_or_stackless_event_is_named_with_those_present() {
+        let data = chunk(true, 0, |w| sample(w, 5000, 1, 1));
+        let e = read(&data, Some("jdk.ThreadPark"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no jdk.ThreadPark events"), "{e}");
+        assert!(e.contains("jdk.ExecutionSample (1)"), "{e}");
+        let e = read(&data, Some("GCPhaseParallel"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("carry no stack trace"), "{e}");
+        // A recording without execution samples does not fall back silently.
+        let data = chunk(true, 0, |_| {});
+        let e = read(&data, None).err().unwrap();
+        assert!(matches!(e, Error::Empty { .. }), "{e}");
+        assert!(
+            e.to_string().contains("no jdk.ExecutionSample events"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stack_traces_empty_null_or_unknown() {
+        let data = chunk(true, 0, |w| {
+            sample(w, 5000, 1, 3);
+            sample(w, 5000, 1, 0);
+            sample(w, 5000, 1, 99);
+            sample(w, 5000, 0, 1);
+        });
+        let p = read(&data, None).unwrap().profile;
+        assert_eq!(p.samples.len(), 3);
+        assert_eq!(p.damage.skipped, 1);
+        assert!(p.damage.report().unwrap().contains("stack trace 99"));
+        assert!(folded(&p)[0].starts_with("[no stack trace]:unknown 2"));
+        assert!(p.threads.iter().any(|t| t.comm == "[unknown thread]"));
+    }
+
+    #[test]
+    fn damaged_headers_and_chunks_are_refused_with_where() {
+        let good = chunk(true, 0, |w| sample(w, 5000, 1, 1));
+        let err = |d: &[u8]| {
+            read(d, None)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(err(&good[..40]).contains("68-byte chunk header"));
+        assert!(err(&good[..good.len() - 3]).contains("truncated"));
+        let mut v = good.clone();
+        v[8..16].copy_from_slice(&0u64.to_be_bytes());
+        assert!(err(&v).contains("still being written"));
+        let mut v = good.clone();
+        v[4..6].copy_from_slice(&3u16.to_be_bytes());
+        assert!(err(&v).contains("version"));
+        let mut v = good.clone();
+        v[56..64].copy_from_slice(&0u64.to_be_bytes());
+        assert!(err(&v).contains("ticks-per-second"));
+        // Junk after a chunk is a chunk without its magic.
+        let mut v = good.clone();
+        v.extend_from_slice(&[b'j'; 100]);
+        assert!(err(&v).contains("FLR"));
+        v.truncate(good.len() + 4);
+        assert!(err(&v).contains("68-byte chunk header"));
+    }
+
+    #[test]
+    fn a_class_that_contains_itself_fails_instead_of_recursing() {
+        let mut w = W::new(true);
+        w.b.resize(HEADER, 0);
+        metadata(
+            &mut w,
+            &[
+                (10, "long", vec![]),
+                (30, "Loop", vec![("next", 30, false, false)]),
+            ],
+        );
+        let meta = Meta::read(&mut Cur::new(&w.b, HEADER, w.b.len(), true)).unwrap();
+        let e = meta
+            .value(&mut Cur::new(&[0u8; 4], 0, 4, true), 30, 0)
+            .err()
+            .unwrap();
+        assert!(e.1.contains("nested"), "{}", e.1);
+    }
+
+    #[test]
+    fn class_names_read_as_java_prints_them() {
+        assert_eq!(java_class("java/lang/Thread"), "java.lang.Thread");
+        assert_eq!(
+            java_class("com/x/Foo$$Lambda$14+0x0000000800c0b440/123456"),
+            "com.x.Foo$$Lambda$14/0x0000000800c0b440"
+        );
+        assert_eq!(java_class("a/B+0xzz"), "a.B+0xzz");
+    }
+
+    proptest::proptest! {
+        /// Any damage to a valid recording is an error or a profile, never a panic.
+        #[test]
+        fn damaged_recordings_never_panic(at in 0usize..4096, bytes in proptest::collection::vec(proptest::num::u8::ANY, 1..8), cut in 0usize..4096) {
+            let mut data = chunk(true, 0, |w| {
+                sample(w, 5000, 1, 1);
+                sample(w, 5001, 2, 2);
+            });
+            let at = at % data.len();
+            for (i, b) in bytes.iter().enumerate() {
+                if let Some(x) = data.get_mut(at + i) {
+                    *x = *b;
+                }
+            }
+            data.truncate(data.len() - cut % data.len());
+            if let Ok(p) = read(&data, None) {
+                proptest::prop_assert_eq!(p.profile.samples.len(), p.profile.samples.time_ns.map_or(0, |t| t.len()));
+            }
+        }
+    }
+}
