@@ -57,3 +57,13 @@ command -v mvn >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 for svc in java-bidder node-bff flask-shop perl-dsp nginx-proxy; do
   examples/$svc/install.sh || { echo "setup: examples/$svc/install.sh failed" >&2; exit 1; }
 done
+
+# ---- async-profiler (JFR input tests, issue 16) ------------------------------------------------
+# tests/profiles_jfr.rs records with async-profiler's `-o jfr`; its Maven Central jar carries the
+# native library (extracted at test time with the JDK's `jar`). mvn is installed above.
+ap_jar="$HOME/.m2/repository/tools/profiler/async-profiler/4.2/async-profiler-4.2.jar"
+if [[ ! -f $ap_jar ]]; then
+  echo "setup: fetching async-profiler 4.2 (mvn, Maven Central)" >&2
+  mvn -q dependency:get -Dartifact=tools.profiler:async-profiler:4.2 >/tmp/keisoku-mvn-ap.log 2>&1 ||
+    { tail -20 /tmp/keisoku-mvn-ap.log >&2; echo "setup: fetching async-profiler failed" >&2; exit 1; }
+fi

@@ -84,17 +84,17 @@ impl Drop for Jvm {
     }
 }
 
-/// Compiles and runs the program, records it with jcmd and returns the
-/// recording's path.
-fn record(dir: &Path) -> PathBuf {
+/// Compiles the program and starts it with `jvm_args`; returns it and a
+/// channel of its output lines.
+fn start(dir: &Path, jvm_args: &[&str]) -> (Jvm, mpsc::Receiver<String>) {
     std::fs::write(dir.join("KeisokuJfr.java"), PROGRAM).unwrap();
     run(Command::new("javac")
         .arg("KeisokuJfr.java")
         .current_dir(dir));
-    let go = dir.join("go");
     let mut jvm = Jvm(Command::new("java")
+        .args(jvm_args)
         .args(["-cp", ".", "KeisokuJfr"])
-        .arg(&go)
+        .arg(dir.join("go"))
         .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -107,17 +107,30 @@ fn record(dir: &Path) -> PathBuf {
             let _ = tx.send(line);
         }
     });
-    let expect = |what: &str| {
+    (jvm, rx)
+}
+
+/// Waits for the line `what` (async-profiler prints its own lines first).
+fn expect(rx: &mpsc::Receiver<String>, what: &str) {
+    loop {
         let line = rx
             .recv_timeout(Duration::from_secs(60))
             .unwrap_or_else(|_| panic!("the JVM never printed {what:?}"));
-        assert_eq!(line, what);
-    };
-    expect("ready");
+        if line == what {
+            return;
+        }
+    }
+}
+
+/// Runs the program, records it with jcmd and returns the recording's path.
+fn record(dir: &Path) -> PathBuf {
+    let (mut jvm, rx) = start(dir, &[]);
+    let go = dir.join("go");
+    expect(&rx, "ready");
     let pid = jvm.0.id().to_string();
     run(Command::new("jcmd").args([&pid, "JFR.start", "name=keisoku", "settings=profile"]));
     std::fs::write(&go, "").unwrap();
-    expect("done");
+    expect(&rx, "done");
     let rec = dir.join("rec.jfr");
     let dump = format!("filename={}", rec.display());
     run(Command::new("jcmd").args([&pid, "JFR.dump", "name=keisoku", dump.as_str()]));
@@ -140,11 +153,16 @@ fn jfr_events(rec: &Path, event: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// The top frame as keisoku names it: `pkg.Class.method`.
+/// The top frame as keisoku names it: `pkg.Class.method`, or the symbol
+/// alone for a native frame whose "class" is its library (async-profiler).
 fn top_frame(e: &Value) -> String {
     let m = &e["values"]["stackTrace"]["frames"][0]["method"];
     let class = m["type"]["name"].as_str().unwrap_or("").replace('/', ".");
-    format!("{class}.{}", m["name"].as_str().unwrap_or(""))
+    let name = m["name"].as_str().unwrap_or("");
+    if class.ends_with(".so") || class.contains(".so.") || class.starts_with('[') {
+        return name.to_owned();
+    }
+    format!("{class}.{name}")
 }
 
 /// An ISO-8601 instant (`2026-11-24T04:17:59.418220192Z`) as ns since the epoch.
@@ -329,5 +347,91 @@ fn a_jcmd_recording_reads_as_jfr_print_reads_it() {
     assert!(
         err.contains("no jdk.NoSuchEvent events") && err.contains("jdk.ExecutionSample ("),
         "{err}"
+    );
+}
+
+/// async-profiler's library from its Maven Central jar (scripts/setup.sh
+/// fetches it with mvn), extracted with the JDK's `jar`.
+fn async_profiler(dir: &Path) -> PathBuf {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let jar = Path::new(&home)
+        .join(".m2/repository/tools/profiler/async-profiler/4.2/async-profiler-4.2.jar");
+    assert!(
+        jar.exists(),
+        "{} is missing: scripts/setup.sh fetches it (mvn dependency:get)",
+        jar.display()
+    );
+    let platform = match std::env::consts::ARCH {
+        "aarch64" => "linux-arm64",
+        _ => "linux-x64",
+    };
+    let lib = format!("{platform}/libasyncProfiler.so");
+    run(Command::new("jar")
+        .arg("xf")
+        .arg(&jar)
+        .arg(&lib)
+        .current_dir(dir));
+    dir.join(lib)
+}
+
+#[test]
+fn an_async_profiler_recording_reads_as_jfr_print_reads_it() {
+    assert!(
+        have("javac") && have("jar") && have("jfr"),
+        "javac, jar and jfr are needed (scripts/setup.sh installs openjdk-17-jdk-headless)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let lib = async_profiler(dir.path());
+    let rec = dir.path().join("ap.jfr");
+    // itimer: perf events may be closed to us; the recording is written
+    // when the JVM exits.
+    let agent = format!(
+        "-agentpath:{}=start,event=itimer,interval=5ms,alloc,lock=1ms,file={}",
+        lib.display(),
+        rec.display()
+    );
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let (mut jvm, rx) = start(dir.path(), &[agent.as_str()]);
+    expect(&rx, "done");
+    drop(jvm.0.stdin.take());
+    wait_for(Duration::from_secs(60), "the JVM to exit", || {
+        jvm.0.try_wait().ok().flatten()
+    });
+    let rec_s = rec.to_str().unwrap();
+
+    let events = jfr_events(&rec, "jdk.ExecutionSample");
+    assert!(
+        events.len() >= 20,
+        "only {} execution samples",
+        events.len()
+    );
+    let (mut leaf, mut thread) = (HashMap::new(), HashMap::new());
+    for e in &events {
+        *leaf.entry(top_frame(e)).or_insert(0u64) += 1;
+        let t = e["values"]["sampledThread"]["javaName"]
+            .as_str()
+            .or_else(|| e["values"]["sampledThread"]["osName"].as_str())
+            .unwrap_or("");
+        *thread.entry(t.replace(' ', "_")).or_insert(0u64) += 1;
+    }
+    let folded = keisoku_folded(&[rec_s], dir.path(), "cpu.folded");
+    let (k_leaf, k_thread) = by_leaf_and_thread(&folded);
+    agree("async-profiler samples by function", &k_leaf, &leaf);
+    agree("async-profiler samples by thread", &k_thread, &thread);
+
+    let events = jfr_events(&rec, "jdk.ObjectAllocationInNewTLAB");
+    let mut bytes = HashMap::new();
+    for e in &events {
+        *bytes.entry(top_frame(e)).or_insert(0u64) += e["values"]["tlabSize"].as_u64().unwrap();
+    }
+    let folded = keisoku_folded(
+        &[rec_s, "--event", "ObjectAllocationInNewTLAB"],
+        dir.path(),
+        "alloc.folded",
+    );
+    agree(
+        "async-profiler TLAB bytes by function",
+        &by_leaf_and_thread(&folded).0,
+        &bytes,
     );
 }

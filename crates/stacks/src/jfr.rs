@@ -356,10 +356,15 @@ impl<'a> Resolver<'a> {
             .and_then(|m| v.get(m, "name"))
             .and_then(|n| v.text(n, 0))
             .unwrap_or("[unknown]");
-        let full = if class.is_empty() {
-            name.to_owned()
+        // async-profiler names a native frame's library as its class
+        // (`libjvm.so`, `[kernel.kallsyms]`): that is the frame's module,
+        // as perf would say, and the symbol alone its name.
+        let (full, module) = if class.is_empty() {
+            (name.to_owned(), "")
+        } else if is_library(class) {
+            (name.to_owned(), class)
         } else {
-            format!("{}.{name}", java_class(class))
+            (format!("{}.{name}", java_class(class)), "")
         };
         let kind = match ty
             .and_then(|t| v.get(t, "description"))
@@ -372,7 +377,7 @@ impl<'a> Resolver<'a> {
             Some("Kernel") => FrameKind::Kernel,
             _ => FrameKind::Unknown,
         };
-        let id = profile.frame_parts(&full, "", kind);
+        let id = profile.frame_parts(&full, module, kind);
         if cache.0 != i64::MIN {
             self.frames.insert(cache, id);
         }
@@ -454,6 +459,12 @@ fn java_class(internal: &str) -> String {
         }
     }
     internal.replace('/', ".")
+}
+
+/// Whether a frame's "class" is a native library, never a Java class
+/// (internal Java names separate packages with `/`, never `.`).
+fn is_library(class: &str) -> bool {
+    class.ends_with(".so") || class.contains(".so.") || class.starts_with('[')
 }
 
 /// The events profilers record samples with, as `--event` documents them;
@@ -1154,6 +1165,10 @@ mod tests {
             "com.x.Foo$$Lambda$14/0x0000000800c0b440"
         );
         assert_eq!(java_class("a/B+0xzz"), "a.B+0xzz");
+        assert!(
+            is_library("libjvm.so") && is_library("libc.so.6") && is_library("[kernel.kallsyms]")
+        );
+        assert!(!is_library("java/lang/Thread") && !is_library("Foo$$Lambda$4.0x00007fe0cc001000"));
     }
 
     proptest::proptest! {
