@@ -485,6 +485,7 @@ fn every_command_lists_the_same_formats() {
             ("cpuprofile", "Chrome/V8 .cpuprofile JSON"),
             ("pprof", "pprof protobuf"),
             ("speedscope", "speedscope JSON"),
+            ("jfr", "JDK Flight Recorder (.jfr)"),
         ] {
             let item = format!("- {name}:");
             assert!(
@@ -498,7 +499,9 @@ fn every_command_lists_the_same_formats() {
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         let e = stderr(&o);
         assert!(
-            e.contains("--format \"svg\": expected pprof, speedscope, cpuprofile, perf, folded"),
+            e.contains(
+                "--format \"svg\": expected pprof, jfr, speedscope, cpuprofile, perf, folded"
+            ),
             "{cmd}: {e}"
         );
     }
