@@ -283,6 +283,17 @@ fn a_jcmd_recording_reads_as_jfr_print_reads_it() {
     let (k_leaf, k_thread) = by_leaf_and_thread(&folded);
     agree("execution samples by function", &k_leaf, &leaf);
     agree("execution samples by thread", &k_thread, &thread);
+    // Several chunks (as `jfr assemble` joins a repository's): the file
+    // twice over reads as jfr reads it, every sample twice.
+    let both = dir.path().join("both.jfr");
+    let mut bytes = std::fs::read(&rec).unwrap();
+    bytes.extend_from_slice(&bytes.clone());
+    std::fs::write(&both, bytes).unwrap();
+    let twice = jfr_events(&both, "jdk.ExecutionSample").len() as u64;
+    assert_eq!(twice, 2 * events.len() as u64);
+    let folded = keisoku_folded(&[both.to_str().unwrap()], dir.path(), "both.folded");
+    assert_eq!(folded.iter().map(|(_, n)| n).sum::<u64>(), twice);
+
     // The thread filter reads JFR's thread names.
     let only = keisoku_folded(&[rec_s, "--comm", "^hasher$"], dir.path(), "hasher.folded");
     let n: u64 = only.iter().map(|(_, n)| n).sum();

@@ -3,7 +3,7 @@
 //! chunks, each a header, a metadata event describing every type, constant
 //! pools (threads, stack traces, methods, classes, symbols, frame types)
 //! and events. Values are walked by the chunk's own descriptors, so
-//! recordings from any JDK version or writer read the same way.
+//! recordings from any JDK (11 and later) or writer read the same way.
 //!
 //! One event type is read per profile: `jdk.ExecutionSample` by default,
 //! or the one named by `--event` (allocation events weighted by bytes,
@@ -84,10 +84,12 @@ fn header(data: &[u8], at: usize) -> Wire<Header> {
     c.be(4)?;
     let major = c.be(2)?;
     let minor = c.be(2)?;
-    if !(1..=2).contains(&major) {
+    // Version 1 (JDK 9 and 10) lays out metadata and pools differently;
+    // refuse it rather than misread it.
+    if major != 2 {
         return Err(Bad(
             at + 4,
-            format!("JFR version 1.x or 2.x (got {major}.{minor})"),
+            format!("JFR version 2.x (JDK 11 and later, async-profiler; got {major}.{minor})"),
         ));
     }
     let size = c.be(8)?;
@@ -133,8 +135,7 @@ fn header(data: &[u8], at: usize) -> Wire<Header> {
         start_nanos,
         start_ticks,
         ticks_per_second,
-        // Version 1 never compressed; version 2 says so in bit 0.
-        compressed: major >= 2 && flags & 1 == 1,
+        compressed: flags & 1 == 1,
     })
 }
 
