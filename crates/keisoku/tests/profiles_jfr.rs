@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// Four kinds of work on named threads: two CPU loops, an allocating
 /// loop and two threads fighting over one monitor. It prints `ready`,
-/// starts when the file named by its argument appears, works for three
+/// starts when the file named by its argument appears, works for five
 /// seconds, prints `done` and waits for stdin to close.
 const PROGRAM: &str = r#"
 import java.nio.file.*;
@@ -47,7 +47,7 @@ public class KeisokuJfr {
             worker("locker-1", KeisokuJfr::locked),
             worker("locker-2", KeisokuJfr::locked));
         for (Thread t : ts) t.start();
-        Thread.sleep(3000);
+        Thread.sleep(5000);
         stop = true;
         for (Thread t : ts) t.join();
         System.out.println("done");
@@ -74,6 +74,10 @@ fn run(cmd: &mut Command) -> Output {
     );
     out
 }
+
+/// The two tests run one at a time: each keeps five threads busy, and on
+/// a small machine the other's JVM would starve its samples.
+static ONE_JVM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Kills the JVM when the test ends, however it ends.
 struct Jvm(Child);
@@ -207,7 +211,7 @@ fn keisoku_folded(args: &[&str], dir: &Path, name: &str) -> Vec<(Vec<String>, u6
         .arg("-o")
         .arg(&out_file));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("kept event jdk."), "{stderr}");
+    assert!(stderr.contains("kept event "), "{stderr}");
     std::fs::read_to_string(&out_file)
         .unwrap()
         .lines()
@@ -259,6 +263,7 @@ fn a_jcmd_recording_reads_as_jfr_print_reads_it() {
         have("javac") && have("jcmd") && have("jfr"),
         "javac, jcmd and jfr are needed (scripts/setup.sh installs openjdk-17-jdk-headless)"
     );
+    let _one = ONE_JVM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let rec = record(dir.path());
     let rec_s = rec.to_str().unwrap();
@@ -275,7 +280,7 @@ fn a_jcmd_recording_reads_as_jfr_print_reads_it() {
         *thread.entry(t.replace(' ', "_")).or_insert(0u64) += 1;
     }
     assert!(
-        events.len() >= 20,
+        events.len() >= 10,
         "only {} execution samples",
         events.len()
     );
@@ -391,13 +396,14 @@ fn an_async_profiler_recording_reads_as_jfr_print_reads_it() {
         have("javac") && have("jar") && have("jfr"),
         "javac, jar and jfr are needed (scripts/setup.sh installs openjdk-17-jdk-headless)"
     );
+    let _one = ONE_JVM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let lib = async_profiler(dir.path());
     let rec = dir.path().join("ap.jfr");
     // itimer: perf events may be closed to us; the recording is written
     // when the JVM exits.
     let agent = format!(
-        "-agentpath:{}=start,event=itimer,interval=5ms,alloc,lock=1ms,file={}",
+        "-agentpath:{}=start,event=itimer,interval=5ms,wall=20ms,alloc,lock=1ms,file={}",
         lib.display(),
         rec.display()
     );
@@ -412,7 +418,7 @@ fn an_async_profiler_recording_reads_as_jfr_print_reads_it() {
 
     let events = jfr_events(&rec, "jdk.ExecutionSample");
     assert!(
-        events.len() >= 20,
+        events.len() >= 10,
         "only {} execution samples",
         events.len()
     );
@@ -444,5 +450,22 @@ fn an_async_profiler_recording_reads_as_jfr_print_reads_it() {
         "async-profiler TLAB bytes by function",
         &by_leaf_and_thread(&folded).0,
         &bytes,
+    );
+
+    // Wall-clock samples: one event may stand for many samples of an idle thread.
+    let events = jfr_events(&rec, "profiler.WallClockSample");
+    let mut wall = HashMap::new();
+    for e in &events {
+        *wall.entry(top_frame(e)).or_insert(0u64) += e["values"]["samples"].as_u64().unwrap();
+    }
+    let folded = keisoku_folded(
+        &[rec_s, "--event", "profiler.WallClockSample"],
+        dir.path(),
+        "wall.folded",
+    );
+    agree(
+        "async-profiler wall-clock samples by function",
+        &by_leaf_and_thread(&folded).0,
+        &wall,
     );
 }

@@ -37,6 +37,10 @@ fn weighting(event: &str) -> (Unit, Option<&'static str>) {
         "jdk.JavaMonitorEnter" | "jdk.JavaMonitorWait" | "jdk.ThreadPark" => {
             (Unit::Nanoseconds, Some("duration"))
         }
+        // async-profiler batches wall-clock samples of an idle thread into
+        // one event with their number.
+        "profiler.WallClockSample" => (Unit::Samples, Some("samples")),
+        "profiler.Malloc" => (Unit::Bytes, Some("size")),
         _ => (Unit::Samples, None),
     }
 }
@@ -480,6 +484,8 @@ const SAMPLE_EVENTS: &[&str] = &[
     "jdk.JavaMonitorEnter",
     "jdk.JavaMonitorWait",
     "jdk.ThreadPark",
+    "profiler.WallClockSample",
+    "profiler.Malloc",
 ];
 
 /// Event names with stack traces in the recording, with their counts,
