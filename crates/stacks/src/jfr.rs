@@ -1165,6 +1165,23 @@ mod tests {
     }
 
     #[test]
+    fn a_recording_over_the_input_limit_is_refused() {
+        let data = chunk(true, 0, |w| sample(w, 5000, 1, 1));
+        let limits = keisoku_common::limits::Limits {
+            input: 100,
+            ..Default::default()
+        };
+        let input = crate::Input::with_limits(
+            "big.jfr".into(),
+            Box::new(std::io::Cursor::new(data)),
+            limits,
+        )
+        .unwrap();
+        let e = (FORMAT.read)(input, &ReadOptions::default()).err().unwrap();
+        assert!(matches!(e, Error::Io { .. }) && e.is_input(), "{e}");
+    }
+
+    #[test]
     fn class_names_read_as_java_prints_them() {
         assert_eq!(java_class("java/lang/Thread"), "java.lang.Thread");
         assert_eq!(
