@@ -114,6 +114,19 @@ seed() { # target
         perf_pieces "$stacks/c-header.perf.gz" "$dir" seed-perf ""
         line_pieces "$stacks/c.folded.expected" "$dir" seed-folded 30
         ;;
+    jfr)
+        # No JFR fixture is kept (a recording is hundreds of KB): record a
+        # small one now. The target's first byte picks the event (0: CPU).
+        if command -v javac >/dev/null 2>&1; then
+            local t
+            t=$(mktemp -d)
+            printf '%s\n' 'public class S { public static void main(String[] a) { long s = 0; for (long i = 0; i < 400000000L; i++) s += i ^ (s >>> 3); System.out.println(s); } }' >"$t/S.java"
+            if (cd "$t" && javac S.java && java -XX:StartFlightRecording=filename=s.jfr,settings=profile -cp . S) >/dev/null 2>&1; then
+                { printf '\0'; cat "$t/s.jfr"; } >"$dir/seed-jdk"
+            fi
+            rm -rf "$t"
+        fi
+        ;;
     logs_ltsv) line_pieces "$logs/mixed.ltsv" "$dir" seed 15 ;;
     logs_json) line_pieces "$logs/mixed.json" "$dir" seed 15 ;;
     logs_regexp) line_pieces "$logs/mixed.combined" "$dir" seed 15 ;;

@@ -74,3 +74,13 @@ fi
 command -v bpftrace >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends bpftrace >/tmp/keisoku-apt.log 2>&1 ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install bpftrace failed" >&2; exit 1; }; }
+
+# ---- async-profiler (JFR input tests, issue 16) ------------------------------------------------
+# tests/profiles_jfr.rs records with async-profiler's `-o jfr`; its Maven Central jar carries the
+# native library (extracted at test time with the JDK's `jar`). mvn is installed above.
+ap_jar="$HOME/.m2/repository/tools/profiler/async-profiler/4.2/async-profiler-4.2.jar"
+if [[ ! -f $ap_jar ]]; then
+  echo "setup: fetching async-profiler 4.2 (mvn, Maven Central)" >&2
+  mvn -q dependency:get -Dartifact=tools.profiler:async-profiler:4.2 >/tmp/keisoku-mvn-ap.log 2>&1 ||
+    { tail -20 /tmp/keisoku-mvn-ap.log >&2; echo "setup: fetching async-profiler failed" >&2; exit 1; }
+fi

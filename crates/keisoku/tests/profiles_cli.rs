@@ -488,6 +488,7 @@ fn every_command_lists_the_same_formats() {
             ("perf.data", "perf.data (through `perf script`)"),
             ("bpftrace", "bpftrace stack maps"),
             ("dtrace", "DTrace aggregated stacks"),
+            ("jfr", "JDK Flight Recorder (.jfr)"),
         ] {
             let item = format!("- {name}:");
             assert!(

@@ -9,8 +9,8 @@ use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
 use crate::{
-    bpftrace, chrometrace, cpuprofile, dtrace, folded, perf, perfdata, pprof, speedscope, v8log,
-    v8pre, ReadOptions,
+    bpftrace, chrometrace, cpuprofile, dtrace, folded, jfr, perf, perfdata, pprof, speedscope,
+    v8log, v8pre, ReadOptions,
 };
 
 /// Identifies a format; its value is its index in [`FORMATS`].
@@ -18,26 +18,28 @@ use crate::{
 pub enum Format {
     /// pprof protobuf.
     Pprof = 0,
+    /// JDK Flight Recorder recordings (JDK, async-profiler `-o jfr`).
+    Jfr = 1,
     /// speedscope JSON (py-spy, rbspy...).
-    Speedscope = 1,
+    Speedscope = 2,
     /// Chrome trace / DevTools Performance export (ProfileChunk events).
-    ChromeTrace = 2,
+    ChromeTrace = 3,
     /// Chrome/V8 `.cpuprofile` JSON.
-    CpuProfile = 3,
+    CpuProfile = 4,
     /// `node --prof-process --preprocess` JSON.
-    V8Pre = 4,
+    V8Pre = 5,
     /// V8 tick log (`node --prof`).
-    V8Log = 5,
+    V8Log = 6,
     /// `perf.data`, read through `perf script`.
-    PerfData = 6,
+    PerfData = 7,
     /// bpftrace stack maps (`@[kstack, ustack, comm] = count()`).
-    Bpftrace = 7,
+    Bpftrace = 8,
     /// DTrace aggregated stacks (`@[ustack()] = count()`).
-    Dtrace = 8,
+    Dtrace = 9,
     /// `perf script` text.
-    Perf = 9,
+    Perf = 10,
     /// Folded stacks.
-    Folded = 10,
+    Folded = 11,
 }
 
 /// What a format's reader returns besides the profile.
@@ -81,6 +83,7 @@ pub struct FormatInfo {
 /// stacks, which almost any text resembles, last.
 pub const FORMATS: &[FormatInfo] = &[
     pprof::FORMAT,
+    jfr::FORMAT,
     speedscope::FORMAT,
     chrometrace::FORMAT,
     cpuprofile::FORMAT,

@@ -22,6 +22,7 @@ pub mod filter;
 pub mod folded;
 pub mod format;
 pub mod input;
+pub mod jfr;
 pub mod json;
 pub mod model;
 pub mod normalise;

@@ -50,7 +50,8 @@ pub struct Args {
     /// Highlight functions matching this regex (HTML opens searching; the summary reports the share).
     #[arg(long, value_name = "REGEX")]
     search: Option<String>,
-    /// perf script input with several events: the event to draw (default: the first).
+    /// perf script input with several events: the event to draw (default: the first);
+    /// JFR: the event type to draw (default jdk.ExecutionSample; jdk.ObjectAllocationSample, jdk.JavaMonitorEnter...).
     #[arg(long, value_name = "EVENT")]
     event: Option<String>,
     /// Force the input format instead of detecting it.
