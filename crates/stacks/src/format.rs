@@ -8,7 +8,7 @@
 use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
-use crate::{cpuprofile, folded, perf, pprof, speedscope, ReadOptions};
+use crate::{cpuprofile, folded, perf, pprof, pstats, speedscope, ReadOptions};
 
 /// Identifies a format; its value is its index in [`FORMATS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -19,10 +19,12 @@ pub enum Format {
     Speedscope = 1,
     /// Chrome/V8 `.cpuprofile` JSON.
     CpuProfile = 2,
+    /// cProfile/pstats (Python marshal).
+    Pstats = 3,
     /// `perf script` text.
-    Perf = 3,
+    Perf = 4,
     /// Folded stacks.
-    Folded = 4,
+    Folded = 5,
 }
 
 /// What a format's reader returns besides the profile.
@@ -67,6 +69,7 @@ pub const FORMATS: &[FormatInfo] = &[
     pprof::FORMAT,
     speedscope::FORMAT,
     cpuprofile::FORMAT,
+    pstats::FORMAT,
     perf::FORMAT,
     folded::FORMAT,
 ];

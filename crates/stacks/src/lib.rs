@@ -10,6 +10,7 @@
 
 #![deny(missing_docs)]
 
+pub mod callgraph;
 pub mod collapse;
 pub mod cpuprofile;
 pub mod diff;
@@ -19,10 +20,12 @@ pub mod folded;
 pub mod format;
 pub mod input;
 pub mod json;
+pub mod marshal;
 pub mod model;
 pub mod normalise;
 pub mod perf;
 pub mod pprof;
+pub mod pstats;
 pub mod scope;
 pub mod speedscope;
 pub mod summary;
@@ -86,7 +89,13 @@ pub fn read_input(input: Input, opts: &ReadOptions) -> Result<Loaded> {
     })
 }
 
-/// Opens `path` ("-" for stdin) and reads a profile from it.
+/// Opens `path` ("-" for stdin) and reads a profile from it; a directory
+/// is read as werkzeug's per-request cProfile files ([`pstats::read_dir`]).
 pub fn read_profile(path: &str, opts: &ReadOptions) -> Result<Loaded> {
+    if opts.format.is_none_or(|f| f == Format::Pstats) {
+        if let Some(loaded) = pstats::read_dir(path, opts)? {
+            return Ok(loaded);
+        }
+    }
     read_input(Input::open(path)?, opts)
 }
