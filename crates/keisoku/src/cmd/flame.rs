@@ -6,6 +6,7 @@ use crate::shared::output::write_to;
 use crate::shared::profile::{load, selection, svg, FormatArg};
 use crate::shared::store::StoreArg;
 use anyhow::Context;
+use keisoku_stacks::callgraph::CallGraph;
 use keisoku_stacks::filter::select;
 use keisoku_stacks::json::{profile_json, JsonOptions};
 use keisoku_stacks::Format;
@@ -13,7 +14,7 @@ use keisoku_stacks::Format;
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html\n  keisoku flame request.prof               # cProfile: pstats' table, sorted by tottime\n  keisoku flame profiles/ --callers 'send_log'   # werkzeug's per-request .prof files, merged"
 )]
 pub struct Args {
     /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),
@@ -58,6 +59,14 @@ pub struct Args {
     /// Rows in the terminal summary.
     #[arg(long, default_value_t = 20)]
     top: usize,
+    /// cProfile/pstats input: print the callers and callees of the functions
+    /// whose pstats label matches this regex, with each edge's recorded numbers.
+    #[arg(long, value_name = "REGEX")]
+    callers: Option<String>,
+    /// cProfile/pstats input: order of the terminal table, as pstats' sort_stats
+    /// names it (tottime, cumtime or ncalls).
+    #[arg(long, value_name = "KEY", default_value = "tottime", value_parser = ["tottime", "time", "cumtime", "cumulative", "ncalls", "calls"])]
+    sort: String,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -83,14 +92,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     )?;
     let kind = args.output.as_deref().map(extension);
     if let Some(k) = kind {
-        if !matches!(k, "html" | "htm" | "svg" | "folded" | "txt") {
+        if !matches!(k, "html" | "htm" | "svg" | "folded" | "txt" | "json") {
             return Err(bad_input(format!(
-                "-o {}: unknown output type {k:?} (expected .html, .svg or .folded)",
+                "-o {}: unknown output type {k:?} (expected .html, .svg, .folded or .json)",
                 args.output.as_deref().unwrap_or_default()
             )));
         }
     }
+    let callers = args
+        .callers
+        .as_deref()
+        .map(|s| regex::Regex::new(s).map_err(|e| bad_input(format!("--callers {s:?}: {e}"))))
+        .transpose()?;
+    if callers.is_some() && args.output.is_some() {
+        return Err(bad_input(
+            "--callers prints a table on the terminal; leave out -o",
+        ));
+    }
     let loaded = load(&args.input, args.format, args.event.clone(), &args.store)?;
+    if callers.is_some() && loaded.callgraph.is_none() {
+        return Err(bad_input(format!(
+            "--callers needs a call-graph profile (cProfile/pstats); {} holds sampled stacks",
+            args.input
+        )));
+    }
     // The summary and the HTML page read the stacks root first: inverted,
     // a stack's last frame is its outermost caller, and the summary would
     // name `__libc_start_call_main` as the top self function (issue 13).
@@ -112,7 +137,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     }
     let Some(output) = args.output.as_deref() else {
-        let text = keisoku_stacks::summary::render_text(&profile, search.as_ref(), args.top);
+        let text = match profile.callgraph.as_deref() {
+            Some(g) => call_graph_text(g, &args, search.as_ref(), callers.as_ref()),
+            None => keisoku_stacks::summary::render_text(&profile, search.as_ref(), args.top),
+        };
         crate::shared::output::print(&text)?;
         return Ok(OK);
     };
@@ -130,6 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .into_bytes()
         }
         "svg" => svg(&profile, &keisoku_stacks::collapse::folded_text(&profile))?,
+        "json" => profile_json(&profile, JsonOptions::default()),
         _ => keisoku_stacks::collapse::folded_text(&profile).into_bytes(),
     };
     write_to(std::path::Path::new(output), &body)?;
@@ -140,4 +169,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         profile.node_count()
     );
     Ok(OK)
+}
+
+/// The terminal text of a call-graph input: the requests of a werkzeug
+/// directory, then pstats' table, or the callers and callees asked for.
+fn call_graph_text(
+    g: &CallGraph,
+    args: &Args,
+    search: Option<&regex::Regex>,
+    callers: Option<&regex::Regex>,
+) -> String {
+    use keisoku_stacks::callgraph::{render_callers, render_requests, render_table, SortKey};
+    if let Some(re) = callers {
+        return render_callers(g, re);
+    }
+    // The value parser admits only pstats' names.
+    let key = SortKey::from_name(&args.sort).unwrap_or(SortKey::Tottime);
+    let mut text = render_requests(g, args.top);
+    text.push_str(&render_table(g, key, args.top, search));
+    text.push_str(&format!(
+        "\nThe table is as recorded; flame graphs of this input (-o) are {}.\n",
+        keisoku_stacks::callgraph::ESTIMATED
+    ));
+    text
 }
