@@ -130,7 +130,7 @@ pub enum MarshalError {
         /// The type byte (without `FLAG_REF`).
         code: char,
     },
-    /// A length or count that is negative or larger than the rest of the data.
+    /// A negative length or count.
     #[error("byte {at}: impossible length {len}")]
     BadLength {
         /// Offset of the length.
@@ -281,8 +281,14 @@ impl Reader<'_> {
             i64::from(self.byte("length")?)
         };
         let left = (self.data.len() - self.pos) as i64;
-        if n < 0 || n.saturating_mul(min as i64) > left {
+        if n < 0 {
             return Err(MarshalError::BadLength { at, len: n });
+        }
+        if n.saturating_mul(min as i64) > left {
+            return Err(MarshalError::Truncated {
+                at,
+                what: "string or container",
+            });
         }
         Ok(n as usize)
     }
@@ -300,7 +306,7 @@ impl Reader<'_> {
         let n = i64::from(self.i32("long")?);
         let digits = n.unsigned_abs() as usize;
         if digits.saturating_mul(2) > self.data.len() - self.pos {
-            return Err(MarshalError::BadLength { at, len: n });
+            return Err(MarshalError::Truncated { at, what: "long" });
         }
         let mut v: i128 = 0;
         let mut shift = 0u32;
@@ -508,7 +514,7 @@ mod tests {
         ));
         assert!(matches!(
             loads(b"(\xff\xff\xff\x7fN"),
-            Err(MarshalError::BadLength { .. })
+            Err(MarshalError::Truncated { .. })
         ));
         assert!(matches!(
             loads(b"(\xff\xff\xff\xffN"),

@@ -245,7 +245,11 @@ pub fn read_dir(path: &str, _opts: &ReadOptions) -> Result<Option<Loaded>> {
     }
     let mut merged = CallGraph::new();
     let mut requests = Vec::new();
-    for f in &files {
+    // `pstats.Stats(first, *rest)` loads the first file and adds the rest
+    // last to first; the same order gives the same function order and the
+    // same float sums to the last bit.
+    let order = files.iter().take(1).chain(files.iter().skip(1).rev());
+    for f in order {
         let shown = f.to_string_lossy().into_owned();
         let input = Input::open(&shown)?;
         if !looks_like(&input.head) {
