@@ -498,7 +498,9 @@ fn every_command_lists_the_same_formats() {
         assert_eq!(o.status.code(), Some(2), "{cmd}");
         let e = stderr(&o);
         assert!(
-            e.contains("--format \"svg\": expected pprof, speedscope, cpuprofile, perf, folded"),
+            e.contains(
+                "--format \"svg\": expected pprof, speedscope, cpuprofile, pstats, perf, folded"
+            ),
             "{cmd}: {e}"
         );
     }

@@ -43,7 +43,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     format: Format::Pstats,
     name: "pstats",
     aliases: &["cprofile", "prof"],
-    description: "cProfile/pstats .prof (a file or a directory of werkzeug per-request files)",
+    description: "cProfile/pstats .prof (a file, or a werkzeug directory)",
     looks_like,
     read: |input, _| read(input).map(Parsed::from),
 };
