@@ -405,10 +405,7 @@ impl Reader<'_> {
             }
             b'{' => {
                 let mut entries = Vec::new();
-                loop {
-                    let Some(k) = self.object(depth + 1)? else {
-                        break;
-                    };
+                while let Some(k) = self.object(depth + 1)? {
                     let vat = self.pos as u64;
                     let v = self
                         .object(depth + 1)?
@@ -544,11 +541,11 @@ mod tests {
             loads(b"l\x06\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00"),
             Err(MarshalError::BadNumber { .. })
         ));
-        let deep: Vec<u8> = std::iter::repeat(*b")\x01")
-            .take(MAX_DEPTH + 2)
-            .flatten()
-            .chain(*b"N")
-            .collect();
+        let mut deep = Vec::new();
+        for _ in 0..MAX_DEPTH + 2 {
+            deep.extend_from_slice(b")\x01");
+        }
+        deep.push(b'N');
         assert!(matches!(loads(&deep), Err(MarshalError::TooDeep { .. })));
     }
 
