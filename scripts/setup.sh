@@ -57,3 +57,11 @@ command -v mvn >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
 for svc in java-bidder node-bff flask-shop perl-dsp nginx-proxy; do
   examples/$svc/install.sh || { echo "setup: examples/$svc/install.sh failed" >&2; exit 1; }
 done
+
+# ---- cProfile input (issue 16): Flask and werkzeug's ProfilerMiddleware from PyPI -------------
+# crates/keisoku/tests/profiles_pstats.rs records per-request .prof files with them at test time.
+if ! python3 -c 'import flask, werkzeug.middleware.profiler' 2>/dev/null; then
+  echo "setup: installing Flask (pip) for the cProfile tests" >&2
+  python3 -m pip install -q 'flask>=3,<4' 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages 'flask>=3,<4'
+fi
