@@ -305,9 +305,10 @@ impl CallGraph {
     /// caller had on that path. Self time is tottime times that share.
     /// Calls back into a function already on the path (recursion) are not
     /// followed, as their time is inside the outer call; paths under
-    /// `1e-6` of the total are cut, and functions no path reached become
-    /// roots of their own with their tottime, so the graph's total stays
-    /// pstats' total time. The title says it is an estimate.
+    /// `1e-6` of the total are cut, no function is drawn with more than its
+    /// tottime, and time no path reached is drawn as roots of their own, so
+    /// the graph's total stays pstats' total time. The title says it is an
+    /// estimate.
     pub fn estimate(&self, title: &str) -> Profile {
         let mut p = Profile::new(format!("{title} ({ESTIMATED})"), Unit::Nanoseconds);
         let n = self.functions.len();
@@ -376,8 +377,12 @@ impl CallGraph {
                 }
                 let fraction = (share / gf.ct).min(1.0);
                 let node = p.child(parent_node, frames[g]);
-                add_self(&mut self_s, node, gf.tt * fraction);
-                reached[g] += gf.tt * fraction;
+                // Inconsistent edges (mutual recursion counts nested time
+                // on several edges) could draw more than the function's
+                // tottime: never draw more than it has.
+                let own = (gf.tt * fraction).min(gf.tt - reached[g]).max(0.0);
+                add_self(&mut self_s, node, own);
+                reached[g] += own;
                 on_path[g] = true;
                 stack.push(Step {
                     f: g,

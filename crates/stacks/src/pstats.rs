@@ -481,4 +481,54 @@ mod tests {
             .unwrap()
             .is_none());
     }
+
+    proptest::proptest! {
+        /// Any call graph written as cProfile writes it reads back with its
+        /// numbers unchanged, and its estimated flame graph draws the total
+        /// time (within the nanosecond rounding of each stack).
+        #[test]
+        fn random_call_graphs_round_trip(
+            funcs in proptest::collection::vec(
+                (1u16..500, 0u16..500, 0u32..1_000_000, proptest::collection::vec((0usize..12, 1u16..50, 0u32..1_000_000), 0..4)),
+                1..12,
+            )
+        ) {
+            let n = funcs.len();
+            let entries: Vec<(Vec<u8>, Vec<u8>)> = funcs
+                .iter()
+                .enumerate()
+                .map(|(i, (nc, extra, tt_us, callers))| {
+                    let tt = f64::from(*tt_us) * 1e-6;
+                    let edges: Vec<(Vec<u8>, Vec<u8>)> = callers
+                        .iter()
+                        .filter(|(c, ..)| c % n != i)
+                        .map(|(c, enc, ect)| {
+                            (fkey(&format!("f{}", c % n)), tuple(&[int(i32::from(*enc)), int(i32::from(*enc)), float(f64::from(*ect) * 1e-6), float(f64::from(*ect) * 1e-6)]))
+                        })
+                        .collect();
+                    // Later duplicates of a caller key replace earlier ones, as in a Python dict.
+                    let mut seen = std::collections::HashSet::new();
+                    let edges: Vec<_> = edges.into_iter().rev().filter(|(k, _)| seen.insert(k.clone())).collect();
+                    (
+                        fkey(&format!("f{i}")),
+                        tuple(&[int(i32::from(*nc)), int(i32::from(*nc) + i32::from(*extra)), float(tt), float(tt + 0.5), dict(&edges)]),
+                    )
+                })
+                .collect();
+            let g = parse(&dict(&entries), "p.prof").unwrap();
+            proptest::prop_assert_eq!(g.functions.len(), n);
+            let mut total = 0.0;
+            for (i, (nc, extra, tt_us, _)) in funcs.iter().enumerate() {
+                let f = &g.functions[i];
+                proptest::prop_assert_eq!(f.cc, u64::from(*nc));
+                proptest::prop_assert_eq!(f.nc, u64::from(*nc) + u64::from(*extra));
+                proptest::prop_assert_eq!(f.tt, f64::from(*tt_us) * 1e-6);
+                total += f.tt;
+            }
+            let p = g.estimate("p");
+            let drawn = p.total_weight() as f64;
+            let slack = p.node_count() as f64 + total * 1e9 * 1e-6 * (n as f64 + 1.0);
+            proptest::prop_assert!((drawn - total * 1e9).abs() <= slack, "drawn {} of {}", drawn, total * 1e9);
+        }
+    }
 }
