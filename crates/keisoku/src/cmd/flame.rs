@@ -14,14 +14,15 @@ use keisoku_stacks::Format;
 /// Flags of `keisoku flame`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style) or .folded.\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html\n  keisoku flame request.prof               # cProfile: pstats' table, sorted by tottime\n  keisoku flame profiles/ --callers 'send_log'   # werkzeug's per-request .prof files, merged"
+    after_help = "Output type follows the -o extension: .html (interactive, offline), .svg (flamegraph.pl style), .folded or .json (profile JSON).\n\nExamples:\n  keisoku flame perf.script -o flame.html\n  keisoku flame cpu.pprof -o flame.svg --title 'checkout service'\n  keisoku flame perf.script --comm nginx --from 10 --to 12\n  keisoku flame app.cpuprofile            # top functions in the terminal\n  keisoku flame py-spy.speedscope.json -o flame.html\n  keisoku flame request.prof               # cProfile: pstats' table, sorted by tottime\n  keisoku flame profiles/ --callers 'send_log'   # werkzeug's per-request .prof files, merged"
 )]
 pub struct Args {
-    /// Profile: perf script, folded, .cpuprofile, pprof or speedscope (plain or gzip; "-" for stdin),
+    /// Profile: perf script, folded, .cpuprofile, pprof, speedscope or cProfile/pstats (plain or gzip;
+    /// "-" for stdin; a directory of werkzeug's per-request .prof files),
     /// or a stored run (id, id prefix, name or `last`) recorded with a profile.
     #[arg(value_name = "INPUT")]
     input: String,
-    /// Output file: .html, .svg or .folded (default: a summary on stdout).
+    /// Output file: .html, .svg, .folded or .json (default: a summary on stdout).
     #[arg(short, long, value_name = "FILE")]
     output: Option<String>,
     /// Title shown on the graph (default: the input file name).
