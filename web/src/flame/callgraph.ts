@@ -138,10 +138,12 @@ export class CallGraphTable {
   }
 
   private render(): void {
+    // Re-sorting or picking a row keeps the table where the user was.
+    const scrolled = this.main.scrollTop;
     clear(this.main);
-    const head = (label: string, key: SortKey | null): HTMLElement =>
+    const head = (label: string, key: SortKey | null, name = false): HTMLElement =>
       h('th', {
-        class: key === null ? 'ks-name' : key === this.sortBy ? 'ks-sorted' : '',
+        class: name ? 'ks-name' : key === this.sortBy ? 'ks-sorted' : '',
         text: label + (key !== null && key === this.sortBy ? ' ▼' : ''),
         onclick: key === null ? undefined : () => { this.sortBy = key; this.render(); },
       });
@@ -164,10 +166,11 @@ export class CallGraphTable {
       h(
         'table',
         { class: 'ks-table ks-callgraph-table' },
-        h('thead', {}, h('tr', {}, head('ncalls', 'nc'), head('tottime', 'tt'), head('percall', null), head('cumtime', 'ct'), head('percall', null), head('filename:lineno(function)', null))),
+        h('thead', {}, h('tr', {}, head('ncalls', 'nc'), head('tottime', 'tt'), head('percall', null), head('cumtime', 'ct'), head('percall', null), head('filename:lineno(function)', null, true))),
         h('tbody', {}, ...rows),
       ),
     );
+    this.main.scrollTop = scrolled;
     this.renderSide();
   }
 
