@@ -321,3 +321,56 @@ fn damaged_and_empty_inputs_exit_2_naming_why() {
         assert!(stderr.contains(why), "{input}: {stderr}");
     }
 }
+
+/// The pure-Python `profile` module: callers carry call counts only, and
+/// the root entry is keyed by a code object, whose repr pstats prints with
+/// an address of its own process (left out on both sides here).
+#[test]
+fn the_profile_module_reads_as_pstats_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("small.py");
+    std::fs::write(
+        &script,
+        "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\ndef main():\n    for _ in range(3):\n        fib(15)\n\nmain()\n",
+    )
+    .unwrap();
+    let prof = dir.path().join("small.prof");
+    let out = Command::new("python3")
+        .args(["-m", "profile", "-o"])
+        .arg(&prof)
+        .arg(&script)
+        .output()
+        .expect("python3 -m profile");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = python(PSTATS, &[&prof]);
+    let no_address = |l: &str| match l.find(" at 0x") {
+        Some(i) => {
+            let end = l[i + 6..].find(',').map_or(l.len(), |j| i + 6 + j);
+            format!("{}{}", &l[..i], &l[end..])
+        }
+        None => l.to_owned(),
+    };
+    for key in ["tottime", "cumtime"] {
+        let text = keisoku(&[
+            "flame",
+            prof.to_str().unwrap(),
+            "--sort",
+            key,
+            "--top",
+            "15",
+        ]);
+        let expected: Vec<String> = theirs[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| no_address(l.as_str().unwrap()))
+            .collect();
+        assert_eq!(table_rows(&text), expected, "sort {key}:\n{text}");
+    }
+    let callers = keisoku(&["flame", prof.to_str().unwrap(), "--callers", r"\(fib\)"]);
+    assert!(callers.contains("small.py:4(main)"), "{callers}");
+}

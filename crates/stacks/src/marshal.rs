@@ -1,10 +1,11 @@
 //! A reader for Python's `marshal` serialisation, the container of cProfile
 //! and pstats files (`Profile.dump_stats`, `pstats.Stats.dump_stats`).
 //!
-//! Only the data types are read (no code objects): None, booleans, ints
-//! (`i`, `I` and the 15-bit-digit longs `l`), floats (text `f` and binary
-//! `g`), complex numbers, bytes and strings in all their spellings, tuples,
-//! lists, dicts, sets and references. Since marshal version 3 an object
+//! The data types are read: None, booleans, ints (`i`, `I` and the
+//! 15-bit-digit longs `l`), floats (text `f` and binary `g`), complex
+//! numbers, bytes and strings in all their spellings, tuples, lists, dicts,
+//! sets and references; code objects (Python 3.8 and later) only by their
+//! name, file and first line. Since marshal version 3 an object
 //! written more than once is stored once with the `FLAG_REF` bit and later
 //! named by a `TYPE_REF` index; containers take their index before their
 //! contents, as CPython's reader assigns them. Values share reference
@@ -46,6 +47,20 @@ pub enum Value {
     Dict(Rc<[(Value, Value)]>),
     /// A set or frozenset.
     Set(Rc<[Value]>),
+    /// A code object, kept by what names it (the pure-Python `profile`
+    /// module keys its root entry by the code it ran).
+    Code(Rc<Code>),
+}
+
+/// What names a code object: its name, file and first line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Code {
+    /// `co_name`.
+    pub name: String,
+    /// `co_filename`.
+    pub filename: String,
+    /// `co_firstlineno`.
+    pub firstlineno: i64,
 }
 
 impl Value {
@@ -105,6 +120,7 @@ impl Value {
             Value::List(_) => "list",
             Value::Dict(_) => "dict",
             Value::Set(_) => "set",
+            Value::Code(_) => "code",
         }
     }
 }
@@ -349,6 +365,64 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    /// A code object's fields in the layout of Python 3.11 and later, or
+    /// else of 3.8 to 3.10 (the stream does not say which wrote it; each
+    /// layout's field types are checked, so only a true match reads).
+    fn code(&mut self, depth: usize) -> R<Code> {
+        let (pos, refs) = (self.pos, self.refs.len());
+        match self.code_layout(depth, 5, 4, 3) {
+            Ok(c) => Ok(c),
+            Err(first) => {
+                self.pos = pos;
+                self.refs.truncate(refs);
+                self.code_layout(depth, 6, 5, 1).map_err(|_| first)
+            }
+        }
+    }
+
+    /// One code object layout: `ints` int fields, the bytecode, `before`
+    /// objects, the file name, the name, then (`after == 3`, Python 3.11+)
+    /// the qualified name, the first line and two objects, or (`after ==
+    /// 1`) the first line and one object.
+    fn code_layout(&mut self, depth: usize, ints: usize, before: usize, after: usize) -> R<Code> {
+        let at = self.pos as u64;
+        let mut field = |r: &mut Self| -> R<Value> {
+            let vat = r.pos as u64;
+            r.object(depth + 1)?
+                .ok_or(MarshalError::UnexpectedNull { at: vat })
+        };
+        for _ in 0..ints {
+            self.i32("code object")?;
+        }
+        let bytecode = field(self)?;
+        if !matches!(bytecode, Value::Bytes(_)) {
+            return Err(MarshalError::UnknownType { at, code: 'c' });
+        }
+        for _ in 0..before {
+            field(self)?;
+        }
+        let filename = field(self)?;
+        let name = field(self)?;
+        // 3.11+: the qualified name comes before the first line.
+        let qualname_ok = if after == 3 {
+            field(self)?.as_str().is_some()
+        } else {
+            true
+        };
+        let firstlineno = i64::from(self.i32("code object")?);
+        for _ in 0..(if after == 3 { 2 } else { after }) {
+            field(self)?;
+        }
+        match (filename.as_str(), name.as_str(), qualname_ok) {
+            (Some(f), Some(n), true) => Ok(Code {
+                name: n.to_owned(),
+                filename: f.to_owned(),
+                firstlineno,
+            }),
+            _ => Err(MarshalError::UnknownType { at, code: 'c' }),
+        }
+    }
+
     /// One object; `None` for the NULL marker that ends a dict.
     fn object(&mut self, depth: usize) -> R<Option<Value>> {
         let at = self.pos as u64;
@@ -359,7 +433,7 @@ impl Reader<'_> {
         let flag = code & FLAG_REF != 0;
         let ty = code & !FLAG_REF;
         // Containers take their reference index before their contents.
-        let slot = if flag && matches!(ty, b'(' | b')' | b'[' | b'{' | b'<' | b'>') {
+        let slot = if flag && matches!(ty, b'(' | b')' | b'[' | b'{' | b'<' | b'>' | b'c') {
             self.refs.push(None);
             Some(self.refs.len() - 1)
         } else {
@@ -423,6 +497,7 @@ impl Reader<'_> {
                     .ok_or(MarshalError::BadRef { at, index })?;
                 return Ok(Some(v.clone()));
             }
+            b'c' => Value::Code(Rc::new(self.code(depth)?)),
             other => {
                 return Err(MarshalError::UnknownType {
                     at,
@@ -518,8 +593,8 @@ mod tests {
             Err(MarshalError::BadLength { .. })
         ));
         assert_eq!(
-            loads(b"c"),
-            Err(MarshalError::UnknownType { at: 0, code: 'c' })
+            loads(b"d"),
+            Err(MarshalError::UnknownType { at: 0, code: 'd' })
         );
         assert_eq!(loads(b"r\x05\x00\x00\x00").unwrap_err().offset(), 0);
         assert!(matches!(
@@ -547,6 +622,41 @@ mod tests {
         }
         deep.push(b'N');
         assert!(matches!(loads(&deep), Err(MarshalError::TooDeep { .. })));
+    }
+
+    #[test]
+    fn code_objects_read_by_their_names() {
+        // `marshal.dumps(compile("def f():\n    return 1\n", "f.py", "exec"))`
+        // from Python 3.11: a module code object holding f's, with references.
+        let hex = "e30000000000000000000000000100000000000000f30c0000009700640084005a00640153002902630000000000000000000000000100000003000000f30600000097006401530029024ee901000000a9007204000000f300000000fa04662e7079da016672070000000100000073070000008000d80b0c883172050000004e29017207000000720400000072050000007206000000fa083c6d6f64756c653e720800000001000000731e000000f003010101f00201010df00001010df00001010df00001010df00001010d7205000000";
+        let data: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        let Value::Code(c) = loads(&data).unwrap() else {
+            panic!("not a code object");
+        };
+        assert_eq!(
+            (c.name.as_str(), c.filename.as_str(), c.firstlineno),
+            ("<module>", "f.py", 1)
+        );
+        // The 3.8-3.10 layout: six ints, bytecode, five objects, file,
+        // name, first line, line table.
+        let mut old = b"c".to_vec();
+        old.extend_from_slice(&[0u8; 24]);
+        old.extend_from_slice(b"s\x01\x00\x00\x00\x00");
+        for _ in 0..5 {
+            old.extend_from_slice(b")\x00");
+        }
+        old.extend_from_slice(b"z\x04g.pyz\x01g");
+        old.extend_from_slice(&7i32.to_le_bytes());
+        old.extend_from_slice(b"s\x00\x00\x00\x00");
+        let Value::Code(c) = loads(&old).unwrap() else {
+            panic!("not a code object");
+        };
+        assert_eq!((c.name.as_str(), c.firstlineno), ("g", 7));
+        // Neither layout: refused.
+        assert!(loads(b"c\x00\x00\x00\x00N").is_err());
     }
 
     proptest::proptest! {

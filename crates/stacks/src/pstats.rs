@@ -78,7 +78,16 @@ fn key_of(v: &Value) -> Option<FunctionKey> {
         [file, line, name] => Some(FunctionKey {
             file: file.as_str()?.to_owned(),
             line: line.as_int()?,
-            name: name.as_str()?.to_owned(),
+            name: match name {
+                // The pure-Python `profile` module keys the code it was
+                // given to run by the code object itself; pstats prints its
+                // repr, whose address is the reading process's own.
+                Value::Code(c) => format!(
+                    "<code object {}, file \"{}\", line {}>",
+                    c.name, c.filename, c.firstlineno
+                ),
+                other => other.as_str()?.to_owned(),
+            },
         }),
         _ => None,
     }
