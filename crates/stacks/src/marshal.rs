@@ -386,7 +386,7 @@ impl Reader<'_> {
     /// 1`) the first line and one object.
     fn code_layout(&mut self, depth: usize, ints: usize, before: usize, after: usize) -> R<Code> {
         let at = self.pos as u64;
-        let mut field = |r: &mut Self| -> R<Value> {
+        let field = |r: &mut Self| -> R<Value> {
             let vat = r.pos as u64;
             r.object(depth + 1)?
                 .ok_or(MarshalError::UnexpectedNull { at: vat })
