@@ -163,6 +163,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         _ => keisoku_stacks::collapse::folded_text(&profile).into_bytes(),
     };
     write_to(std::path::Path::new(output), &body)?;
+    if profile.callgraph.is_some() {
+        eprintln!(
+            "keisoku: {output}: the stacks are {}",
+            keisoku_stacks::callgraph::ESTIMATED
+        );
+    }
     eprintln!(
         "keisoku: wrote {output} ({} samples, {} functions, {} stacks)",
         profile.total_weight(),
