@@ -106,6 +106,7 @@ seed() { # target
     cpuprofile) text "$stacks/node.cpuprofile.gz" >"$dir/seed-node" ;;
     pprof) cp "$stacks/go.pprof" "$dir/seed-go" ;;
     speedscope) cp "$stacks/py-spy.speedscope.json" "$dir/seed-py-spy" ;;
+    pstats) python3 -c 'import cProfile, sys; p = cProfile.Profile(); p.enable(); sorted(map(str, range(99))); p.disable(); p.dump_stats(sys.argv[1])' "$dir/seed-cprofile" ;;
     detect)
         cp "$stacks/go.pprof" "$dir/seed-go.pprof"
         cp "$stacks/c.perf.gz" "$dir/seed-c.perf.gz"

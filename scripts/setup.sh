@@ -83,4 +83,11 @@ if [[ ! -f $ap_jar ]]; then
   echo "setup: fetching async-profiler 4.2 (mvn, Maven Central)" >&2
   mvn -q dependency:get -Dartifact=tools.profiler:async-profiler:4.2 >/tmp/keisoku-mvn-ap.log 2>&1 ||
     { tail -20 /tmp/keisoku-mvn-ap.log >&2; echo "setup: fetching async-profiler failed" >&2; exit 1; }
+
+# ---- cProfile input (issue 16): Flask and werkzeug's ProfilerMiddleware from PyPI -------------
+# crates/keisoku/tests/profiles_pstats.rs records per-request .prof files with them at test time.
+if ! python3 -c 'import flask, werkzeug.middleware.profiler' 2>/dev/null; then
+  echo "setup: installing Flask (pip) for the cProfile tests" >&2
+  python3 -m pip install -q 'flask>=3,<4' 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages 'flask>=3,<4'
 fi

@@ -44,6 +44,10 @@ struct ProfileIn {
     start_unix_ns: Value,
     #[serde(default)]
     duration_ms: Value,
+    /// The exact call graph of cProfile/pstats inputs, passed through for
+    /// the page's call-graph table.
+    #[serde(default)]
+    callgraph: Value,
 }
 
 #[derive(Deserialize)]
@@ -165,7 +169,7 @@ pub(crate) fn compact(profile_json: &str, preview: Option<PreviewFor>) -> Option
         .filter(|_| p.nodes.parent.len() > PREVIEW_MIN_NODES)
         .map_or(Value::Null, |v| preview_tree(&p, v));
     let samples = p.samples.as_ref();
-    let header = json!({
+    let mut header = json!({
         "version": 1,
         "encoding": "compact-1",
         "title": p.title,
@@ -186,6 +190,9 @@ pub(crate) fn compact(profile_json: &str, preview: Option<PreviewFor>) -> Option
         "time_unit_ns": time_unit_ns,
         "preview": preview,
     });
+    if let (false, Some(h)) = (p.callgraph.is_null(), header.as_object_mut()) {
+        h.insert("callgraph".into(), p.callgraph.clone());
+    }
 
     let mut tail = String::with_capacity(columns.iter().map(|c| c.text.len() + 80).sum());
     for c in &columns {

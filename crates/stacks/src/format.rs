@@ -9,8 +9,8 @@ use crate::error::Result;
 use crate::input::Input;
 use crate::model::Profile;
 use crate::{
-    bpftrace, chrometrace, cpuprofile, dtrace, folded, jfr, perf, perfdata, pprof, speedscope,
-    v8log, v8pre, ReadOptions,
+    bpftrace, chrometrace, cpuprofile, dtrace, folded, jfr, perf, perfdata, pprof, pstats,
+    speedscope, v8log, v8pre, ReadOptions,
 };
 
 /// Identifies a format; its value is its index in [`FORMATS`].
@@ -26,20 +26,22 @@ pub enum Format {
     ChromeTrace = 3,
     /// Chrome/V8 `.cpuprofile` JSON.
     CpuProfile = 4,
+    /// cProfile/pstats (Python marshal).
+    Pstats = 5,
     /// `node --prof-process --preprocess` JSON.
-    V8Pre = 5,
+    V8Pre = 6,
     /// V8 tick log (`node --prof`).
-    V8Log = 6,
+    V8Log = 7,
     /// `perf.data`, read through `perf script`.
-    PerfData = 7,
+    PerfData = 8,
     /// bpftrace stack maps (`@[kstack, ustack, comm] = count()`).
-    Bpftrace = 8,
+    Bpftrace = 9,
     /// DTrace aggregated stacks (`@[ustack()] = count()`).
-    Dtrace = 9,
+    Dtrace = 10,
     /// `perf script` text.
-    Perf = 10,
+    Perf = 11,
     /// Folded stacks.
-    Folded = 11,
+    Folded = 12,
 }
 
 /// What a format's reader returns besides the profile.
@@ -87,6 +89,7 @@ pub const FORMATS: &[FormatInfo] = &[
     speedscope::FORMAT,
     chrometrace::FORMAT,
     cpuprofile::FORMAT,
+    pstats::FORMAT,
     v8pre::FORMAT,
     v8log::FORMAT,
     perfdata::FORMAT,

@@ -176,6 +176,13 @@ pub fn write_profile(out: &mut Vec<u8>, p: &Profile, opts: JsonOptions) {
         Some(ns) if p.counts.is_none() && !opts.counts_form => push_ms(out, ns),
         _ => out.extend_from_slice(b"null"),
     }
+    if let (Some(g), false) = (&p.callgraph, opts.counts_form) {
+        // Plain numbers and strings: serialising cannot fail.
+        if let Ok(v) = serde_json::to_vec(g.as_ref()) {
+            out.extend_from_slice(b",\"callgraph\":");
+            out.extend_from_slice(&v);
+        }
+    }
     out.push(b'}');
 }
 

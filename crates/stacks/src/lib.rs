@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod bpftrace;
+pub mod callgraph;
 pub mod chrometrace;
 pub mod collapse;
 pub mod cpuprofile;
@@ -24,11 +25,13 @@ pub mod format;
 pub mod input;
 pub mod jfr;
 pub mod json;
+pub mod marshal;
 pub mod model;
 pub mod normalise;
 pub mod perf;
 pub mod perfdata;
 pub mod pprof;
+pub mod pstats;
 pub mod scope;
 pub mod speedscope;
 pub mod summary;
@@ -94,7 +97,13 @@ pub fn read_input(input: Input, opts: &ReadOptions) -> Result<Loaded> {
     })
 }
 
-/// Opens `path` ("-" for stdin) and reads a profile from it.
+/// Opens `path` ("-" for stdin) and reads a profile from it; a directory
+/// is read as werkzeug's per-request cProfile files ([`pstats::read_dir`]).
 pub fn read_profile(path: &str, opts: &ReadOptions) -> Result<Loaded> {
+    if opts.format.is_none_or(|f| f == Format::Pstats) {
+        if let Some(loaded) = pstats::read_dir(path, opts)? {
+            return Ok(loaded);
+        }
+    }
     read_input(Input::open(path)?, opts)
 }

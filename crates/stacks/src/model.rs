@@ -213,6 +213,9 @@ pub struct Profile {
     pub time_origin_ns: Option<u64>,
     /// Damage recovered from while parsing.
     pub damage: Damage,
+    /// The exact call graph of inputs that record one (cProfile/pstats),
+    /// from which the stacks were estimated.
+    pub callgraph: Option<std::sync::Arc<crate::callgraph::CallGraph>>,
     frame_index: FxHashMap<Frame, FrameId>,
     child_index: FxHashMap<(NodeId, FrameId), NodeId>,
     thread_index: FxHashMap<Thread, u32>,
@@ -258,6 +261,7 @@ impl Profile {
             start_unix_ns: None,
             time_origin_ns: None,
             damage: Damage::default(),
+            callgraph: None,
             frame_index: FxHashMap::default(),
             child_index: FxHashMap::default(),
             thread_index: FxHashMap::default(),

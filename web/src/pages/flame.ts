@@ -5,6 +5,7 @@ import { fmtCount, fmtMs, fmtWeight } from '../common/format';
 import { installKeys } from '../common/keyboard';
 import { FlameGraph, PendingProfile } from '../flame/flamegraph';
 import { CompactHeader, decodeCompact, isCompact, nextTask, previewTree, whenParsed } from '../flame/compact';
+import { CallGraphTable, callGraphOf } from '../flame/callgraph';
 import { FunctionTable } from '../flame/functable';
 import { FlameViews } from '../flame/flameview';
 import { defaultView } from '../flame/viewstate';
@@ -94,6 +95,9 @@ async function main(): Promise<void> {
     controls.append(h('label', {}, 'time from', from, 's'), h('label', {}, 'to', to, 's'));
     range = { from, to };
   }
+  // cProfile/pstats: the recorded call graph, under its estimated flame graph.
+  const cg = callGraphOf(pj);
+  if (cg) app.append(new CallGraphTable(cg, (re) => graph.search(re)).root);
   app.append(h('h2', { text: 'Functions' }));
   const tableBox = h('section');
   app.append(tableBox);

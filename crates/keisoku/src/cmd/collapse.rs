@@ -165,6 +165,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         if let Some(msg) = loaded.profile.damage.report() {
             eprintln!("keisoku: {}: {msg}", loaded.profile.title);
         }
+        if loaded.profile.callgraph.is_some() {
+            // The title says "estimated from a call graph"; folded text cannot.
+            eprintln!("keisoku: {}: weights in nanoseconds", loaded.profile.title);
+        }
         for (stack, w) in fold_profile(&loaded.profile, false) {
             writeln!(out, "{stack} {w}").context("writing folded stacks")?;
         }
