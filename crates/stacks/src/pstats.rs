@@ -42,7 +42,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 pub const FORMAT: FormatInfo = FormatInfo {
     format: Format::Pstats,
     name: "pstats",
-    aliases: &["cprofile", "prof"],
+    aliases: &["cprofile"],
     description: "cProfile/pstats .prof (a file, or a werkzeug directory)",
     looks_like,
     read: |input, _| read(input).map(Parsed::from),

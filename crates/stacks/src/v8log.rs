@@ -47,7 +47,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 pub const FORMAT: FormatInfo = FormatInfo {
     format: Format::V8Log,
     name: "v8log",
-    aliases: &["prof", "isolate"],
+    aliases: &["isolate"],
     description: "V8 tick log (node --prof)",
     looks_like,
     read: |input, _| {
