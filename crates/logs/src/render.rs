@@ -358,7 +358,9 @@ fn center(s: &str, w: usize) -> String {
     format!("{}{}{}", " ".repeat(left), s, " ".repeat(gap - left))
 }
 
-fn render_grid(
+/// A table (alp's bordered table, or markdown) of `headers` and `body`,
+/// padded by terminal columns; also used for the slowest requests.
+pub(crate) fn render_grid(
     headers: &[String],
     body: &[Vec<String>],
     foot: Option<&[String]>,
