@@ -16,14 +16,10 @@ mod logs_common;
 mod logs_nginx;
 use logs_nginx::{alp, request, start_nginx, upstream};
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// Varied load: many routes, several methods, every status class, zero-time
 /// static files next to slow upstream calls, query strings in any order.

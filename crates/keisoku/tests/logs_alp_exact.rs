@@ -216,6 +216,45 @@ fn alp_and_keisoku_print_the_same_bytes_on_real_nginx_logs() {
             }
         }
     }
+    // A keisoku dump reloaded prints alp's table of the log itself.
+    for (fmt, log) in &logs {
+        let log = log.to_str().unwrap();
+        let dump = dir.path().join(format!("{fmt}.dump.json"));
+        let dump = dump.to_str().unwrap();
+        let (ok, _) = output(
+            &keisoku,
+            &["logs", fmt, "--file", log, "--dump", dump],
+            dir.path(),
+        );
+        assert!(ok, "--dump failed");
+        for flags in [
+            vec![],
+            vec!["--format", "tsv", "--sort", "p99", "-r"],
+            vec![
+                "--format",
+                "csv",
+                "--percentiles",
+                "1,50,99,100",
+                "--sort",
+                "avg",
+            ],
+        ] {
+            let mut a: Vec<&str> = vec![fmt, "--file", log];
+            a.extend(flags.iter());
+            let want = output(&alp, &a, dir.path());
+            let mut k: Vec<&str> = vec!["logs", fmt, "--load", dump];
+            k.extend(flags.iter());
+            let got = output(&keisoku, &k, dir.path());
+            compared += 1;
+            if want != got {
+                differences.push(format!(
+                    "--load {fmt} {flags:?}:\n{}\nvs\n{}",
+                    String::from_utf8_lossy(&want.1),
+                    String::from_utf8_lossy(&got.1)
+                ));
+            }
+        }
+    }
     let json = std::fs::read(dir.path().join("access.json")).unwrap();
     assert!(
         json.windows(4).any(|w| w == b"caf\xe9"),

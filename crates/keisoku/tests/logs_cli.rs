@@ -615,3 +615,24 @@ fn fail_over_min_count_ignores_thin_routes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--slow` lists each request's own URI (query string included without
+/// `-q`) in the table style `--format` asks for.
+#[test]
+fn slow_shows_the_full_uri_in_the_chosen_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = write_log(
+        dir.path(),
+        "a.log",
+        "method:GET\turi:/search?q=slow&page=2\tstatus:200\tsize:1\treqtime:2.500\n\
+         method:GET\turi:/search?q=fast\tstatus:200\tsize:1\treqtime:0.010\n",
+    );
+    let table = ok(&["logs", "ltsv", &log, "--slow", "1"]);
+    assert!(table.contains("/search?q=slow&page=2"), "{table}");
+    let tail = &table[table.find("Slowest 1 requests").expect("slow list")..];
+    assert!(tail.lines().nth(1).unwrap().starts_with("+-"), "{tail}");
+    let md = ok(&["logs", "ltsv", &log, "--slow", "1", "--format", "md"]);
+    let tail = &md[md.find("Slowest 1 requests").expect("slow list")..];
+    assert!(tail.lines().nth(1).unwrap().starts_with("| "), "{tail}");
+    assert!(!tail.contains("+-"), "{tail}");
+}

@@ -779,7 +779,7 @@ fn build_request(t: &Target, headers: &[(String, String)], keepalive: bool) -> V
 /// scaled down (every target keeps at least one slot).
 const MAX_SLOTS: u64 = 4_000_000;
 
-/// Target indices in a smooth weighted order (weights 3,1 give a b a a, not
+/// Target indices in a smooth weighted order (weights 3,1 give a a b a, not
 /// a a a b), so any window of the rotation is representative, and every
 /// target has its weight's share of slots however many lines the targets
 /// file has: a cap of 10,000 slots once sent a 15,000-line file only to its
@@ -811,7 +811,8 @@ fn rotation(targets: &[Target]) -> Vec<usize> {
     let mut keyed: Vec<(f64, usize)> = Vec::with_capacity(slots);
     const GOLDEN: f64 = 0.618_033_988_749_894_9;
     for (i, &w) in weights.iter().enumerate() {
-        let phase = ((i + 1) as f64 * GOLDEN).fract();
+        // The first line starts the rotation (phase 0), as it always has.
+        let phase = (i as f64 * GOLDEN).fract();
         for k in 0..w {
             keyed.push(((k as f64 + phase) / w as f64, i));
         }
@@ -853,7 +854,7 @@ mod tests {
         let r = rotation(&ts);
         assert_eq!(r.len(), 4);
         assert_eq!(r.iter().filter(|&&i| i == 0).count(), 3);
-        assert_ne!(r, vec![0, 0, 0, 1]);
+        assert_eq!(r, vec![0, 0, 1, 0]);
     }
 
     /// A long targets file (one line per id, as generated from logs):

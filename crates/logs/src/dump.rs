@@ -24,6 +24,11 @@ struct DumpRoute {
     #[serde(default)]
     ms_grid: bool,
     hist_us: Vec<(u64, u64)>,
+    /// Every response time as `[f64 bits, count]` while the route holds
+    /// them (bits, not decimals: a reload must give alp's percentiles and
+    /// stddev bit for bit). Absent in older dumps and for huge routes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exact_bits: Option<Vec<(u64, u64)>>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -65,6 +70,7 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
                 low: r.low.is_finite().then_some(r.low),
                 ms_grid: r.ms_grid,
                 hist_us: r.hist_pairs(),
+                exact_bits: r.exact.bit_counts(),
             })
             .collect(),
     };
@@ -111,6 +117,13 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
         s.low = r.low.unwrap_or(f64::INFINITY);
         s.ms_grid = r.ms_grid;
         s.set_hist_pairs(&r.hist_us);
+        if let Some(e) = r
+            .exact_bits
+            .as_deref()
+            .and_then(|p| crate::exact::ExactTimes::from_bit_counts(p, r.count))
+        {
+            s.exact = e;
+        }
         out.push(s);
     }
     Ok((out, d.counts))

@@ -51,6 +51,31 @@ impl ExactTimes {
         ExactTimes(Repr::Gone)
     }
 
+    /// Rebuilds from `(value bits, count)` pairs (a dump); `None` unless the
+    /// counts add up to `expected`.
+    pub fn from_bit_counts(pairs: &[(u64, u64)], expected: u64) -> Option<ExactTimes> {
+        let total = pairs.iter().try_fold(0u64, |a, p| a.checked_add(p.1))?;
+        if total != expected || pairs.len() > DISTINCT_MAX {
+            return None;
+        }
+        let mut m: FxHashMap<u64, u64> = FxHashMap::default();
+        for &(bits, n) in pairs {
+            *m.entry(bits).or_insert(0) += n;
+        }
+        Some(ExactTimes(Repr::Counts(m)))
+    }
+
+    /// `(value bits, count)` in ascending order of value, for a dump;
+    /// `None` when not exact.
+    pub fn bit_counts(&self) -> Option<Vec<(u64, u64)>> {
+        Some(
+            self.sorted()?
+                .into_iter()
+                .map(|(v, n)| (v.to_bits(), n))
+                .collect(),
+        )
+    }
+
     /// Whether every value is held.
     pub fn is_exact(&self) -> bool {
         !matches!(self.0, Repr::Gone)

@@ -619,6 +619,7 @@ mod tests {
     fn rec() -> Record<'static> {
         Record {
             uri: Cow::Borrowed("/api/users"),
+            raw_uri: Cow::Borrowed(b"/api/users?page=2"),
             method: Cow::Borrowed(b"POST"),
             time: Cow::Borrowed(b"2026-11-21T10:00:30+00:00"),
             response_time: 0.75,

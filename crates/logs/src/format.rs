@@ -152,6 +152,9 @@ impl Format {
 pub struct Record<'a> {
     /// Normalised URI (query handled per [`QueryMode`]).
     pub uri: Cow<'a, str>,
+    /// The URI as written in the log (query string included), for the
+    /// slowest-requests list.
+    pub raw_uri: Cow<'a, [u8]>,
     /// Method as written.
     pub method: Cow<'a, [u8]>,
     /// Timestamp text as written (parsed lazily, only when needed).
@@ -293,8 +296,12 @@ impl LineParser {
 
     fn build<'a>(&self, f: [Option<Cow<'a, [u8]>>; 7]) -> Result<Record<'a>, LineError> {
         let [uri, method, time, rt, qt, body, status] = f;
-        let uri = uri::normalize_cow(uri.unwrap_or(Cow::Borrowed(b"")), self.query)
-            .ok_or(LineError::Uri)?;
+        let raw_uri = uri.unwrap_or(Cow::Borrowed(b""));
+        let uri = match &raw_uri {
+            Cow::Borrowed(b) => uri::normalize(b, self.query),
+            Cow::Owned(v) => uri::normalize(v, self.query).map(|c| Cow::Owned(c.into_owned())),
+        }
+        .ok_or(LineError::Uri)?;
         let rt = rt
             .and_then(|v| parse_f64(&v))
             .or_else(|| qt.and_then(|v| parse_f64(&v)))
@@ -312,6 +319,7 @@ impl LineParser {
         };
         Ok(Record {
             uri,
+            raw_uri,
             method: method.unwrap_or(Cow::Borrowed(b"")),
             time: time.unwrap_or(Cow::Borrowed(b"")),
             response_time,

@@ -408,7 +408,7 @@ impl<'a> Rows<'a> {
     }
 
     /// Calls `f` with every row's cells in order.
-    fn each(&self, mut f: impl FnMut(&[String])) {
+    fn each(&self, f: &mut dyn FnMut(&[String])) {
         let mut cells: Vec<String> = Vec::with_capacity(self.opts.columns.len());
         for r in self.routes {
             let before = self
@@ -475,17 +475,40 @@ fn center(s: &str, w: usize) -> String {
     format!("{}{}{}", " ".repeat(left), s, " ".repeat(gap - left))
 }
 
-/// The table or markdown grid: a first pass over the rows measures the
+/// Rows a grid is drawn from, visited once to measure and once to write:
+/// route rows formatted on the fly, or rows already built (the slowest
+/// requests).
+pub(crate) trait GridRows {
+    /// Calls `f` with every row's cells in order.
+    fn each(&self, f: &mut dyn FnMut(&[String]));
+}
+
+impl GridRows for Rows<'_> {
+    fn each(&self, f: &mut dyn FnMut(&[String])) {
+        Rows::each(self, f)
+    }
+}
+
+impl GridRows for Vec<Vec<String>> {
+    fn each(&self, f: &mut dyn FnMut(&[String])) {
+        for row in self {
+            f(row);
+        }
+    }
+}
+
+/// The table or markdown grid (also used for the slowest requests), padded
+/// by terminal columns: a first pass over the rows measures the
 /// column widths, a second formats them again and writes them.
-fn render_grid(
+pub(crate) fn render_grid(
     out: &mut Out,
     headers: &[String],
-    body: &Rows,
+    body: &dyn GridRows,
     foot: Option<&[String]>,
     markdown: bool,
 ) {
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
-    body.each(|row| {
+    body.each(&mut |row| {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(width(c));
         }
@@ -525,7 +548,7 @@ fn render_grid(
         }
         out.push_str(&s);
         out.push('\n');
-        body.each(|r| {
+        body.each(&mut |r| {
             out.push_str(&line(r, false));
             out.push('\n');
         });
@@ -541,7 +564,7 @@ fn render_grid(
     out.push('\n');
     out.push_str(&border);
     out.push('\n');
-    body.each(|r| {
+    body.each(&mut |r| {
         out.push_str(&line(r, false));
         out.push('\n');
     });
@@ -612,7 +635,7 @@ pub fn json_rows(
             .map(|c| serde_json::Value::String(c.keyword()))
             .collect(),
     )];
-    Rows::new(routes, from, opts, from.is_none()).each(|r| {
+    Rows::new(routes, from, opts, from.is_none()).each(&mut |r| {
         all.push(serde_json::Value::Array(
             r.iter().map(|c| json_value(c)).collect(),
         ));
@@ -637,7 +660,7 @@ pub fn write_json_rows(
     );
     out.push('[');
     out.push_str(&head.to_string());
-    Rows::new(routes, from, opts, from.is_none()).each(|r| {
+    Rows::new(routes, from, opts, from.is_none()).each(&mut |r| {
         out.push_str(",[");
         for (i, c) in r.iter().enumerate() {
             if i > 0 {
@@ -701,7 +724,7 @@ pub fn render_into(
                 opts,
                 format == OutputFormat::Csv && from.is_none(),
             )
-            .each(|r| {
+            .each(&mut |r| {
                 for (i, c) in r.iter().enumerate() {
                     if i > 0 {
                         out.push_str(sep);
@@ -724,7 +747,7 @@ pub fn render_into(
                 let _ = write!(s, "<th data-col=\"{i}\">{}</th>", html_escape(h));
             }
             s.push_str("</tr></thead><tbody>\n");
-            body.each(|r| {
+            body.each(&mut |r| {
                 s.push_str("<tr>");
                 for (c, v) in opts.columns.iter().zip(r) {
                     // Numbers are the default cell (right-aligned by the

@@ -295,7 +295,8 @@ pub struct SlowRequest {
     pub time: String,
     /// Method.
     pub method: String,
-    /// The request's URI (normalised, not grouped).
+    /// The request's URI as written in the log, query string included
+    /// whatever `-q` says (`-q` shapes routes, not requests).
     pub uri: String,
     /// Its route (grouped).
     pub route: String,
@@ -685,7 +686,7 @@ impl Accumulator {
                 line: pos.line,
                 time: String::from_utf8_lossy(&rec.time).into_owned(),
                 method: r.method.clone(),
-                uri: rec.uri.to_string(),
+                uri: String::from_utf8_lossy(&rec.raw_uri).into_owned(),
                 route: r.uri.clone(),
                 status: rec.status,
                 body_bytes: rec.body_bytes,

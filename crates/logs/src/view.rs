@@ -294,34 +294,22 @@ pub fn slow_view(slow: &[SlowRequest], format: OutputFormat) -> String {
             }
             out
         }
+        // The same table as the route table: alp's bordered grid for
+        // `table`, markdown for `md` (a markdown table under `--format
+        // table` looked like a different tool).
         _ => {
-            let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-            for r in &rows {
-                for (x, c) in w.iter_mut().zip(r) {
-                    *x = (*x).max(c.chars().count());
-                }
-            }
-            let fmt_row = |cells: &[String]| {
-                let mut s = String::from("|");
-                for (x, c) in w.iter().zip(cells) {
-                    let _ = write!(s, " {c}{} |", " ".repeat(x - c.chars().count()));
-                }
-                s.push('\n');
-                s
-            };
-            let mut out = format!("Slowest {} requests\n", rows.len());
-            let heads: Vec<String> = head.iter().map(|h| h.to_uppercase()).collect();
-            out.push_str(&fmt_row(&heads));
-            let mut sepl = String::from("|");
-            for x in &w {
-                sepl.push_str(&"-".repeat(x + 2));
-                sepl.push('|');
-            }
-            sepl.push('\n');
-            out.push_str(&sepl);
-            for r in &rows {
-                out.push_str(&fmt_row(r));
-            }
+            let heads: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+            let body: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+            let mut out = format!("Slowest {} requests\n", body.len());
+            let mut grid = crate::render::Out::string();
+            crate::render::render_grid(
+                &mut grid,
+                &heads,
+                &body,
+                None,
+                format != OutputFormat::Table,
+            );
+            out.push_str(&grid.into_string());
             out
         }
     }
