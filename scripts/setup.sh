@@ -83,6 +83,7 @@ if [[ ! -f $ap_jar ]]; then
   echo "setup: fetching async-profiler 4.2 (mvn, Maven Central)" >&2
   mvn -q dependency:get -Dartifact=tools.profiler:async-profiler:4.2 >/tmp/keisoku-mvn-ap.log 2>&1 ||
     { tail -20 /tmp/keisoku-mvn-ap.log >&2; echo "setup: fetching async-profiler failed" >&2; exit 1; }
+fi
 
 # ---- cProfile input (issue 16): Flask and werkzeug's ProfilerMiddleware from PyPI -------------
 # crates/keisoku/tests/profiles_pstats.rs records per-request .prof files with them at test time.
