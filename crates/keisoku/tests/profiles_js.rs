@@ -509,8 +509,35 @@ fn py_spy_speedscope_and_raw_outputs_are_read_whole() {
     }
     assert_eq!(got, want);
     assert!(got.keys().any(|k| k.contains("leaf_a")));
-    let o = keisoku(&["flame", ss.to_str().unwrap(), "--comm", "worker"]);
-    assert!(ok(&o, "flame --comm worker").contains("leaf_a"));
+    // `--comm` selects a speedscope profile by its name. py-spy names the
+    // thread `Thread TID "worker"`, but on a busy host it sometimes cannot
+    // read the Python name in time and writes `Thread TID ""`: select the
+    // profile that ran leaf_a by its thread id, which it always writes.
+    let names: Vec<&str> = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default())
+        .collect();
+    let (worker, _) = names
+        .iter()
+        .zip(&per_profile)
+        .max_by_key(|(_, stacks)| stacks.iter().filter(|s| s.contains("leaf_a")).count())
+        .unwrap();
+    let tid = worker
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(tid.starts_with("Thread "), "py-spy profile name {worker:?}");
+    let o = keisoku(&["flame", ss.to_str().unwrap(), "--comm", &format!("^{tid} ")]);
+    assert!(ok(&o, "flame --comm").contains("leaf_a"));
+    let o = keisoku(&["flame", ss.to_str().unwrap(), "--comm", "^no such thread$"]);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "--comm matching nothing must fail"
+    );
     // raw is folded stacks: read as they are. A line with no frames
     // (" 7": threads py-spy saw idle in native code) names nothing and
     // is reported as skipped, as the empty speedscope samples above are.
