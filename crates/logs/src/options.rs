@@ -104,6 +104,7 @@ impl ViewSpec {
             sort,
             reverse: self.reverse,
             opts: RenderOptions {
+                stddev_in_line_order: RenderOptions::alp_stddev_in_line_order(&columns, sort),
                 columns,
                 no_headers: self.no_headers,
                 show_footers: self.show_footers,
@@ -261,7 +262,9 @@ impl Options {
         cfg.route_limit = self.limit;
         // alp's stddev sort runs before any percentile column sorts the
         // values, so it sums squared deviations in line order.
-        cfg.keep_line_order = view.sort == crate::render::SortKey::Stddev;
+        // So does its stddev column when no percentile sorted the times first.
+        cfg.keep_line_order =
+            view.sort == crate::render::SortKey::Stddev || view.opts.stddev_in_line_order;
         let threads = self
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))

@@ -280,6 +280,25 @@ pub struct RenderOptions {
     pub show_footers: bool,
     /// Show URIs percent-decoded.
     pub decode_uri: bool,
+    /// Print the stddev alp prints when no percentile has sorted a route's
+    /// times before its stddev column is computed (no percentile column to
+    /// its left, no percentile sort): squared deviations in line order.
+    pub stddev_in_line_order: bool,
+}
+
+impl RenderOptions {
+    /// Whether alp computes the stddev column on times still in line order:
+    /// it sums over its times slice as it stands, and only a percentile (a
+    /// column printed before it in the row, or the sort) sorts that slice.
+    pub fn alp_stddev_in_line_order(columns: &[Column], sort: SortKey) -> bool {
+        if matches!(sort, SortKey::P(_)) {
+            return false;
+        }
+        match columns.iter().position(|c| *c == Column::Stddev) {
+            Some(at) => !columns[..at].iter().any(|c| matches!(c, Column::P(_))),
+            None => false,
+        }
+    }
 }
 
 /// Output format.
@@ -315,6 +334,16 @@ impl OutputFormat {
 }
 
 fn cell(c: &Column, r: &RouteStats, quote_uri: bool, decode: bool) -> String {
+    cell_with(c, r, quote_uri, decode, false)
+}
+
+fn cell_with(
+    c: &Column,
+    r: &RouteStats,
+    quote_uri: bool,
+    decode: bool,
+    stddev_in_line_order: bool,
+) -> String {
     match c {
         Column::Count => r.count.to_string(),
         Column::Status(k) => r.status[(*k - 1) as usize].to_string(),
@@ -333,6 +362,7 @@ fn cell(c: &Column, r: &RouteStats, quote_uri: bool, decode: bool) -> String {
         Column::Sum => fmt3(r.time.sum),
         Column::Avg => fmt3(r.avg()),
         Column::P(p) => fmt3(r.percentile(f64::from(*p))),
+        Column::Stddev if stddev_in_line_order => fmt3(r.stddev_line_order()),
         Column::Stddev => fmt3(r.stddev()),
         Column::MinBody => fmt3(r.body.min),
         Column::MaxBody => fmt3(r.body.max),
@@ -418,7 +448,13 @@ impl<'a> Rows<'a> {
             cells.clear();
             cells.extend(self.opts.columns.iter().map(|c| match before {
                 Some(b) => diff_cell(c, b, r, self.opts.decode_uri),
-                None => cell(c, r, self.quote_uri, self.opts.decode_uri),
+                None => cell_with(
+                    c,
+                    r,
+                    self.quote_uri,
+                    self.opts.decode_uri,
+                    self.opts.stddev_in_line_order,
+                ),
             }));
             f(&cells);
         }
@@ -905,6 +941,7 @@ mod tests {
             no_headers: false,
             show_footers: true,
             decode_uri: true,
+            stddev_in_line_order: false,
         }
     }
 

@@ -177,6 +177,7 @@ fn dump_round_trips_and_diff_shows_changes() {
         no_headers: false,
         show_footers: false,
         decode_uri: false,
+        stddev_in_line_order: false,
     };
     let later = engine::analyze(
         ltsv_cfg(),
