@@ -31,16 +31,10 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "bpftrace",
     aliases: &[],
     description: "bpftrace stack maps",
+    text: true,
     looks_like,
     read: |input, _| {
         let name = input.name.clone();
-        if let Some(why) = crate::perf::not_text(&input.head) {
-            return Err(Error::malformed(
-                &name,
-                Location::Line(1),
-                format!("bpftrace map output ({why})"),
-            ));
-        }
         parse(&mut input.into_reader(), &name).map(Parsed::from)
     },
 };
@@ -71,9 +65,6 @@ fn entry_end(line: &[u8]) -> Option<(&[u8], Option<u64>)> {
 /// probe" banner, then a map entry whose key holds a stack (`@[` alone on
 /// its line, or `@name[` followed by indented frames).
 pub fn looks_like(head: &[u8]) -> bool {
-    if crate::perf::not_text(head).is_some() {
-        return false;
-    }
     let mut lines = head
         .split(|&b| b == b'\n')
         .filter(|l| !l.trim_ascii().is_empty());

@@ -137,6 +137,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "chrometrace",
     aliases: &["trace", "devtools"],
     description: "Chrome trace / DevTools Performance JSON",
+    text: false,
     looks_like,
     read: |input, _| {
         let (name, data) = input.read_all()?;
@@ -325,17 +326,7 @@ mod tests {
     use super::*;
 
     fn stacks(p: &Profile) -> Vec<String> {
-        p.samples
-            .node
-            .iter()
-            .map(|&n| {
-                p.stack_frames(n)
-                    .iter()
-                    .map(|&f| p.frames[f as usize].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(";")
-            })
-            .collect()
+        p.sample_stacks()
     }
 
     const EVENTS: &str = r#"[

@@ -68,6 +68,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "cpuprofile",
     aliases: &["v8", "chrome"],
     description: "Chrome/V8 .cpuprofile JSON",
+    text: false,
     looks_like,
     read: |input, _| {
         let (name, data) = input.read_all()?;

@@ -27,16 +27,10 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "dtrace",
     aliases: &[],
     description: "DTrace aggregated stacks",
+    text: true,
     looks_like,
     read: |input, _| {
         let name = input.name.clone();
-        if let Some(why) = crate::perf::not_text(&input.head) {
-            return Err(Error::malformed(
-                &name,
-                Location::Line(1),
-                format!("DTrace aggregation output ({why})"),
-            ));
-        }
         parse(&mut input.into_reader(), &name).map(Parsed::from)
     },
 };
@@ -91,9 +85,6 @@ fn is_header(t: &[u8]) -> bool {
 /// Whether text starts like DTrace aggregation output: the optional probe
 /// header, then indented frame lines with a backtick, ending in a count.
 pub fn looks_like(head: &[u8]) -> bool {
-    if crate::perf::not_text(head).is_some() {
-        return false;
-    }
     let mut lines = head.split(|&b| b == b'\n').peekable();
     if lines.peek().is_some_and(|l| is_header(l)) {
         lines.next();

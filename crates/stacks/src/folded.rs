@@ -36,17 +36,10 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "folded",
     aliases: &["collapsed"],
     description: "folded stacks",
+    text: true,
     looks_like,
     read: |input, _| {
         let name = input.name.clone();
-        // Even forced, binary data is not folded into junk stacks.
-        if let Some(why) = crate::perf::not_text(&input.head) {
-            return Err(Error::malformed(
-                &name,
-                Location::Line(1),
-                format!("folded stacks ({why})"),
-            ));
-        }
         parse(&mut input.into_reader(), &name).map(Parsed::from)
     },
 };

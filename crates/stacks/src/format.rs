@@ -71,6 +71,9 @@ pub struct FormatInfo {
     pub aliases: &'static [&'static str],
     /// One line for help texts and error messages ("perf script text").
     pub description: &'static str,
+    /// Text a tool printed: binary data is never detected or read as this
+    /// format, even when `--format` forces it ([`not_text`]).
+    pub text: bool,
     /// Whether the first bytes of an input (at most [`crate::input::PEEK`],
     /// decompressed) look like this format.
     pub looks_like: fn(&[u8]) -> bool,
@@ -150,10 +153,38 @@ impl std::fmt::Display for Format {
 /// Detects the format of the first bytes of an input: the first format in
 /// [`FORMATS`] whose signature matches.
 pub fn detect(head: &[u8]) -> Option<Format> {
+    let binary = not_text(head).is_some();
     FORMATS
         .iter()
-        .find(|f| (f.looks_like)(head))
+        .find(|f| !(f.text && binary) && (f.looks_like)(head))
         .map(|f| f.format)
+}
+
+/// Why the first bytes of an input cannot be text output of a tool: a NUL
+/// byte (perf script, folded stacks and the aggregation printers never
+/// write one; random or binary data of 64 KiB almost surely has one).
+pub fn not_text(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"PERFILE2") {
+        Some("this is a perf.data recording: run `perf script -i FILE` on it, or give it to keisoku where perf is installed")
+    } else if memchr::memchr(0, head).is_some() {
+        Some("this is binary data, not text")
+    } else {
+        None
+    }
+}
+
+/// Refuses binary data for a text format (even a forced one), so random
+/// bytes never come out as junk stacks.
+pub fn check_text(input: &Input, format: Format) -> Result<()> {
+    let info = format.info();
+    match not_text(&input.head) {
+        Some(why) if info.text => Err(crate::error::Error::malformed(
+            &input.name,
+            crate::model::Location::Line(1),
+            format!("{} ({why})", info.description),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -56,6 +56,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "jfr",
     aliases: &["jdk-flight-recorder"],
     description: "JDK Flight Recorder (.jfr)",
+    text: false,
     looks_like,
     read: |input, opts| {
         let (name, data) = input.read_all()?;

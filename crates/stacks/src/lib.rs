@@ -86,6 +86,7 @@ pub fn format_of(input: &Input, forced: Option<Format>) -> Result<Format> {
 /// or the one [`detect`] finds.
 pub fn read_input(input: Input, opts: &ReadOptions) -> Result<Loaded> {
     let format = format_of(&input, opts.format)?;
+    format::check_text(&input, format)?;
     let Parsed {
         profile,
         dropped_events,

@@ -384,6 +384,23 @@ impl Profile {
         out
     }
 
+    /// Each sample's stack as `root;...;leaf` frame names, in sample
+    /// order: what a parser's unit tests compare.
+    #[cfg(test)]
+    pub(crate) fn sample_stacks(&self) -> Vec<String> {
+        self.samples
+            .node
+            .iter()
+            .map(|&n| {
+                self.stack_frames(n)
+                    .iter()
+                    .map(|&f| self.frames[f as usize].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(";")
+            })
+            .collect()
+    }
+
     /// Self weight per node: from `counts`, or summed over samples.
     pub fn self_weights(&self) -> Vec<u64> {
         if let Some(c) = &self.counts {

@@ -20,16 +20,10 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "perf",
     aliases: &["perf-script"],
     description: "perf script text",
+    text: true,
     looks_like,
     read: |input, opts| {
         let name = input.name.clone();
-        if let Some(why) = not_text(&input.head) {
-            return Err(Error::malformed(
-                &name,
-                Location::Line(1),
-                format!("perf script text ({why})"),
-            ));
-        }
         let (profile, report) = parse(
             &mut input.into_reader(),
             &name,
@@ -47,9 +41,6 @@ pub const FORMAT: FormatInfo = FormatInfo {
 /// Whether text starts like `perf script` output: after comments and blank
 /// lines, a sample header line followed by a stack line or a blank line.
 pub fn looks_like(head: &[u8]) -> bool {
-    if not_text(head).is_some() {
-        return false;
-    }
     let mut lines = head.split(|&b| b == b'\n').filter(|l| !l.starts_with(b"#"));
     loop {
         match lines.next() {
@@ -69,19 +60,6 @@ pub fn looks_like(head: &[u8]) -> bool {
                 };
             }
         }
-    }
-}
-
-/// Why the first bytes of an input cannot be text output of a tool: a NUL
-/// byte (perf script, folded stacks and the aggregation printers never
-/// write one; random or binary data of 64 KiB almost surely has one).
-pub fn not_text(head: &[u8]) -> Option<&'static str> {
-    if head.starts_with(b"PERFILE2") {
-        Some("this is a perf.data recording: run `perf script -i FILE` on it, or give it to keisoku where perf is installed")
-    } else if memchr::memchr(0, head).is_some() {
-        Some("this is binary data, not text")
-    } else {
-        None
     }
 }
 

@@ -20,6 +20,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "perf.data",
     aliases: &["perfdata"],
     description: "perf.data (through `perf script`)",
+    text: false,
     looks_like,
     read,
 };

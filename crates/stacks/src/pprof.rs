@@ -239,6 +239,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "pprof",
     aliases: &[],
     description: "pprof protobuf",
+    text: false,
     looks_like,
     read: |input, _| {
         let (name, data) = input.read_all()?;

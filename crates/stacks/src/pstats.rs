@@ -44,6 +44,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "pstats",
     aliases: &["cprofile"],
     description: "cProfile/pstats .prof (a file, or a werkzeug directory)",
+    text: false,
     looks_like,
     read: |input, _| read(input).map(Parsed::from),
 };

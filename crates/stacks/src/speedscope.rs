@@ -263,6 +263,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "speedscope",
     aliases: &[],
     description: "speedscope JSON",
+    text: false,
     looks_like,
     read: |input, _| {
         let (name, data) = input.read_all()?;
@@ -519,17 +520,7 @@ mod tests {
     use super::*;
 
     fn stacks(p: &Profile) -> Vec<String> {
-        p.samples
-            .node
-            .iter()
-            .map(|&n| {
-                p.stack_frames(n)
-                    .iter()
-                    .map(|&f| p.frames[f as usize].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(";")
-            })
-            .collect()
+        p.sample_stacks()
     }
 
     #[test]

@@ -49,6 +49,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "v8log",
     aliases: &["isolate"],
     description: "V8 tick log (node --prof)",
+    text: true,
     looks_like,
     read: |input, _| {
         let name = input.name.clone();
@@ -713,17 +714,7 @@ mod tests {
     }
 
     fn stacks(p: &Profile) -> Vec<String> {
-        p.samples
-            .node
-            .iter()
-            .map(|&n| {
-                p.stack_frames(n)
-                    .iter()
-                    .map(|&f| p.frames[f as usize].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(";")
-            })
-            .collect()
+        p.sample_stacks()
     }
 
     const LOG: &str = "v8-version,11,3,244,8,-node.38,0\n\

@@ -59,6 +59,7 @@ pub const FORMAT: FormatInfo = FormatInfo {
     name: "v8pre",
     aliases: &["prof-process", "preprocess"],
     description: "node --prof-process --preprocess JSON",
+    text: false,
     looks_like,
     read: |input, _| {
         let (name, data) = input.read_all()?;
@@ -248,17 +249,7 @@ mod tests {
       "scripts":[]}"#;
 
     fn stacks(p: &Profile) -> Vec<String> {
-        p.samples
-            .node
-            .iter()
-            .map(|&n| {
-                p.stack_frames(n)
-                    .iter()
-                    .map(|&f| p.frames[f as usize].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(";")
-            })
-            .collect()
+        p.sample_stacks()
     }
 
     #[test]

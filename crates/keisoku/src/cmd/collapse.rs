@@ -85,14 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     if matches!(format, Format::Perf | Format::PerfData) {
-        if format == Format::Perf {
-            if let Some(why) = keisoku_stacks::perf::not_text(&input.head) {
-                return Err(bad_input(format!(
-                    "{}: not perf script text: {why}",
-                    input.name
-                )));
-            }
-        }
+        keisoku_stacks::format::check_text(&input, format).map_err(classify)?;
         let threads = args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
