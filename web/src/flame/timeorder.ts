@@ -7,7 +7,7 @@
  */
 import { Profile } from './profile';
 import { fmtCount } from '../common/format';
-import { CallTree, FuncTable, TreeOptions } from './tree';
+import { CallTree, framesNamed, hiddenFrames, TreeOptions, treeRoots } from './tree';
 
 /**
  * Most boxes a time-ordered tree may have (about 45 bytes each in the
@@ -53,46 +53,14 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, max
   const st = profile.sampleTime as Float64Array;
   const sw = profile.sampleWeight;
   const sth = profile.sampleThread;
-  const nFrames = profile.frameCount;
-  const funcs: FuncTable = { name: profile.frameName.slice(), module: profile.frameModule.slice(), kind: profile.frameKind.slice() };
-  const addFunc = (name: string, kind: string): number => {
-    funcs.name.push(name);
-    funcs.module.push('');
-    funcs.kind.push(kind);
-    return funcs.name.length - 1;
-  };
-  const allFunc = addFunc('all', 'root');
-
   const split = opts.split ?? 'merge';
-  const grouped = split !== 'merge' && sth !== null && profile.threads.length > 0;
-  const groupOfThread = new Int32Array(Math.max(profile.threads.length, 1));
-  const groupFunc: number[] = [];
-  if (grouped) {
-    const byKey = new Map<string, number>();
-    profile.threads.forEach((t, i) => {
-      const key = split === 'process' ? `${t.pid}` : `${t.pid}/${t.tid}`;
-      let g = byKey.get(key);
-      if (g === undefined) {
-        g = groupFunc.length;
-        byKey.set(key, g);
-        groupFunc.push(addFunc(split === 'process' ? `${t.comm || '?'} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`, split));
-      }
-      groupOfThread[i] = g;
-    });
-  }
+  const { funcs, allFunc, groupOfThread, groupFunc } = treeRoots(profile, split);
+  const grouped = split !== 'merge' && sth !== null && groupFunc.length > 0;
 
-  const hidden = new Uint8Array(nFrames);
-  if (opts.hide) {
-    const re = opts.hide;
-    for (let f = 0; f < nFrames; f++) {
-      re.lastIndex = 0;
-      if (re.test(profile.frameName[f])) hidden[f] = 1;
-    }
-  }
+  const hidden = hiddenFrames(profile, opts.hide);
   const callersOf = opts.callers != null && opts.callers !== '' ? opts.callers : null;
   const focusName = callersOf ?? opts.focus ?? null;
-  const focusFrames = new Uint8Array(nFrames);
-  if (focusName) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === focusName) focusFrames[f] = 1;
+  const focusFrames = framesNamed(profile, focusName || null);
   const idle = opts.hideIdle ? profile.idleNodes() : null;
 
   // Nodes are appended in the order they open, so ids follow time.

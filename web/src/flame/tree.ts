@@ -327,13 +327,16 @@ class Builder {
   }
 }
 
-/** Builds the merged call tree of a profile under the given filters. */
-export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
-  const nFrames = profile.frameCount;
-  const nNodes = profile.nodeCount;
-  const split = opts.split ?? 'merge';
-
-  // Functions: profile frames, then "all", then one per process/thread group.
+/**
+ * The function table every tree starts from (the profile's frames, then
+ * "all", then one function per process or thread group when split) and the
+ * group of each thread index. Shared by the merged and time-ordered trees
+ * so both label and group roots alike.
+ */
+export function treeRoots(
+  profile: Profile,
+  split: SplitMode,
+): { funcs: FuncTable; allFunc: number; groupOfThread: Int32Array; groupFunc: number[] } {
   const funcs: FuncTable = {
     name: profile.frameName.slice(),
     module: profile.frameModule.slice(),
@@ -346,8 +349,6 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     return funcs.name.length - 1;
   };
   const allFunc = addFunc('all', 'root');
-
-  // Group of each thread index (for split modes).
   const groupOfThread = new Int32Array(Math.max(profile.threads.length, 1));
   const groupFunc: number[] = [];
   if (split !== 'merge' && profile.threads.length) {
@@ -364,6 +365,34 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       groupOfThread[i] = g;
     });
   }
+  return { funcs, allFunc, groupOfThread, groupFunc };
+}
+
+/** 1 for each frame whose name the hide regex matches. */
+export function hiddenFrames(profile: Profile, hide: RegExp | null | undefined): Uint8Array {
+  const hidden = new Uint8Array(profile.frameCount);
+  if (hide) {
+    for (let f = 0; f < profile.frameCount; f++) {
+      hide.lastIndex = 0;
+      if (hide.test(profile.frameName[f])) hidden[f] = 1;
+    }
+  }
+  return hidden;
+}
+
+/** 1 for each frame named `name` (none for null). */
+export function framesNamed(profile: Profile, name: string | null): Uint8Array {
+  const out = new Uint8Array(profile.frameCount);
+  if (name !== null) for (let f = 0; f < profile.frameCount; f++) if (profile.frameName[f] === name) out[f] = 1;
+  return out;
+}
+
+/** Builds the merged call tree of a profile under the given filters. */
+export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
+  const nNodes = profile.nodeCount;
+  const split = opts.split ?? 'merge';
+
+  const { funcs, allFunc, groupOfThread, groupFunc } = treeRoots(profile, split);
   const grouped = split !== 'merge' && profile.sampleThread !== null && groupFunc.length > 0;
 
   // 1. Aggregate weight per stack node (per group when split): one pass
@@ -446,18 +475,10 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   // 2. Map each weighted stack into the tree.
   const b = new Builder();
   b.func[0] = allFunc;
-  const hidden = new Uint8Array(nFrames);
-  if (opts.hide) {
-    const re = opts.hide;
-    for (let f = 0; f < nFrames; f++) {
-      re.lastIndex = 0;
-      if (re.test(profile.frameName[f])) hidden[f] = 1;
-    }
-  }
-  const focusFrames = new Uint8Array(nFrames);
+  const hidden = hiddenFrames(profile, opts.hide);
   const focusName = callersOf ?? opts.focus;
   const focusing = focusName != null && focusName !== '';
-  if (focusing) for (let f = 0; f < nFrames; f++) if (profile.frameName[f] === focusName) focusFrames[f] = 1;
+  const focusFrames = framesNamed(profile, focusing ? focusName : null);
   const parent = profile.nodeParent;
   const frame = profile.nodeFrame;
   // Which profile nodes have the focused function on their path (parents
