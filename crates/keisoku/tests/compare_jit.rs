@@ -7,7 +7,7 @@
 //! numbered per run (`KeisokuCmp$$Lambda$12/0x00007fd118009c00`).
 
 mod common;
-use common::{free_port, BIN};
+use common::{free_port, have, BIN};
 
 use std::path::Path;
 use std::process::Command;
@@ -46,14 +46,6 @@ http.createServer((req, res) => {
   res.end(body);
 }).listen(port, '127.0.0.1');
 "#;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// Records one profiled run named `name` of the server into `store`.
 /// `--no-turbo-inlining`: TurboFan may inline the planted function into the

@@ -4,18 +4,9 @@
 //! outermost caller, `__libc_start_call_main`, as 57.8% self).
 
 mod common;
-use common::BIN;
+use common::{have, BIN};
 
-use std::collections::HashMap;
 use std::process::Command;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// `  6.01%  [.] list_sort_impl   -  -` -> ("list_sort_impl", 6.01).
 fn perf_report_self(text: &str) -> Vec<(String, f64)> {
@@ -30,21 +21,6 @@ fn perf_report_self(text: &str) -> Vec<(String, f64)> {
                 .or_else(|| rest.trim().strip_prefix("[k]"))?;
             let sym = sym.trim().split("  ").next()?.trim().to_string();
             Some((sym, pct))
-        })
-        .collect()
-}
-
-/// keisoku's "Top functions by self" rows: name -> self%.
-fn keisoku_self(text: &str) -> HashMap<String, f64> {
-    text.lines()
-        .skip_while(|l| !l.starts_with("Top functions by self"))
-        .skip(2)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let s: f64 = it.next()?.trim_end_matches('%').parse().ok()?;
-            let _total = it.next()?;
-            Some((it.collect::<Vec<_>>().join(" "), s))
         })
         .collect()
 }
@@ -117,7 +93,7 @@ fn inverted_summary_matches_perf_report_no_children() {
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let inverted = keisoku_self(&summary(true));
+    let inverted = common::top_self(&summary(true));
     for (sym, pct) in &named {
         let got = inverted.get(sym).copied();
         assert!(
@@ -135,7 +111,7 @@ fn inverted_summary_matches_perf_report_no_children() {
     }
     assert_eq!(
         inverted,
-        keisoku_self(&summary(false)),
+        common::top_self(&summary(false)),
         "inverting changes no self time"
     );
 }

@@ -6,7 +6,7 @@
 //! must agree within 1% of the total.
 
 mod common;
-use common::{wait_for, BIN};
+use common::{have, wait_for, BIN};
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -55,14 +55,6 @@ public class KeisokuJfr {
     }
 }
 "#;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("start a tool");

@@ -6,6 +6,7 @@
 //! keisoku's own speedscope output against speedscope's schema.
 
 mod common;
+use common::have;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,14 +27,6 @@ fn ok(o: &Output, what: &str) -> String {
         String::from_utf8_lossy(&o.stderr)
     );
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// A CPU-bound script: `fib` dominates, `hashy` and `work` follow.

@@ -6,7 +6,7 @@
 //! guessed.
 
 mod common;
-use common::BIN;
+use common::{have, BIN};
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
@@ -17,14 +17,6 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../stacks/tests/data")
         .join(name)
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 fn keisoku(args: &[&str]) -> Output {
@@ -130,26 +122,10 @@ fn perf_report_self(perf_data: &Path) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// keisoku flame's "Top functions by self" rows: name -> self%.
-fn keisoku_self(summary: &str) -> HashMap<String, f64> {
-    summary
-        .lines()
-        .skip_while(|l| !l.starts_with("Top functions by self"))
-        .skip(2)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let s: f64 = it.next()?.trim_end_matches('%').parse().ok()?;
-            let _total = it.next()?;
-            Some((it.collect::<Vec<_>>().join(" "), s))
-        })
-        .collect()
-}
-
 /// Every function the tool reports at 5% self or more, keisoku reports
 /// within one percentage point.
 fn assert_agrees(what: &str, perf: &[(String, f64)], summary: &str) {
-    let ours = keisoku_self(summary);
+    let ours = common::top_self(summary);
     let big: Vec<_> = perf.iter().filter(|(_, p)| *p >= 5.0).collect();
     assert!(!big.is_empty(), "{what}: perf reported nothing: {perf:?}");
     for (sym, pct) in big {
@@ -477,7 +453,7 @@ fn real_bpftrace_stacks_agree_with_bpftrace_counts() {
     std::fs::write(&f, &out).unwrap();
     let o = keisoku(&["flame", f.to_str().unwrap(), "--top", "20"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let ours = keisoku_self(&text(&o.stdout));
+    let ours = common::top_self(&text(&o.stdout));
     for (name, n) in &leaf {
         let pct = 100.0 * *n as f64 / total as f64;
         if pct >= 5.0 {

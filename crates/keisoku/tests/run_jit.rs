@@ -3,21 +3,13 @@
 //! --perf-basic-prof) and Python (py-spy, with sample times).
 
 mod common;
-use common::free_port;
+use common::{free_port, have};
 
 use keisoku_store::RunJson;
 use std::path::Path;
 use std::process::Command;
 
 const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// Runs 3 s of load at `port` against `server_cmd` with perf; returns the run.
 fn profiled_run(dir: &Path, port: u16, server_cmd: &str) -> RunJson {

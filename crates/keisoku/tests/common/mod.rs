@@ -57,3 +57,28 @@ pub fn wait_for<T>(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// keisoku flame's "Top functions by self" rows: function -> self%.
+pub fn top_self(summary: &str) -> std::collections::HashMap<String, f64> {
+    summary
+        .lines()
+        .skip_while(|l| !l.starts_with("Top functions by self"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let s: f64 = it.next()?.trim_end_matches('%').parse().ok()?;
+            let _total = it.next()?;
+            Some((it.collect::<Vec<_>>().join(" "), s))
+        })
+        .collect()
+}
