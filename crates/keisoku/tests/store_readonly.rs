@@ -9,7 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_keisoku");
+mod common;
+use common::BIN;
 
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
@@ -18,16 +19,11 @@ fn is_root() -> bool {
 
 /// keisoku as a user the file permissions apply to: root ignores them, so
 /// root runs it as `nobody`.
-fn keisoku_unprivileged(args: &[&str]) -> Command {
+fn keisoku_unprivileged(scratch: &Path, args: &[&str]) -> Command {
     if is_root() {
         let mut c = Command::new("setpriv");
-        c.args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            BIN,
-        ]);
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+        c.arg(common::bin_for_nobody(scratch));
         c.args(args);
         c
     } else {
@@ -84,35 +80,36 @@ fn ok(out: &Output, what: &str) -> String {
 
 /// Lists, shows, reports and serves the store at `db`, then checks a
 /// delete is refused with a reason.
-fn read_everything(db: &Path, id: &str) {
+fn read_everything(db: &Path, id: &str, scratch: &Path) {
     let s = db.to_str().unwrap();
     let runs = ok(
-        &keisoku_unprivileged(&["runs", "--store", s])
+        &keisoku_unprivileged(scratch, &["runs", "--store", s])
             .output()
             .unwrap(),
         "runs",
     );
     assert!(runs.contains("ro-run") && runs.contains(id), "{runs}");
     let show = ok(
-        &keisoku_unprivileged(&["show", "ro-run", "--store", s])
+        &keisoku_unprivileged(scratch, &["show", "ro-run", "--store", s])
             .output()
             .unwrap(),
         "show",
     );
     assert!(show.contains(id), "{show}");
     let html = ok(
-        &keisoku_unprivileged(&["report", "ro-run", "--store", s, "-o", "-"])
+        &keisoku_unprivileged(scratch, &["report", "ro-run", "--store", s, "-o", "-"])
             .output()
             .unwrap(),
         "report",
     );
     assert!(html.contains("keisoku-data") && html.contains("ro-run"));
 
-    let mut serve = keisoku_unprivileged(&["serve", "--addr", "127.0.0.1:0", "--store", s])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut serve =
+        keisoku_unprivileged(scratch, &["serve", "--addr", "127.0.0.1:0", "--store", s])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
     let mut line = String::new();
     BufReader::new(serve.stdout.take().unwrap())
         .read_line(&mut line)
@@ -135,7 +132,7 @@ fn read_everything(db: &Path, id: &str) {
     assert!(resp.starts_with("HTTP/1.1 200"), "{resp}");
     assert!(resp.contains("ro-run"), "{resp}");
 
-    let rm = keisoku_unprivileged(&["rm", "ro-run", "--store", s])
+    let rm = keisoku_unprivileged(scratch, &["rm", "ro-run", "--store", s])
         .output()
         .unwrap();
     assert!(!rm.status.success(), "rm on a read-only store succeeded");
@@ -159,7 +156,7 @@ fn a_store_in_a_directory_without_write_permission_can_be_read() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
-    read_everything(&db, &id);
+    read_everything(&db, &id, dir.path());
     std::fs::set_permissions(&store_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(
         std::fs::read_dir(&store_dir).unwrap().count(),
@@ -215,6 +212,6 @@ fn a_store_on_a_read_only_mount_can_be_read() {
         .output()
         .unwrap();
     assert!(ok(&runs, "runs as root").contains("ro-run"));
-    read_everything(&db, &id);
+    read_everything(&db, &id, dir.path());
     drop(guard);
 }

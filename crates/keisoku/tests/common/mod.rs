@@ -82,3 +82,41 @@ pub fn top_self(summary: &str) -> std::collections::HashMap<String, f64> {
         })
         .collect()
 }
+
+/// The keisoku binary as a path `nobody` can run (tests that drop root to
+/// see file permissions apply). A checkout inside a private directory
+/// (`mktemp -d` makes them 0700) is out of nobody's reach: then the binary
+/// is linked (or copied) into `scratch/.bin/`, a directory the test owns
+/// and removes with its temp dir.
+pub fn bin_for_nobody(scratch: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let reachable = Path::new(BIN)
+        .ancestors()
+        .all(|p| std::fs::metadata(p).map_or(true, |m| m.permissions().mode() & 0o001 != 0));
+    if reachable {
+        return BIN.into();
+    }
+    for p in scratch.ancestors() {
+        let mode = std::fs::metadata(p)
+            .map(|m| m.permissions().mode())
+            .unwrap_or(0o001);
+        assert!(
+            mode & 0o001 != 0,
+            "{} is not searchable by others (mode {:o}): nobody cannot reach the test's files",
+            p.display(),
+            mode & 0o7777
+        );
+    }
+    let dir = scratch.join(".bin");
+    let bin = dir.join("keisoku");
+    if !bin.exists() {
+        std::fs::create_dir_all(&dir).expect("create .bin");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).expect("chmod .bin");
+        if std::fs::hard_link(BIN, &bin).is_err() {
+            std::fs::copy(BIN, &bin).expect("copy the keisoku binary");
+        }
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod keisoku");
+    }
+    bin
+}
