@@ -70,7 +70,7 @@ pub fn to_json(routes: &[RouteStats], counts: &LineCounts) -> String {
                 low: r.low.is_finite().then_some(r.low),
                 ms_grid: r.ms_grid,
                 hist_us: r.hist_pairs(),
-                exact_bits: r.exact.bit_counts(),
+                exact_bits: r.times.bit_counts(),
             })
             .collect(),
     };
@@ -120,9 +120,9 @@ pub fn from_json(text: &str) -> Result<(Vec<RouteStats>, LineCounts), DumpError>
         if let Some(e) = r
             .exact_bits
             .as_deref()
-            .and_then(|p| crate::exact::ExactTimes::from_bit_counts(p, r.count))
+            .and_then(|p| crate::times::Times::from_bit_counts(p, r.count))
         {
-            s.exact = e;
+            s.times = e;
         }
         out.push(s);
     }

@@ -1,26 +1,19 @@
 //! Per-route statistics, the streaming accumulator that feeds them line by
 //! line, and the mergeable result of an analysis.
 
-use crate::exact::ExactTimes;
 use crate::filter::Filter;
 use crate::format::{trim_line, LineError, LineParser, Record};
 use crate::group::Grouper;
-use crate::latency::Latencies;
 use crate::summary::{Moments, Summary};
 use crate::timeline::{Timeline, TimelineAcc};
+use crate::times::{micros, Times};
 use crate::timestamp;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-/// Significant digits kept by the latency histograms: values are stored in
-/// whole microseconds and a reported percentile is within 0.1% (or 1 µs) of
-/// the sample alp would pick.
-pub const HISTOGRAM_SIGFIGS: u8 = 3;
-
-/// Largest response time the histograms store (about 11.6 days).
-const MAX_MICROS: u64 = 1_000_000_000_000;
+pub use crate::times::HISTOGRAM_SIGFIGS;
 
 /// Everything an analysis needs to know besides the input.
 #[derive(Debug, Clone)]
@@ -84,11 +77,9 @@ pub struct RouteStats {
     pub moments: Moments,
     /// True smallest response time (alp's `min` column has a quirk; see [`Summary`]).
     pub low: f64,
-    /// Response times in microseconds: exact while few, then a histogram.
-    pub hist: Latencies,
-    /// The response times themselves while that is cheap: alp's exact
-    /// percentiles and stddev (see [`crate::exact`]).
-    pub exact: ExactTimes,
+    /// The response times: the values while that is cheap (alp's exact
+    /// percentiles and stddev), a histogram beyond (see [`crate::times`]).
+    pub times: Times,
     /// The response times in line order, when the configuration asks for
     /// them ([`Config::keep_line_order`]).
     pub line_order: Option<Vec<f64>>,
@@ -96,15 +87,6 @@ pub struct RouteStats {
     /// nginx writes them); percentiles then snap to the millisecond inside
     /// their histogram bucket, which makes them exact below about 2 s.
     pub ms_grid: bool,
-}
-
-#[inline]
-fn micros(v: f64) -> u64 {
-    if v.is_nan() || v <= 0.0 {
-        0
-    } else {
-        ((v * 1e6).round() as u64).min(MAX_MICROS)
-    }
 }
 
 /// alp's percentile rank: the 0-based index of the sorted sample it prints.
@@ -132,8 +114,7 @@ impl RouteStats {
             body: Summary::default(),
             moments: Moments::default(),
             low: f64::INFINITY,
-            hist: Latencies::new(),
-            exact: ExactTimes::new(),
+            times: Times::new(),
             line_order: None,
             ms_grid: true,
         }
@@ -157,10 +138,8 @@ impl RouteStats {
         if rt < self.low {
             self.low = rt;
         }
-        let us = micros(rt);
-        self.ms_grid &= us % 1000 == 0;
-        self.hist.record(us);
-        self.exact.record(rt);
+        self.ms_grid &= micros(rt) % 1000 == 0;
+        self.times.record(rt);
     }
 
     /// Adds the order-independent parts of `o` (histogram, moments, counts).
@@ -172,8 +151,7 @@ impl RouteStats {
         self.moments.merge(&o.moments);
         self.low = self.low.min(o.low);
         self.ms_grid &= o.ms_grid;
-        self.hist.add(&o.hist);
-        self.exact.add(&o.exact);
+        self.times.add(&o.times);
     }
 
     /// Appends `later`, the statistics of lines after these ones.
@@ -192,7 +170,7 @@ impl RouteStats {
     /// float steps while the values are held, else from the moments.
     pub fn stddev(&self) -> f64 {
         if self.count > 0 {
-            if let Some(sd) = self.exact.alp_stddev(self.avg(), self.count) {
+            if let Some(sd) = self.times.alp_stddev(self.avg(), self.count) {
                 return sd;
             }
         }
@@ -226,7 +204,7 @@ impl RouteStats {
         if p >= 100.0 {
             return self.time.max;
         }
-        if let Some(v) = self.exact.at_rank(alp_rank(self.count, p)) {
+        if let Some(v) = self.times.at_rank(alp_rank(self.count, p)) {
             return v;
         }
         let rank = alp_rank(self.count, p) + 1;
@@ -238,14 +216,14 @@ impl RouteStats {
             return self.low;
         }
         let mut seen = 0u64;
-        let mut value = self.hist.max();
-        for (top, count) in self.hist.buckets() {
+        let mut value = self.times.max_micros();
+        for (top, count) in self.times.buckets() {
             seen += count;
             if seen >= rank {
-                value = Latencies::median_equivalent(top);
+                value = Times::median_equivalent(top);
                 if self.ms_grid {
-                    let lo = Latencies::lowest_equivalent(top).div_ceil(1000);
-                    let hi = Latencies::highest_equivalent(top) / 1000;
+                    let lo = Times::lowest_equivalent(top).div_ceil(1000);
+                    let hi = Times::highest_equivalent(top) / 1000;
                     if lo <= hi {
                         value = ((value + 500) / 1000).clamp(lo, hi) * 1000;
                     }
@@ -259,17 +237,13 @@ impl RouteStats {
 
     /// The histogram as `(microseconds, count)` pairs, for dumps.
     pub fn hist_pairs(&self) -> Vec<(u64, u64)> {
-        self.hist.buckets()
+        self.times.buckets()
     }
 
-    /// Rebuilds the histogram from [`RouteStats::hist_pairs`].
+    /// Rebuilds the times as a histogram from [`RouteStats::hist_pairs`]
+    /// (no longer exact).
     pub fn set_hist_pairs(&mut self, pairs: &[(u64, u64)]) {
-        self.hist = Latencies::new();
-        self.exact = ExactTimes::unknown();
-        for &(v, c) in pairs {
-            self.hist
-                .record_n(v.min(MAX_MICROS), u32::try_from(c).unwrap_or(u32::MAX));
-        }
+        self.times = Times::from_micros_buckets(pairs.iter().copied());
     }
 }
 
@@ -560,6 +534,19 @@ impl Accumulator {
             timeline,
             head: Vec::new(),
         }
+    }
+
+    /// Frees what only reading needs (the route index, the grouping cache,
+    /// per-chunk scratch) once the worker has read its last chunk: with a
+    /// million distinct URIs that is over 100 MB while the routes gather.
+    pub fn shed(&mut self) {
+        self.index = FxHashMap::default();
+        self.cache = FxHashMap::default();
+        self.scratch = Vec::new();
+        self.values = Vec::new();
+        self.touched = Vec::new();
+        self.created = Vec::new();
+        self.key = Vec::new();
     }
 
     /// The route key bytes of local route `id`.

@@ -243,7 +243,7 @@ pub fn from_rows(rows: &[RouteRow], seconds: &[RouteSecond]) -> Vec<RouteStats> 
             sum: row.sum_body,
         };
         let sd = from_ms(row.stddev);
-        r.exact = crate::exact::ExactTimes::unknown();
+        r.times = crate::times::Times::from_micros_buckets(std::iter::empty());
         r.moments = Moments {
             n: row.count,
             mean: if row.count > 0 {
@@ -266,12 +266,11 @@ pub fn from_rows(rows: &[RouteRow], seconds: &[RouteSecond]) -> Vec<RouteStats> 
         let Some(&i) = index.get(&(sec.method.as_str(), sec.route.as_str())) else {
             continue;
         };
-        for v in sec.histogram.iter_recorded() {
-            let n = u32::try_from(v.count_at_value()).unwrap_or(u32::MAX);
-            // A value beyond the histogram's range cannot come from a
-            // stored histogram of the same bounds; skipping it is safe.
-            routes[i].hist.record_n(v.value_iterated_to(), n);
-        }
+        routes[i].times.record_micros_buckets(
+            sec.histogram
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value())),
+        );
     }
     routes
 }
@@ -438,7 +437,7 @@ mod tests {
         assert_eq!(routes.len(), 3);
         assert_eq!(tsv(&routes), tsv(&from_log()));
         assert!(routes.iter().all(|r| r.ms_grid));
-        assert_eq!(routes[0].hist.len(), 2);
+        assert_eq!(routes[0].times.len(), 2);
     }
 
     #[test]
