@@ -144,6 +144,31 @@ mod tests {
     }
 
     #[test]
+    fn sums_read_back_to_the_bit() {
+        // alp prints avg = sum / count to three digits; a sum one unit in
+        // the last place off flips a digit at a rounding tie (0.091 / 14 =
+        // 0.0065), so a dump must give back the very same doubles.
+        let mut x: u64 = 7;
+        let mut routes = Vec::new();
+        for i in 0..2000 {
+            let mut r = RouteStats::new("GET".into(), format!("/r/{i}"));
+            for _ in 0..1 + i % 17 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                r.add(200, (x % 2000) as f64 / 1000.0, (x % 5000) as f64);
+            }
+            routes.push(r);
+        }
+        let (back, _) = from_json(&to_json(&routes, &LineCounts::default())).unwrap();
+        for (a, b) in routes.iter().zip(&back) {
+            assert_eq!(a.time.sum.to_bits(), b.time.sum.to_bits(), "{}", a.uri);
+            assert_eq!(a.body.sum.to_bits(), b.body.sum.to_bits(), "{}", a.uri);
+            assert_eq!(a.moments.m2.to_bits(), b.moments.m2.to_bits(), "{}", a.uri);
+        }
+    }
+
+    #[test]
     fn histogram_counts_that_overflow_are_refused() {
         // A crash input of the logs_dump fuzz target: summing the pairs overflowed.
         let text = dump_with(1, "[[9007,18446744073709551615],[1,2]]");
