@@ -15,7 +15,9 @@
 //! - [`timeline`]: per-bucket counts, latency and requests in flight;
 //! - [`render`]: alp's table, markdown, tsv, csv, json and html outputs;
 //! - [`view`]: slowest requests and timeline views (sparklines, JSON, CSV);
-//! - [`dump`]: save and reload aggregated statistics.
+//! - [`dump`]: save and reload aggregated statistics;
+//! - [`alp_dump`]: alp's YAML dump, read and written; [`alp_config`]: alp's
+//!   YAML `--config` file.
 //!
 //! And the `keisoku logs` command as calls (the binary only maps flags to
 //! [`Options`] and prints what comes back):
@@ -27,6 +29,8 @@
 
 #![deny(missing_docs)]
 
+pub mod alp_config;
+pub mod alp_dump;
 pub mod analyse;
 pub mod diff;
 pub mod dump;
@@ -39,6 +43,7 @@ pub mod gosort;
 pub mod group;
 pub mod input;
 pub mod latency;
+pub mod load;
 pub mod options;
 pub mod output;
 pub mod render;

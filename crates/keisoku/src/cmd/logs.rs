@@ -5,7 +5,8 @@ use crate::exit::{bad_input, input_error, GATE_FAILED, OK};
 use crate::shared::output;
 use crate::shared::store::StoreArg;
 use clap::Parser as _;
-use keisoku_logs::{analyse, dump, format, stored, Cause, FieldNames, Format, RouteStats};
+use keisoku_logs::{analyse, format, stored, Cause, FieldNames, Format, RouteStats};
+use keisoku_logs::alp_config::AlpConfig;
 use keisoku_logs::{Options, Reporter, TimeUnit, ViewSpec, Warning};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -87,13 +88,22 @@ struct Common {
     /// Log files (`-` or none: standard input). gzip is detected and decoded.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// The access log file (alp's flag; same as a positional FILE).
+    /// The access log file (alp's flag; same as a positional FILE). Given
+    /// more than once, the last one is read, as alp does (a warning names
+    /// the others; give several logs as positional FILEs).
     #[arg(long, value_name = "FILE")]
-    file: Option<PathBuf>,
-    /// Save the aggregated statistics as JSON (reload with --load, compare with `diff`).
+    file: Vec<PathBuf>,
+    /// alp's YAML configuration file: every key alp reads (file, sort,
+    /// format, matching_groups, percentiles, ltsv:, json:, regexp: ...);
+    /// flags given on the command line win over it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Save the aggregated statistics (reload with --load, compare with
+    /// `diff`): alp's YAML for a .yaml/.yml name, else keisoku's JSON.
     #[arg(long, value_name = "FILE")]
     dump: Option<PathBuf>,
-    /// Print statistics saved by --dump instead of reading a log.
+    /// Print statistics saved by --dump (keisoku's JSON or alp's YAML)
+    /// instead of reading a log; -m and --auto-group regroup them.
     #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
     #[command(flatten)]
@@ -118,9 +128,10 @@ struct Common {
     /// startsWith endsWith in, and or not, TimeAgo("5m")).
     #[arg(short = 'f', long, value_name = "EXPR")]
     filters: Option<String>,
-    /// Most distinct routes allowed (alp's --limit); beyond it, group URIs.
-    #[arg(long, default_value_t = 5000, value_name = "N")]
-    limit: usize,
+    /// Most distinct routes allowed (alp's --limit; default 5000); beyond
+    /// it, group URIs.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
     /// Per-bucket counts, rps, p50/p99 per route and requests in flight,
     /// e.g. 1s, 500ms, 1m. Shown instead of the route table (sparklines for
     /// table/markdown, rows for csv/tsv, an object for json).
@@ -161,13 +172,13 @@ struct Common {
 
 #[derive(clap::Args, Debug)]
 struct ViewFlags {
-    /// table, markdown (md), tsv, csv, json or html.
-    #[arg(long, default_value = "table")]
-    format: String,
-    /// count, uri, method, max, min, avg, sum, stddev, pNN, max-body,
-    /// min-body, avg-body, sum-body.
-    #[arg(long, default_value = "count")]
-    sort: String,
+    /// table (the default), markdown (md), tsv, csv, json or html.
+    #[arg(long)]
+    format: Option<String>,
+    /// count (the default), uri, method, max, min, avg, sum, stddev, pNN,
+    /// max-body, min-body, avg-body, sum-body.
+    #[arg(long)]
+    sort: Option<String>,
     /// Sort in descending order.
     #[arg(short = 'r', long)]
     reverse: bool,
@@ -178,13 +189,14 @@ struct ViewFlags {
     #[arg(long = "show-footers")]
     show_footers: bool,
     /// Columns, comma-separated (count,1xx,...,uri,min,max,sum,avg,pNN,stddev,
-    /// min_body,max_body,sum_body,avg_body), or all.
-    #[arg(short = 'o', long, default_value = "all")]
-    output: String,
-    /// Percentile columns, comma-separated integers 0-100: alp's values
-    /// exactly (within 0.1% for a route of more than 20,000 distinct times).
-    #[arg(long, default_value = "90,95,99")]
-    percentiles: String,
+    /// min_body,max_body,sum_body,avg_body), or all (the default).
+    #[arg(short = 'o', long)]
+    output: Option<String>,
+    /// Percentile columns, comma-separated integers 0-100 (default
+    /// 90,95,99): alp's values exactly (within 0.1% for a route of more
+    /// than 20,000 distinct times).
+    #[arg(long)]
+    percentiles: Option<String>,
     /// Show URIs percent-decoded.
     #[arg(long = "decode-uri")]
     decode_uri: bool,
@@ -193,79 +205,83 @@ struct ViewFlags {
 #[derive(clap::Args, Debug)]
 struct LtsvLabels {
     /// Label of the request URI.
-    #[arg(long = "uri-label", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-label")]
+    uri: Option<String>,
     /// Label of the method.
-    #[arg(long = "method-label", default_value = "method")]
-    method: String,
+    #[arg(long = "method-label")]
+    method: Option<String>,
     /// Label of the timestamp.
-    #[arg(long = "time-label", default_value = "time")]
-    time: String,
+    #[arg(long = "time-label")]
+    time: Option<String>,
     /// Label of the upstream time (preferred when it is a number).
-    #[arg(long = "apptime-label", default_value = "apptime")]
-    apptime: String,
+    #[arg(long = "apptime-label")]
+    apptime: Option<String>,
     /// Label of the request time (used when apptime is `-` or missing).
-    #[arg(long = "reqtime-label", default_value = "reqtime")]
-    reqtime: String,
+    #[arg(long = "reqtime-label")]
+    reqtime: Option<String>,
     /// Label of the body size.
-    #[arg(long = "size-label", default_value = "size")]
-    size: String,
+    #[arg(long = "size-label")]
+    size: Option<String>,
     /// Label of the status code.
-    #[arg(long = "status-label", default_value = "status")]
-    status: String,
+    #[arg(long = "status-label")]
+    status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct JsonKeys {
     /// Key of the request URI.
-    #[arg(long = "uri-key", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-key")]
+    uri: Option<String>,
     /// Key of the method.
-    #[arg(long = "method-key", default_value = "method")]
-    method: String,
+    #[arg(long = "method-key")]
+    method: Option<String>,
     /// Key of the timestamp.
-    #[arg(long = "time-key", default_value = "time")]
-    time: String,
-    /// Key of the response time (preferred when it is a number).
-    #[arg(long = "response-time-key", default_value = "response_time")]
-    response_time: String,
-    /// Key of the request time (used when the response time is not a number).
-    #[arg(long = "request-time-key", default_value = "request_time")]
-    request_time: String,
+    #[arg(long = "time-key")]
+    time: Option<String>,
+    /// Key of the response time (preferred when it is a number; default
+    /// response_time).
+    #[arg(long = "restime-key", visible_alias = "response-time-key")]
+    response_time: Option<String>,
+    /// Key of the request time (used when the response time is not a
+    /// number; default request_time).
+    #[arg(long = "reqtime-key", visible_alias = "request-time-key")]
+    request_time: Option<String>,
     /// Key of the body size.
-    #[arg(long = "body-bytes-key", default_value = "body_bytes")]
-    body_bytes: String,
+    #[arg(long = "body-bytes-key")]
+    body_bytes: Option<String>,
     /// Key of the status code.
-    #[arg(long = "status-key", default_value = "status")]
-    status: String,
+    #[arg(long = "status-key")]
+    status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct RegexpNames {
-    /// The pattern; named groups hold the fields.
-    #[arg(long, default_value = format::DEFAULT_PATTERN, hide_default_value = true)]
-    pattern: String,
+    /// The pattern; named groups hold the fields (default: combined log
+    /// format followed by response and request time).
+    #[arg(long)]
+    pattern: Option<String>,
     /// Group of the request URI.
-    #[arg(long = "uri-subexp", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-subexp")]
+    uri: Option<String>,
     /// Group of the method.
-    #[arg(long = "method-subexp", default_value = "method")]
-    method: String,
+    #[arg(long = "method-subexp")]
+    method: Option<String>,
     /// Group of the timestamp.
-    #[arg(long = "time-subexp", default_value = "time")]
-    time: String,
-    /// Group of the response time (preferred when it is a number).
-    #[arg(long = "response-time-subexp", default_value = "response_time")]
-    response_time: String,
-    /// Group of the request time.
-    #[arg(long = "request-time-subexp", default_value = "request_time")]
-    request_time: String,
+    #[arg(long = "time-subexp")]
+    time: Option<String>,
+    /// Group of the response time (preferred when it is a number; default
+    /// response_time).
+    #[arg(long = "restime-subexp", visible_alias = "response-time-subexp")]
+    response_time: Option<String>,
+    /// Group of the request time (default request_time).
+    #[arg(long = "reqtime-subexp", visible_alias = "request-time-subexp")]
+    request_time: Option<String>,
     /// Group of the body size.
-    #[arg(long = "body-bytes-subexp", default_value = "body_bytes")]
-    body_bytes: String,
+    #[arg(long = "body-bytes-subexp")]
+    body_bytes: Option<String>,
     /// Group of the status code.
-    #[arg(long = "status-subexp", default_value = "status")]
-    status: String,
+    #[arg(long = "status-subexp")]
+    status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -276,6 +292,10 @@ struct DiffArgs {
     to: PathBuf,
     #[command(flatten)]
     view: ViewFlags,
+    /// alp's YAML configuration file (its display keys: format, sort,
+    /// reverse, output, percentiles ...); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Exit 3 if any route's p99 grew by more than this: a fraction (0.2) or a percentage (20%).
     #[arg(long = "fail-over", value_name = "FRACTION|N%", value_parser = growth)]
     fail_over: Option<f64>,
@@ -306,41 +326,54 @@ fn growth(text: &str) -> Result<f64, String> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.cmd {
-        Sub::Ltsv { common, labels: l } => files(
-            common,
-            Format::Ltsv(FieldNames {
-                uri: l.uri,
-                method: l.method,
-                time: l.time,
-                response_time: l.apptime,
-                request_time: l.reqtime,
-                body_bytes: l.size,
-                status: l.status,
-            }),
-        ),
-        Sub::Json { common, keys: k } => files(
-            common,
-            Format::Json(FieldNames {
-                uri: k.uri,
-                method: k.method,
-                time: k.time,
-                response_time: k.response_time,
-                request_time: k.request_time,
-                body_bytes: k.body_bytes,
-                status: k.status,
-            }),
-        ),
-        Sub::Regexp { common, subexp: s } => {
+        Sub::Ltsv {
+            mut common,
+            labels: l,
+        } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.ltsv.unwrap_or_default();
             let names = FieldNames {
-                uri: s.uri,
-                method: s.method,
-                time: s.time,
-                response_time: s.response_time,
-                request_time: s.request_time,
-                body_bytes: s.body_bytes,
-                status: s.status,
+                uri: pick(l.uri, c.uri_label, "uri"),
+                method: pick(l.method, c.method_label, "method"),
+                time: pick(l.time, c.time_label, "time"),
+                response_time: pick(l.apptime, c.apptime_label, "apptime"),
+                request_time: pick(l.reqtime, c.reqtime_label, "reqtime"),
+                body_bytes: pick(l.size, c.size_label, "size"),
+                status: pick(l.status, c.status_label, "status"),
             };
-            let format = Format::regexp(&s.pattern, names)
+            files(common, Format::Ltsv(names))
+        }
+        Sub::Json { mut common, keys: k } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.json.unwrap_or_default();
+            let names = FieldNames {
+                uri: pick(k.uri, c.uri_key, "uri"),
+                method: pick(k.method, c.method_key, "method"),
+                time: pick(k.time, c.time_key, "time"),
+                response_time: pick(k.response_time, c.response_time_key, "response_time"),
+                request_time: pick(k.request_time, c.request_time_key, "request_time"),
+                body_bytes: pick(k.body_bytes, c.body_bytes_key, "body_bytes"),
+                status: pick(k.status, c.status_key, "status"),
+            };
+            files(common, Format::Json(names))
+        }
+        Sub::Regexp {
+            mut common,
+            subexp: s,
+        } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.regexp.unwrap_or_default();
+            let names = FieldNames {
+                uri: pick(s.uri, c.uri_subexp, "uri"),
+                method: pick(s.method, c.method_subexp, "method"),
+                time: pick(s.time, c.time_subexp, "time"),
+                response_time: pick(s.response_time, c.response_time_subexp, "response_time"),
+                request_time: pick(s.request_time, c.request_time_subexp, "request_time"),
+                body_bytes: pick(s.body_bytes, c.body_bytes_subexp, "body_bytes"),
+                status: pick(s.status, c.status_subexp, "status"),
+            };
+            let pattern = pick(s.pattern, c.pattern, format::DEFAULT_PATTERN);
+            let format = Format::regexp(&pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
             files(common, format)
         }
@@ -355,6 +388,62 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// A flag's value, else the config file's, else alp's default.
+fn pick(flag: Option<String>, file: Option<String>, default: &str) -> String {
+    flag.or(file).unwrap_or_else(|| default.to_string())
+}
+
+/// Reads `--config` and fills in what the command line left unset (flags
+/// win over the file, as in alp); returns the file's settings for the
+/// format's own section.
+fn config(c: &mut Common) -> anyhow::Result<AlpConfig> {
+    let Some(path) = &c.config else {
+        return Ok(AlpConfig::default());
+    };
+    let cfg = AlpConfig::load(path).map_err(fail)?;
+    fn fill<T: Clone>(flag: &mut Option<T>, file: Option<T>) {
+        if flag.is_none() {
+            *flag = file;
+        }
+    }
+    if c.file.is_empty() && c.files.is_empty() {
+        c.file.extend(cfg.file.as_ref().map(PathBuf::from));
+    }
+    fill(&mut c.dump, cfg.dump.as_ref().map(PathBuf::from));
+    fill(&mut c.load, cfg.load.as_ref().map(PathBuf::from));
+    fill(&mut c.pos, cfg.pos_file.as_ref().map(PathBuf::from));
+    c.nosave_pos |= cfg.nosave_pos.unwrap_or(false);
+    c.query_string |= cfg.query_string.unwrap_or(false);
+    c.qs_ignore_values |= cfg.query_string_ignore_values.unwrap_or(false);
+    fill(&mut c.matching_groups, cfg.matching_groups_flag());
+    fill(&mut c.filters, cfg.filters.clone());
+    fill(&mut c.limit, cfg.limit);
+    fill(&mut c.location, cfg.location.clone());
+    fill(&mut c.page, cfg.pagination_limit);
+    config_view(&mut c.view, &cfg);
+    Ok(cfg)
+}
+
+/// The display settings of alp's config file under the flags given.
+fn config_view(v: &mut ViewFlags, cfg: &AlpConfig) {
+    if v.format.is_none() {
+        v.format = cfg.format.clone();
+    }
+    if v.sort.is_none() {
+        v.sort = cfg.sort.clone();
+    }
+    if v.output.is_none() {
+        v.output = cfg.output.clone();
+    }
+    if v.percentiles.is_none() {
+        v.percentiles = cfg.percentiles_flag();
+    }
+    v.reverse |= cfg.reverse.unwrap_or(false);
+    v.noheaders |= cfg.noheaders.unwrap_or(false);
+    v.show_footers |= cfg.show_footers.unwrap_or(false);
+    v.decode_uri |= cfg.decode_uri.unwrap_or(false);
+}
+
 /// A library failure as an exit status: the user's input 2, else 1.
 fn fail(e: keisoku_logs::Error) -> anyhow::Error {
     match e.cause() {
@@ -364,14 +453,15 @@ fn fail(e: keisoku_logs::Error) -> anyhow::Error {
 }
 
 fn view_spec(v: &ViewFlags) -> ViewSpec {
+    let d = ViewSpec::default();
     ViewSpec {
-        format: v.format.clone(),
-        sort: v.sort.clone(),
+        format: v.format.clone().unwrap_or(d.format),
+        sort: v.sort.clone().unwrap_or(d.sort),
         reverse: v.reverse,
         no_headers: v.noheaders,
         show_footers: v.show_footers,
-        output: v.output.clone(),
-        percentiles: v.percentiles.clone(),
+        output: v.output.clone().unwrap_or(d.output),
+        percentiles: v.percentiles.clone().unwrap_or(d.percentiles),
         decode_uri: v.decode_uri,
     }
 }
@@ -379,7 +469,8 @@ fn view_spec(v: &ViewFlags) -> ViewSpec {
 /// The analysis options `c` asks for.
 fn options(c: &Common) -> anyhow::Result<Options> {
     Ok(Options {
-        files: c.file.iter().chain(&c.files).cloned().collect(),
+        // alp reads the last --file given.
+        files: c.file.last().into_iter().chain(&c.files).cloned().collect(),
         dump: c.dump.clone(),
         load: c.load.clone(),
         view: view_spec(&c.view),
@@ -388,7 +479,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         matching_groups: c.matching_groups.clone(),
         auto_group: c.auto_group,
         filters: c.filters.clone(),
-        limit: c.limit,
+        limit: c.limit.unwrap_or(Options::default().limit),
         timeline: c.timeline.clone(),
         slow: c.slow,
         time_unit: TimeUnit::parse(&c.time_unit)
@@ -455,6 +546,17 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
     if let Some(loc) = &c.location {
         check_location(loc)?;
     }
+    if let [earlier @ .., last] = c.file.as_slice() {
+        if !earlier.is_empty() {
+            let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
+            eprintln!(
+                "keisoku: warning: --file given {} times: reading only the last, {}, as alp does (not {}); give several logs as FILE arguments to read them all",
+                c.file.len(),
+                last.display(),
+                names.join(", ")
+            );
+        }
+    }
     let opts = options(&c)?;
     let console = Console {
         progress: !c.no_progress,
@@ -482,10 +584,13 @@ fn routes(p: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec<RouteStats>> {
             return stored::routes(&store, &run, &Console { progress: false }).map_err(fail);
         }
     }
-    dump::load(p).map_err(fail)
+    keisoku_logs::alp_dump::load(p).map_err(fail)
 }
 
-fn diff(d: DiffArgs) -> anyhow::Result<u8> {
+fn diff(mut d: DiffArgs) -> anyhow::Result<u8> {
+    if let Some(path) = &d.config {
+        config_view(&mut d.view, &AlpConfig::load(path).map_err(fail)?);
+    }
     let view = view_spec(&d.view).parse().map_err(fail)?;
     let from = routes(&d.from, &d.store)?;
     let to = routes(&d.to, &d.store)?;
@@ -548,7 +653,13 @@ struct StoredArgs {
     common: Common,
 }
 
-fn stored_run(spec: &str, c: Common) -> anyhow::Result<u8> {
+fn stored_run(spec: &str, mut c: Common) -> anyhow::Result<u8> {
+    let named_a_file = !c.file.is_empty() || !c.files.is_empty();
+    config(&mut c)?;
+    if !named_a_file {
+        // A config's `file:` is for `logs FORMAT`; the run is the input here.
+        c.file.clear();
+    }
     let Some((store, run)) = c.store.find(spec)? else {
         return Err(bad_input(format!(
             "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
