@@ -170,7 +170,9 @@ pub struct TopNConfig {
 
 /// A list as alp's viper takes it: a YAML sequence of scalars, or one
 /// comma-separated string.
-fn list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Vec<String>>, D::Error> {
+fn list<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<String>>, D::Error> {
     use serde::de::Error as _;
     let scalar = |v: &Value| -> std::result::Result<String, D::Error> {
         match v {
@@ -184,7 +186,12 @@ fn list<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Ve
     };
     Ok(match Option::<Value>::deserialize(d)? {
         None | Some(Value::Null) => None,
-        Some(Value::Sequence(items)) => Some(items.iter().map(scalar).collect::<std::result::Result<_, _>>()?),
+        Some(Value::Sequence(items)) => Some(
+            items
+                .iter()
+                .map(scalar)
+                .collect::<std::result::Result<_, _>>()?,
+        ),
         Some(Value::String(s)) => Some(
             s.split(',')
                 .map(|p| p.trim().to_string())
@@ -228,9 +235,8 @@ impl AlpConfig {
 
     /// Reads and parses the config file at `path`.
     pub fn load(path: &Path) -> Result<AlpConfig> {
-        let text =
-            keisoku_common::limits::read_document(path, &keisoku_common::Limits::current())
-                .map_err(|e| Error::Input(format!("--config {}: {e}", path.display())))?;
+        let text = keisoku_common::limits::read_document(path, &keisoku_common::Limits::current())
+            .map_err(|e| Error::Input(format!("--config {}: {e}", path.display())))?;
         AlpConfig::parse(&text)
             .map_err(|e| Error::Input(format!("--config {}: {e}", path.display())))
     }

@@ -207,7 +207,10 @@ mod tests {
         assert!(text.starts_with("- uri: /a\n  count: 2\n"), "{text}");
         let back = from_yaml(&text).unwrap();
         for (a, b) in routes.iter().zip(&back) {
-            assert_eq!((&a.method, &a.uri, a.count, a.status), (&b.method, &b.uri, b.count, b.status));
+            assert_eq!(
+                (&a.method, &a.uri, a.count, a.status),
+                (&b.method, &b.uri, b.count, b.status)
+            );
             assert_eq!(a.time, b.time);
             assert_eq!(a.body, b.body);
             assert_eq!(a.percentile(50.0).to_bits(), b.percentile(50.0).to_bits());
@@ -232,7 +235,10 @@ mod tests {
         let text = "- uri: /a\n  count: 2\n  status1xx: 0\n  status2xx: 2\n  status3xx: 0\n  status4xx: 0\n  status5xx: 0\n  method: GET\n  response_time: {max: 1, min: 1, sum: 2, percentiles: [1]}\n  request_body_bytes: {max: 0, min: 0, sum: 0}\n";
         let e = from_yaml(text).unwrap_err();
         assert_eq!(e.cause(), crate::error::Cause::Input);
-        assert!(e.to_string().contains("one response time per request"), "{e}");
+        assert!(
+            e.to_string().contains("one response time per request"),
+            "{e}"
+        );
         assert!(from_yaml("{format: 1}").is_err());
     }
 }

@@ -5,8 +5,8 @@ use crate::exit::{bad_input, input_error, GATE_FAILED, OK};
 use crate::shared::output;
 use crate::shared::store::StoreArg;
 use clap::Parser as _;
-use keisoku_logs::{analyse, format, stored, Cause, FieldNames, Format, RouteStats};
 use keisoku_logs::alp_config::AlpConfig;
+use keisoku_logs::{analyse, format, stored, Cause, FieldNames, Format, RouteStats};
 use keisoku_logs::{Options, Reporter, TimeUnit, ViewSpec, Warning};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -343,7 +343,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             files(common, Format::Ltsv(names))
         }
-        Sub::Json { mut common, keys: k } => {
+        Sub::Json {
+            mut common,
+            keys: k,
+        } => {
             let cfg = config(&mut common)?;
             let c = cfg.json.unwrap_or_default();
             let names = FieldNames {
