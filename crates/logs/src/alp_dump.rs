@@ -122,7 +122,7 @@ pub fn from_yaml(text: &str) -> Result<Vec<RouteStats>> {
         ]
         .iter()
         .try_fold(0u64, |a, &b| a.checked_add(b));
-        if times.len() as u64 != s.count || status_total.is_none_or(|t| t > s.count) {
+        if times.len() as u64 != s.count || !status_total.is_some_and(|t| t <= s.count) {
             return Err(Error::input(format!(
                 "route {} {}: count {} but {} response times and status counts {:?}: an alp dump keeps one response time per request",
                 s.method,
