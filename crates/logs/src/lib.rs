@@ -13,6 +13,7 @@
 //!   live log), [`Analysis::merge`] to combine results across threads;
 //! - [`engine::analyze`]: a whole input, parsed in parallel;
 //! - [`timeline`]: per-bucket counts, latency and requests in flight;
+//! - [`count`]: alp's `count --keys` and `topN`;
 //! - [`render`]: alp's table, markdown, tsv, csv, json and html outputs;
 //! - [`view`]: slowest requests and timeline views (sparklines, JSON, CSV);
 //! - [`dump`]: save and reload aggregated statistics;
@@ -32,6 +33,7 @@
 pub mod alp_config;
 pub mod alp_dump;
 pub mod analyse;
+pub mod count;
 pub mod diff;
 pub mod dump;
 pub mod engine;

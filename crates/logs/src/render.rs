@@ -627,7 +627,8 @@ pub(crate) fn render_grid(
     out.push('\n');
 }
 
-fn json_value(cell: &str) -> serde_json::Value {
+/// A cell as alp's JSON output has it: a number when it reads as one.
+pub(crate) fn json_value(cell: &str) -> serde_json::Value {
     if let Ok(i) = cell.parse::<i64>() {
         return serde_json::Value::from(i);
     }

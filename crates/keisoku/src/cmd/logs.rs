@@ -56,6 +56,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         labels: LtsvLabels,
+        #[command(subcommand)]
+        alp: Option<AlpSub>,
     },
     /// Analyse a JSON-lines log (keys: uri method time response_time request_time body_bytes status).
     #[command(long_about = LONG_ABOUT, after_help = AFTER)]
@@ -64,6 +66,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         keys: JsonKeys,
+        #[command(subcommand)]
+        alp: Option<AlpSub>,
     },
     /// Analyse any line format with a regular expression with named groups
     /// (default: combined log format followed by response and request time).
@@ -73,6 +77,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         subexp: RegexpNames,
+        #[command(subcommand)]
+        alp: Option<AlpSub>,
     },
     /// Compare two dumps (from --dump) or stored runs route by route:
     /// `value (+change)`.
@@ -96,7 +102,7 @@ struct Common {
     /// alp's YAML configuration file: every key alp reads (file, sort,
     /// format, matching_groups, percentiles, ltsv:, json:, regexp: ...);
     /// flags given on the command line win over it.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     config: Option<PathBuf>,
     /// Save the aggregated statistics (reload with --load, compare with
     /// `diff`): alp's YAML for a .yaml/.yml name, else keisoku's JSON.
@@ -205,52 +211,60 @@ struct ViewFlags {
 #[derive(clap::Args, Debug)]
 struct LtsvLabels {
     /// Label of the request URI.
-    #[arg(long = "uri-label")]
+    #[arg(long = "uri-label", global = true)]
     uri: Option<String>,
     /// Label of the method.
-    #[arg(long = "method-label")]
+    #[arg(long = "method-label", global = true)]
     method: Option<String>,
     /// Label of the timestamp.
-    #[arg(long = "time-label")]
+    #[arg(long = "time-label", global = true)]
     time: Option<String>,
     /// Label of the upstream time (preferred when it is a number).
-    #[arg(long = "apptime-label")]
+    #[arg(long = "apptime-label", global = true)]
     apptime: Option<String>,
     /// Label of the request time (used when apptime is `-` or missing).
-    #[arg(long = "reqtime-label")]
+    #[arg(long = "reqtime-label", global = true)]
     reqtime: Option<String>,
     /// Label of the body size.
-    #[arg(long = "size-label")]
+    #[arg(long = "size-label", global = true)]
     size: Option<String>,
     /// Label of the status code.
-    #[arg(long = "status-label")]
+    #[arg(long = "status-label", global = true)]
     status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct JsonKeys {
     /// Key of the request URI.
-    #[arg(long = "uri-key")]
+    #[arg(long = "uri-key", global = true)]
     uri: Option<String>,
     /// Key of the method.
-    #[arg(long = "method-key")]
+    #[arg(long = "method-key", global = true)]
     method: Option<String>,
     /// Key of the timestamp.
-    #[arg(long = "time-key")]
+    #[arg(long = "time-key", global = true)]
     time: Option<String>,
     /// Key of the response time (preferred when it is a number; default
     /// response_time).
-    #[arg(long = "restime-key", visible_alias = "response-time-key")]
+    #[arg(
+        long = "restime-key",
+        visible_alias = "response-time-key",
+        global = true
+    )]
     response_time: Option<String>,
     /// Key of the request time (used when the response time is not a
     /// number; default request_time).
-    #[arg(long = "reqtime-key", visible_alias = "request-time-key")]
+    #[arg(
+        long = "reqtime-key",
+        visible_alias = "request-time-key",
+        global = true
+    )]
     request_time: Option<String>,
     /// Key of the body size.
-    #[arg(long = "body-bytes-key")]
+    #[arg(long = "body-bytes-key", global = true)]
     body_bytes: Option<String>,
     /// Key of the status code.
-    #[arg(long = "status-key")]
+    #[arg(long = "status-key", global = true)]
     status: Option<String>,
 }
 
@@ -258,30 +272,102 @@ struct JsonKeys {
 struct RegexpNames {
     /// The pattern; named groups hold the fields (default: combined log
     /// format followed by response and request time).
-    #[arg(long)]
+    #[arg(long, global = true)]
     pattern: Option<String>,
     /// Group of the request URI.
-    #[arg(long = "uri-subexp")]
+    #[arg(long = "uri-subexp", global = true)]
     uri: Option<String>,
     /// Group of the method.
-    #[arg(long = "method-subexp")]
+    #[arg(long = "method-subexp", global = true)]
     method: Option<String>,
     /// Group of the timestamp.
-    #[arg(long = "time-subexp")]
+    #[arg(long = "time-subexp", global = true)]
     time: Option<String>,
     /// Group of the response time (preferred when it is a number; default
     /// response_time).
-    #[arg(long = "restime-subexp", visible_alias = "response-time-subexp")]
+    #[arg(
+        long = "restime-subexp",
+        visible_alias = "response-time-subexp",
+        global = true
+    )]
     response_time: Option<String>,
     /// Group of the request time (default request_time).
-    #[arg(long = "reqtime-subexp", visible_alias = "request-time-subexp")]
+    #[arg(
+        long = "reqtime-subexp",
+        visible_alias = "request-time-subexp",
+        global = true
+    )]
     request_time: Option<String>,
     /// Group of the body size.
-    #[arg(long = "body-bytes-subexp")]
+    #[arg(long = "body-bytes-subexp", global = true)]
     body_bytes: Option<String>,
     /// Group of the status code.
-    #[arg(long = "status-subexp")]
+    #[arg(long = "status-subexp", global = true)]
     status: Option<String>,
+}
+
+/// alp's subcommands of a format (`alp ltsv count`, `alp ltsv topN`).
+#[derive(clap::Subcommand, Debug)]
+enum AlpSub {
+    /// Count requests by the values of any fields of the line (alp's
+    /// `count --keys`), fewest first (-r: most first).
+    Count(CountArgs),
+    /// The first N requests (default 50) by response time or body size,
+    /// shortest first (-r: longest first), with the query string (alp's
+    /// `topN`).
+    #[command(name = "topN", visible_alias = "topn")]
+    TopN(TopNArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CountArgs {
+    /// Field names to count by, comma-separated (e.g. method,status).
+    #[arg(long, value_name = "KEY,KEY")]
+    keys: Option<String>,
+    #[command(flatten)]
+    input: AlpSubInput,
+}
+
+#[derive(clap::Args, Debug)]
+struct TopNArgs {
+    /// How many requests to show.
+    #[arg(value_name = "N")]
+    n: Option<usize>,
+    /// restime (the default) or bytes.
+    #[arg(long)]
+    sort: Option<String>,
+    /// Show URIs percent-decoded.
+    #[arg(long = "decode-uri")]
+    decode_uri: bool,
+    /// Only requests matching an expression (as `logs ltsv -f`).
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    filters: Option<String>,
+    /// Accepted for alp compatibility and validated as alp does.
+    #[arg(long, hide = true)]
+    location: Option<String>,
+    #[command(flatten)]
+    input: AlpSubInput,
+}
+
+/// Flags `count` and `topN` share with alp.
+#[derive(clap::Args, Debug)]
+struct AlpSubInput {
+    /// The access log file (gzip is detected); none: standard input. Given
+    /// more than once, the last one is read, as alp does.
+    #[arg(long, value_name = "FILE")]
+    file: Vec<PathBuf>,
+    /// table (the default), markdown (md), tsv, csv or json.
+    #[arg(long)]
+    format: Option<String>,
+    /// Reverse the order (most, longest or largest first).
+    #[arg(short = 'r', long)]
+    reverse: bool,
+    /// No header line (tsv, csv).
+    #[arg(long)]
+    noheaders: bool,
+    /// Accepted for alp compatibility (html pagination).
+    #[arg(long, hide = true)]
+    page: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -329,9 +415,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Sub::Ltsv {
             mut common,
             labels: l,
+            alp,
         } => {
             let cfg = config(&mut common)?;
-            let c = cfg.ltsv.unwrap_or_default();
+            let c = cfg.ltsv.clone().unwrap_or_default();
             let names = FieldNames {
                 uri: pick(l.uri, c.uri_label, "uri"),
                 method: pick(l.method, c.method_label, "method"),
@@ -341,14 +428,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 body_bytes: pick(l.size, c.size_label, "size"),
                 status: pick(l.status, c.status_label, "status"),
             };
-            files(common, Format::Ltsv(names))
+            let format = Format::Ltsv(names);
+            match alp {
+                Some(sub) => alp_sub(sub, format, &cfg),
+                None => files(common, format),
+            }
         }
         Sub::Json {
             mut common,
             keys: k,
+            alp,
         } => {
             let cfg = config(&mut common)?;
-            let c = cfg.json.unwrap_or_default();
+            let c = cfg.json.clone().unwrap_or_default();
             let names = FieldNames {
                 uri: pick(k.uri, c.uri_key, "uri"),
                 method: pick(k.method, c.method_key, "method"),
@@ -358,14 +450,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 body_bytes: pick(k.body_bytes, c.body_bytes_key, "body_bytes"),
                 status: pick(k.status, c.status_key, "status"),
             };
-            files(common, Format::Json(names))
+            let format = Format::Json(names);
+            match alp {
+                Some(sub) => alp_sub(sub, format, &cfg),
+                None => files(common, format),
+            }
         }
         Sub::Regexp {
             mut common,
             subexp: s,
+            alp,
         } => {
             let cfg = config(&mut common)?;
-            let c = cfg.regexp.unwrap_or_default();
+            let c = cfg.regexp.clone().unwrap_or_default();
             let names = FieldNames {
                 uri: pick(s.uri, c.uri_subexp, "uri"),
                 method: pick(s.method, c.method_subexp, "method"),
@@ -378,7 +475,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let pattern = pick(s.pattern, c.pattern, format::DEFAULT_PATTERN);
             let format = Format::regexp(&pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
-            files(common, format)
+            match alp {
+                Some(sub) => alp_sub(sub, format, &cfg),
+                None => files(common, format),
+            }
         }
         Sub::Diff(d) => diff(d),
         Sub::Stored(argv) => {
@@ -389,6 +489,87 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             stored_run(&spec, args.common)
         }
     }
+}
+
+/// `count` and `topN` on one log (the last --file, or standard input).
+fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
+    use keisoku_logs::count;
+    use keisoku_logs::render::OutputFormat;
+    let input = match &sub {
+        AlpSub::Count(c) => &c.input,
+        AlpSub::TopN(t) => &t.input,
+    };
+    let cfg = parent;
+    let file = input
+        .file
+        .last()
+        .cloned()
+        .or_else(|| cfg.file.as_ref().map(PathBuf::from));
+    let fmt_name = pick(input.format.clone(), cfg.format.clone(), "table");
+    let out_format = OutputFormat::parse(&fmt_name).ok_or_else(|| {
+        bad_input(format!(
+            "--format {fmt_name:?}: use table, markdown, tsv, csv or json"
+        ))
+    })?;
+    let no_headers = input.noheaders || cfg.noheaders.unwrap_or(false);
+    let reader = {
+        let path = file.as_deref().filter(|p| *p != Path::new("-"));
+        if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(bad_input(
+                "no input: give the log with --file, or pipe it into standard input",
+            ));
+        }
+        let name = path.map_or("<stdin>".to_string(), |p| p.display().to_string());
+        let opened = keisoku_logs::input::open(path, Arc::new(AtomicU64::new(0)))
+            .map_err(|e| bad_input(format!("{name}: {e}")))?;
+        std::io::BufReader::new(opened.reader)
+    };
+    let text = match sub {
+        AlpSub::Count(c) => {
+            let keys: Vec<String> = c
+                .keys
+                .map(|k| {
+                    k.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .or_else(|| cfg.count.as_ref().and_then(|c| c.keys.clone()))
+                .unwrap_or_default();
+            let reverse = c.input.reverse || cfg.reverse.unwrap_or(false);
+            let groups = count::count(format, reader, &keys, reverse).map_err(fail)?;
+            count::render_count(&groups, &keys, out_format, no_headers).map_err(fail)?
+        }
+        AlpSub::TopN(t) => {
+            if let Some(loc) = t.location.as_ref().or(cfg.location.as_ref()) {
+                check_location(loc)?;
+            }
+            let top_cfg = cfg.top_n.clone().unwrap_or_default();
+            let sort = pick(t.sort, top_cfg.sort, "restime");
+            let sort = count::TopSort::parse(&sort).map_err(fail)?;
+            let reverse = t.input.reverse || top_cfg.reverse.unwrap_or(false);
+            let filter = match t.filters.or(cfg.filters.clone()) {
+                Some(f) => Some(
+                    keisoku_logs::filter::Filter::new(&f)
+                        .map_err(|e| bad_input(format!("-f: {e}")))?,
+                ),
+                None => None,
+            };
+            let top = count::top_n(
+                format,
+                reader,
+                filter.as_ref(),
+                sort,
+                reverse,
+                t.n.unwrap_or(50),
+            )
+            .map_err(fail)?;
+            let decode = t.decode_uri || cfg.decode_uri.unwrap_or(false);
+            count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
+        }
+    };
+    output::print(&text)?;
+    Ok(OK)
 }
 
 /// A flag's value, else the config file's, else alp's default.
