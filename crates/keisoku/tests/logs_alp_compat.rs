@@ -361,6 +361,51 @@ fn alp_config_and_field_flags_on_real_nginx_logs() {
             "tsv",
         ],
     ];
+    // alp's count and topN on each log.
+    for (fmt, log) in [
+        ("ltsv", "access.log"),
+        ("json", "access.json"),
+        ("regexp", "access.combined"),
+    ] {
+        let subs: Vec<Vec<&str>> = vec![
+            vec!["count", "--keys", "method,status"],
+            vec!["count", "--keys", "status", "-r", "--format", "tsv"],
+            vec!["count", "--keys", "uri", "--format", "csv", "--noheaders"],
+            vec!["count", "--keys", "method,uri", "--format", "json"],
+            vec!["count", "--keys", "method", "--format", "md"],
+            vec!["topN"],
+            vec!["topN", "20", "-r", "--format", "tsv"],
+            vec!["topN", "15", "--sort", "bytes", "-r", "--format", "csv"],
+            vec![
+                "topN",
+                "10",
+                "-r",
+                "--format",
+                "json",
+                "-f",
+                "Status >= 400",
+            ],
+            vec!["topN", "5", "--decode-uri", "--format", "md"],
+        ];
+        for sub in subs {
+            let mut c = vec![fmt, sub[0], "--file", log];
+            c.extend_from_slice(&sub[1..]);
+            differences.extend(compare(d, &c, &c));
+        }
+    }
+    let json_keys = [
+        "json",
+        "count",
+        "--file",
+        "renamed.json",
+        "--restime-key",
+        "rt",
+        "--reqtime-key",
+        "qt",
+        "--keys",
+        "status",
+    ];
+    differences.extend(compare(d, &json_keys, &json_keys));
     for c in &cases {
         differences.extend(compare(d, c, c));
     }

@@ -194,7 +194,9 @@ fn grid(
                     .iter()
                     .map(|r| r.iter().map(|c| render::json_value(c)).collect()),
             );
-            out.push_str(&serde_json::to_string(&all).unwrap_or_default());
+            out.push_str(&go_html_safe(
+                &serde_json::to_string(&all).unwrap_or_default(),
+            ));
             out.push('\n');
         }
         OutputFormat::Html => {
@@ -204,6 +206,23 @@ fn grid(
         }
     }
     Ok(out.into_string())
+}
+
+/// JSON text as Go's encoder writes it: `&`, `<`, `>` and the line and
+/// paragraph separators escaped (they only occur inside strings).
+fn go_html_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        match c {
+            '&' => out.push_str("\\u0026"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// tablewriter's header title: `_` and a `.` between letters become
@@ -377,6 +396,14 @@ mod tests {
         assert_eq!(go_float(0.012), "0.012");
         assert_eq!(go_float(0.00001), "1e-05");
         assert_eq!(go_float(1e21), "1e+21");
+    }
+
+    #[test]
+    fn json_escapes_as_go_does() {
+        assert_eq!(
+            go_html_safe(r#"["a&b<c>"]"#),
+            r#"["a\u0026b\u003cc\u003e"]"#
+        );
     }
 
     #[test]
