@@ -406,6 +406,38 @@ fn alp_config_and_field_flags_on_real_nginx_logs() {
         "status",
     ];
     differences.extend(compare(d, &json_keys, &json_keys));
+    // alp's `FORMAT diff FROM TO`: the first and second half of each log.
+    for (fmt, log) in [
+        ("ltsv", "access.log"),
+        ("json", "access.json"),
+        ("regexp", "access.combined"),
+    ] {
+        let text = std::fs::read_to_string(d.join(log)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let (a, b) = lines.split_at(lines.len() / 2);
+        std::fs::write(d.join(format!("{log}.1")), a.join("\n") + "\n").unwrap();
+        std::fs::write(d.join(format!("{log}.2")), b.join("\n") + "\n").unwrap();
+        let (from, to) = (format!("{log}.1"), format!("{log}.2"));
+        let (ok, _, err) = run(
+            &logs_nginx::alp(),
+            &[fmt, "--file", &from, "--dump", "from.yaml"],
+            d,
+        );
+        assert!(ok, "{err}");
+        let views: [&[&str]; 4] = [
+            &[],
+            &["--format", "tsv", "-m", GROUPS, "--sort", "sum", "-r"],
+            &["--format", "csv", "-q", "--sort", "p99"],
+            &["--format", "md", "--show-footers", "-f", "Status < 500"],
+        ];
+        for view in views {
+            let mut c = vec![fmt, "diff", from.as_str(), to.as_str()];
+            c.extend_from_slice(view);
+            differences.extend(compare(d, &c, &c));
+        }
+        let c = [fmt, "diff", "--load", "from.yaml", &to, "--format", "tsv"];
+        differences.extend(compare(d, &c, &c));
+    }
     for c in &cases {
         differences.extend(compare(d, c, c));
     }

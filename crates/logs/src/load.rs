@@ -38,3 +38,31 @@ pub fn write_dump(path: &Path, routes: &[RouteStats], counts: &LineCounts) -> Re
     };
     std::fs::write(path, text).map_err(|e| Error::io("writing", path.display(), e))
 }
+
+/// The routes of the log `path` (gzip is detected), read as `format` and
+/// grouped and filtered as `opts` asks: one side of alp's `FORMAT diff`.
+pub fn routes_of_log(
+    format: crate::format::Format,
+    opts: &Options,
+    path: &Path,
+) -> Result<Vec<RouteStats>> {
+    use std::sync::atomic::AtomicU64;
+    use std::sync::Arc;
+    let (_, cfg, threads) = opts.setup(format)?;
+    let name = crate::analyse::display(path);
+    let opened = crate::input::open(Some(path), Arc::new(AtomicU64::new(0)))
+        .map_err(|e| Error::io("opening", &name, e))?;
+    let analysis =
+        crate::engine::analyze(Arc::clone(&cfg), opened.reader, threads).map_err(|e| match e {
+            crate::engine::Error::Feed(f) => Error::input(format!("{name}: {f}")),
+            crate::engine::Error::Io(io) => Error::io("reading", &name, io),
+        })?;
+    crate::analyse::check_format(&name, &cfg, &analysis)?;
+    if analysis.routes.len() > opts.limit {
+        return Err(Error::input(format!(
+            "{name}: more than {} distinct routes; group them with -m or --auto-group, or raise --limit",
+            opts.limit
+        )));
+    }
+    Ok(analysis.routes)
+}

@@ -317,6 +317,45 @@ enum AlpSub {
     /// `topN`).
     #[command(name = "topN", visible_alias = "topn")]
     TopN(TopNArgs),
+    /// alp's diff of two logs: FROM and TO analysed alike (or --load FROM
+    /// and one log, TO), TO's routes with their change from FROM.
+    Diff(LogDiffArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LogDiffArgs {
+    /// FROM and TO logs, or only TO with --load FROM.
+    #[arg(value_name = "LOG", num_args = 1..=2, required = true)]
+    logs: Vec<PathBuf>,
+    /// A saved dump (keisoku's JSON or alp's YAML) as FROM.
+    #[arg(long, value_name = "FILE")]
+    load: Option<PathBuf>,
+    /// Save TO's statistics (alp's YAML for a .yaml/.yml name, else JSON).
+    #[arg(long, value_name = "FILE")]
+    dump: Option<PathBuf>,
+    #[command(flatten)]
+    view: ViewFlags,
+    /// Include the query string in the route.
+    #[arg(short = 'q', long = "query-string")]
+    query_string: bool,
+    /// With -q: keep parameter names only.
+    #[arg(long = "qs-ignore-values")]
+    qs_ignore_values: bool,
+    /// Group URIs by regular expressions, comma-separated.
+    #[arg(short = 'm', long = "matching-groups", value_name = "REGEX,REGEX")]
+    matching_groups: Option<String>,
+    /// Only count requests matching an expression.
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    filters: Option<String>,
+    /// Most distinct routes allowed (default 5000).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Accepted for alp compatibility and validated as alp does.
+    #[arg(long, hide = true)]
+    location: Option<String>,
+    /// Accepted for alp compatibility (html pagination).
+    #[arg(long, hide = true)]
+    page: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -491,13 +530,35 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// What `count` or `topN` is asked, apart from its input.
+enum Job {
+    Count(Option<String>),
+    TopN {
+        n: Option<usize>,
+        sort: Option<String>,
+        decode_uri: bool,
+        filters: Option<String>,
+        location: Option<String>,
+    },
+}
+
 /// `count` and `topN` on one log (the last --file, or standard input).
 fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
     use keisoku_logs::count;
     use keisoku_logs::render::OutputFormat;
-    let input = match &sub {
-        AlpSub::Count(c) => &c.input,
-        AlpSub::TopN(t) => &t.input,
+    let (input, job) = match sub {
+        AlpSub::Count(c) => (c.input, Job::Count(c.keys)),
+        AlpSub::TopN(t) => (
+            t.input,
+            Job::TopN {
+                n: t.n,
+                sort: t.sort,
+                decode_uri: t.decode_uri,
+                filters: t.filters,
+                location: t.location,
+            },
+        ),
+        AlpSub::Diff(d) => return log_diff(d, format, parent),
     };
     let cfg = parent;
     let file = input
@@ -524,10 +585,9 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
             .map_err(|e| bad_input(format!("{name}: {e}")))?;
         std::io::BufReader::new(opened.reader)
     };
-    let text = match sub {
-        AlpSub::Count(c) => {
-            let keys: Vec<String> = c
-                .keys
+    let text = match job {
+        Job::Count(keys) => {
+            let keys: Vec<String> = keys
                 .map(|k| {
                     k.split(',')
                         .map(|s| s.trim().to_string())
@@ -536,19 +596,25 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 })
                 .or_else(|| cfg.count.as_ref().and_then(|c| c.keys.clone()))
                 .unwrap_or_default();
-            let reverse = c.input.reverse || cfg.reverse.unwrap_or(false);
+            let reverse = input.reverse || cfg.reverse.unwrap_or(false);
             let groups = count::count(format, reader, &keys, reverse).map_err(fail)?;
             count::render_count(&groups, &keys, out_format, no_headers).map_err(fail)?
         }
-        AlpSub::TopN(t) => {
-            if let Some(loc) = t.location.as_ref().or(cfg.location.as_ref()) {
+        Job::TopN {
+            n,
+            sort,
+            decode_uri,
+            filters,
+            location,
+        } => {
+            if let Some(loc) = location.as_ref().or(cfg.location.as_ref()) {
                 check_location(loc)?;
             }
             let top_cfg = cfg.top_n.clone().unwrap_or_default();
-            let sort = pick(t.sort, top_cfg.sort, "restime");
+            let sort = pick(sort, top_cfg.sort, "restime");
             let sort = count::TopSort::parse(&sort).map_err(fail)?;
-            let reverse = t.input.reverse || top_cfg.reverse.unwrap_or(false);
-            let filter = match t.filters.or(cfg.filters.clone()) {
+            let reverse = input.reverse || top_cfg.reverse.unwrap_or(false);
+            let filter = match filters.or(cfg.filters.clone()) {
                 Some(f) => Some(
                     keisoku_logs::filter::Filter::new(&f)
                         .map_err(|e| bad_input(format!("-f: {e}")))?,
@@ -561,14 +627,63 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 filter.as_ref(),
                 sort,
                 reverse,
-                t.n.unwrap_or(50),
+                n.unwrap_or(50),
             )
             .map_err(fail)?;
-            let decode = t.decode_uri || cfg.decode_uri.unwrap_or(false);
+            let decode = decode_uri || cfg.decode_uri.unwrap_or(false);
             count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
         }
     };
     output::print(&text)?;
+    Ok(OK)
+}
+
+/// alp's `FORMAT diff [FROM] TO`: both logs analysed with the same flags.
+fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Result<u8> {
+    config_view(&mut d.view, cfg);
+    if let Some(loc) = d.location.as_ref().or(cfg.location.as_ref()) {
+        check_location(loc)?;
+    }
+    let opts = Options {
+        view: view_spec(&d.view),
+        query_string: d.query_string || cfg.query_string.unwrap_or(false),
+        qs_ignore_values: d.qs_ignore_values || cfg.query_string_ignore_values.unwrap_or(false),
+        matching_groups: d.matching_groups.or(cfg.matching_groups_flag()),
+        filters: d.filters.or(cfg.filters.clone()),
+        limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
+        // alp's YAML dump keeps the response times: the analysis must too.
+        dump: d.dump.clone(),
+        ..Options::default()
+    };
+    let view = opts.view.parse().map_err(fail)?;
+    let (from, to) = match (&d.load, d.logs.as_slice()) {
+        (Some(dump), [to]) => (
+            keisoku_logs::alp_dump::load(dump).map_err(fail)?,
+            to.clone(),
+        ),
+        (None, [from, to]) => (
+            keisoku_logs::load::routes_of_log(format.clone(), &opts, from).map_err(fail)?,
+            to.clone(),
+        ),
+        (Some(_), _) => return Err(bad_input("diff --load FROM takes one log, TO")),
+        (None, _) => {
+            return Err(bad_input(
+                "diff takes two logs, FROM and TO (or --load FROM and TO)",
+            ))
+        }
+    };
+    let to = keisoku_logs::load::routes_of_log(format, &opts, &to).map_err(fail)?;
+    if let Some(path) = &d.dump {
+        let n: u64 = to.iter().map(|r| r.count).sum();
+        let counts = keisoku_logs::LineCounts {
+            lines: n,
+            parsed: n,
+            ..Default::default()
+        };
+        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+    }
+    let result = keisoku_logs::diff::diff(&from, to, &view, None, 0);
+    output::print(&result.text)?;
     Ok(OK)
 }
 
