@@ -108,8 +108,11 @@ pub fn to_yaml(routes: &[RouteStats]) -> Result<String> {
 /// Reads alp's YAML dump back into routes, in the file's order (alp's
 /// first-seen order, which its sort starts from).
 pub fn from_yaml(text: &str) -> Result<Vec<RouteStats>> {
-    let stats: Vec<AlpStat> = serde_yaml::from_str(text)
-        .map_err(|e| Error::input(format!("not an alp dump (YAML list of routes): {e}")))?;
+    let stats: Vec<AlpStat> = serde_yaml::from_str(text).map_err(|e| {
+        Error::input(format!(
+            "not a keisoku logs dump (a JSON object) nor an alp dump (a YAML list of routes): {e}"
+        ))
+    })?;
     let mut out = Vec::with_capacity(stats.len());
     for s in stats {
         let times = &s.response_time.percentiles;

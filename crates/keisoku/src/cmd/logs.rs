@@ -682,8 +682,14 @@ fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Resu
         };
         keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
     }
-    let result = keisoku_logs::diff::diff(&from, to, &view, None, 0);
-    output::print(&result.text)?;
+    let text = if d.load.is_some() {
+        // alp prints TO unsorted (first-seen order) when FROM is loaded:
+        // its profile of TO skips the sort under --load.
+        keisoku_logs::render::render(&to, Some(&from), view.format, &view.opts)
+    } else {
+        keisoku_logs::diff::diff(&from, to, &view, None, 0).text
+    };
+    output::print(&text)?;
     Ok(OK)
 }
 
