@@ -158,7 +158,10 @@ pub fn from_yaml(text: &str) -> Result<Vec<RouteStats>> {
 }
 
 /// alp's min/max/sum as dumped (its sum is the running sum in line order,
-/// which re-adding would only reproduce).
+/// which re-adding would only reproduce). Whether a value was 0 (which
+/// alp's min forgets) is known for response times, from the values; for
+/// bodies it is taken as "the min is 0", which matters only when `-m`
+/// merges loaded routes.
 fn summary(v: &AlpValues, n: u64, saw_zero: bool) -> Summary {
     Summary {
         n,
@@ -215,7 +218,10 @@ mod tests {
                 (&b.method, &b.uri, b.count, b.status)
             );
             assert_eq!(a.time, b.time);
-            assert_eq!(a.body, b.body);
+            // Whether a body was 0 is not in alp's YAML (its min forgets
+            // a zero); it only matters when -m merges loaded routes.
+            let body = |s: &Summary| (s.n, s.min, s.max, s.sum);
+            assert_eq!(body(&a.body), body(&b.body));
             assert_eq!(a.percentile(50.0).to_bits(), b.percentile(50.0).to_bits());
             assert_eq!(a.stddev().to_bits(), b.stddev().to_bits());
             assert_eq!(a.line_order, b.line_order);
