@@ -57,7 +57,7 @@ enum Sub {
         #[command(flatten)]
         labels: LtsvLabels,
         #[command(subcommand)]
-        alp: Option<AlpSub>,
+        alp: Option<Box<AlpSub>>,
     },
     /// Analyse a JSON-lines log (keys: uri method time response_time request_time body_bytes status).
     #[command(long_about = LONG_ABOUT, after_help = AFTER)]
@@ -67,7 +67,7 @@ enum Sub {
         #[command(flatten)]
         keys: JsonKeys,
         #[command(subcommand)]
-        alp: Option<AlpSub>,
+        alp: Option<Box<AlpSub>>,
     },
     /// Analyse any line format with a regular expression with named groups
     /// (default: combined log format followed by response and request time).
@@ -78,7 +78,7 @@ enum Sub {
         #[command(flatten)]
         subexp: RegexpNames,
         #[command(subcommand)]
-        alp: Option<AlpSub>,
+        alp: Option<Box<AlpSub>>,
     },
     /// Compare two dumps (from --dump) or stored runs route by route:
     /// `value (+change)`.
@@ -469,7 +469,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Ltsv(names);
             match alp {
-                Some(sub) => alp_sub(sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg),
                 None => files(common, format),
             }
         }
@@ -491,7 +491,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Json(names);
             match alp {
-                Some(sub) => alp_sub(sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg),
                 None => files(common, format),
             }
         }
@@ -515,7 +515,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let format = Format::regexp(&pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
             match alp {
-                Some(sub) => alp_sub(sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg),
                 None => files(common, format),
             }
         }
