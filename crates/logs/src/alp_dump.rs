@@ -108,6 +108,18 @@ pub fn to_yaml(routes: &[RouteStats]) -> Result<String> {
 /// Reads alp's YAML dump back into routes, in the file's order (alp's
 /// first-seen order, which its sort starts from).
 pub fn from_yaml(text: &str) -> Result<Vec<RouteStats>> {
+    // A list starts with "-" or "[" after comments and "---": anything
+    // else (a log given by mistake, 64 MiB on one line) is refused before
+    // the YAML parser spends minutes and gigabytes on it.
+    let first = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#') && *l != "---");
+    if first.is_some_and(|l| !l.starts_with('-') && !l.starts_with('[')) {
+        return Err(Error::input(
+            "not a keisoku logs dump (a JSON object) nor an alp dump (a YAML list of routes)",
+        ));
+    }
     let stats: Vec<AlpStat> = serde_yaml::from_str(text).map_err(|e| {
         Error::input(format!(
             "not a keisoku logs dump (a JSON object) nor an alp dump (a YAML list of routes): {e}"
@@ -249,5 +261,6 @@ mod tests {
             "{e}"
         );
         assert!(from_yaml("{format: 1}").is_err());
+        assert!(from_yaml(&"x".repeat(1000)).is_err());
     }
 }
