@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::format::{self, Format};
 use crate::options::{Options, Reporter, Warning};
 use crate::stats::{Analysis, Config};
-use crate::{dump, engine, input, output};
+use crate::{engine, input, output};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -51,7 +51,7 @@ fn analysed(
 ) -> Result<(Vec<crate::stats::RouteStats>, Option<Analysis>)> {
     let (_, cfg, threads) = opts.setup(format)?;
     let (routes, analysis) = if let Some(load) = &opts.load {
-        (dump::load(load)?, None)
+        (crate::load::routes(load, opts)?, None)
     } else {
         let mut files = opts.files.clone();
         if files.is_empty() {

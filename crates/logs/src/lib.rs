@@ -13,9 +13,12 @@
 //!   live log), [`Analysis::merge`] to combine results across threads;
 //! - [`engine::analyze`]: a whole input, parsed in parallel;
 //! - [`timeline`]: per-bucket counts, latency and requests in flight;
+//! - [`count`]: alp's `count --keys` and `topN`;
 //! - [`render`]: alp's table, markdown, tsv, csv, json and html outputs;
 //! - [`view`]: slowest requests and timeline views (sparklines, JSON, CSV);
-//! - [`dump`]: save and reload aggregated statistics.
+//! - [`dump`]: save and reload aggregated statistics;
+//! - [`alp_dump`]: alp's YAML dump, read and written; [`alp_config`]: alp's
+//!   YAML `--config` file.
 //!
 //! And the `keisoku logs` command as calls (the binary only maps flags to
 //! [`Options`] and prints what comes back):
@@ -27,7 +30,10 @@
 
 #![deny(missing_docs)]
 
+pub mod alp_config;
+pub mod alp_dump;
 pub mod analyse;
+pub mod count;
 pub mod diff;
 pub mod dump;
 pub mod engine;
@@ -37,6 +43,7 @@ pub mod format;
 pub mod gosort;
 pub mod group;
 pub mod input;
+pub mod load;
 pub mod options;
 pub mod output;
 pub mod render;

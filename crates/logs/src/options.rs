@@ -263,8 +263,13 @@ impl Options {
         // alp's stddev sort runs before any percentile column sorts the
         // values, so it sums squared deviations in line order.
         // So does its stddev column when no percentile sorted the times first.
-        cfg.keep_line_order =
-            view.sort == crate::render::SortKey::Stddev || view.opts.stddev_in_line_order;
+        // alp's YAML dump keeps every response time in line order.
+        cfg.keep_line_order = view.sort == crate::render::SortKey::Stddev
+            || view.opts.stddev_in_line_order
+            || self
+                .dump
+                .as_deref()
+                .is_some_and(crate::alp_dump::wants_yaml);
         let threads = self
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::render::{self, OutputFormat};
 use crate::stats::{Analysis, RouteStats};
-use crate::{dump, view};
+use crate::view;
 
 /// The text to print for `routes` (the table) and `analysis` (its
 /// timeline and slowest requests, absent for a loaded dump), after
@@ -50,8 +50,7 @@ fn emit(
         )));
     }
     if let (Some(path), Some(a)) = (&opts.dump, analysis) {
-        std::fs::write(path, dump::to_json(&routes, &a.counts))
-            .map_err(|e| Error::io("writing", path.display(), e))?;
+        crate::load::write_dump(path, &routes, &a.counts)?;
     }
 
     render::sort_routes(&mut routes, view.sort, view.reverse);

@@ -485,7 +485,16 @@ fn footer(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptio
                 _ => return String::new(),
             };
             match was {
-                Some(w) => with_diff(now.to_string(), signed_int(i128::from(now) - i128::from(w))),
+                // alp's footer writes a fall with a second minus ("536 (--13)").
+                Some(w) => {
+                    let change = i128::from(now) - i128::from(w);
+                    let diff = if change >= 0 {
+                        format!("+{change}")
+                    } else {
+                        format!("-{change}")
+                    };
+                    with_diff(now.to_string(), diff)
+                }
                 None => now.to_string(),
             }
         })
@@ -627,7 +636,8 @@ pub(crate) fn render_grid(
     out.push('\n');
 }
 
-fn json_value(cell: &str) -> serde_json::Value {
+/// A cell as alp's JSON output has it: a number when it reads as one.
+pub(crate) fn json_value(cell: &str) -> serde_json::Value {
     if let Ok(i) = cell.parse::<i64>() {
         return serde_json::Value::from(i);
     }

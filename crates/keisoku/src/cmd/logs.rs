@@ -5,7 +5,8 @@ use crate::exit::{bad_input, input_error, GATE_FAILED, OK};
 use crate::shared::output;
 use crate::shared::store::StoreArg;
 use clap::Parser as _;
-use keisoku_logs::{analyse, dump, format, stored, Cause, FieldNames, Format, RouteStats};
+use keisoku_logs::alp_config::AlpConfig;
+use keisoku_logs::{analyse, format, stored, Cause, FieldNames, Format, RouteStats};
 use keisoku_logs::{Options, Reporter, TimeUnit, ViewSpec, Warning};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -55,6 +56,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         labels: LtsvLabels,
+        #[command(subcommand)]
+        alp: Option<Box<AlpSub>>,
     },
     /// Analyse a JSON-lines log (keys: uri method time response_time request_time body_bytes status).
     #[command(long_about = LONG_ABOUT, after_help = AFTER)]
@@ -63,6 +66,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         keys: JsonKeys,
+        #[command(subcommand)]
+        alp: Option<Box<AlpSub>>,
     },
     /// Analyse any line format with a regular expression with named groups
     /// (default: combined log format followed by response and request time).
@@ -72,6 +77,8 @@ enum Sub {
         common: Common,
         #[command(flatten)]
         subexp: RegexpNames,
+        #[command(subcommand)]
+        alp: Option<Box<AlpSub>>,
     },
     /// Compare two dumps (from --dump) or stored runs route by route:
     /// `value (+change)`.
@@ -87,13 +94,22 @@ struct Common {
     /// Log files (`-` or none: standard input). gzip is detected and decoded.
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// The access log file (alp's flag; same as a positional FILE).
+    /// The access log file (alp's flag; same as a positional FILE). Given
+    /// more than once, the last one is read, as alp does (a warning names
+    /// the others; give several logs as positional FILEs).
     #[arg(long, value_name = "FILE")]
-    file: Option<PathBuf>,
-    /// Save the aggregated statistics as JSON (reload with --load, compare with `diff`).
+    file: Vec<PathBuf>,
+    /// alp's YAML configuration file: every key alp reads (file, sort,
+    /// format, matching_groups, percentiles, ltsv:, json:, regexp: ...);
+    /// flags given on the command line win over it.
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Save the aggregated statistics (reload with --load, compare with
+    /// `diff`): alp's YAML for a .yaml/.yml name, else keisoku's JSON.
     #[arg(long, value_name = "FILE")]
     dump: Option<PathBuf>,
-    /// Print statistics saved by --dump instead of reading a log.
+    /// Print statistics saved by --dump (keisoku's JSON or alp's YAML)
+    /// instead of reading a log; -m and --auto-group regroup them.
     #[arg(long, value_name = "FILE")]
     load: Option<PathBuf>,
     #[command(flatten)]
@@ -118,9 +134,10 @@ struct Common {
     /// startsWith endsWith in, and or not, TimeAgo("5m")).
     #[arg(short = 'f', long, value_name = "EXPR")]
     filters: Option<String>,
-    /// Most distinct routes allowed (alp's --limit); beyond it, group URIs.
-    #[arg(long, default_value_t = 5000, value_name = "N")]
-    limit: usize,
+    /// Most distinct routes allowed (alp's --limit; default 5000); beyond
+    /// it, group URIs.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
     /// Per-bucket counts, rps, p50/p99 per route and requests in flight,
     /// e.g. 1s, 500ms, 1m. Shown instead of the route table (sparklines for
     /// table/markdown, rows for csv/tsv, an object for json).
@@ -161,13 +178,13 @@ struct Common {
 
 #[derive(clap::Args, Debug)]
 struct ViewFlags {
-    /// table, markdown (md), tsv, csv, json or html.
-    #[arg(long, default_value = "table")]
-    format: String,
-    /// count, uri, method, max, min, avg, sum, stddev, pNN, max-body,
-    /// min-body, avg-body, sum-body.
-    #[arg(long, default_value = "count")]
-    sort: String,
+    /// table (the default), markdown (md), tsv, csv, json or html.
+    #[arg(long)]
+    format: Option<String>,
+    /// count (the default), uri, method, max, min, avg, sum, stddev, pNN,
+    /// max-body, min-body, avg-body, sum-body.
+    #[arg(long)]
+    sort: Option<String>,
     /// Sort in descending order.
     #[arg(short = 'r', long)]
     reverse: bool,
@@ -178,13 +195,14 @@ struct ViewFlags {
     #[arg(long = "show-footers")]
     show_footers: bool,
     /// Columns, comma-separated (count,1xx,...,uri,min,max,sum,avg,pNN,stddev,
-    /// min_body,max_body,sum_body,avg_body), or all.
-    #[arg(short = 'o', long, default_value = "all")]
-    output: String,
-    /// Percentile columns, comma-separated integers 0-100: alp's values
-    /// exactly (within 0.1% for a route of more than 20,000 distinct times).
-    #[arg(long, default_value = "90,95,99")]
-    percentiles: String,
+    /// min_body,max_body,sum_body,avg_body), or all (the default).
+    #[arg(short = 'o', long)]
+    output: Option<String>,
+    /// Percentile columns, comma-separated integers 0-100 (default
+    /// 90,95,99): alp's values exactly (within 0.1% for a route of more
+    /// than 20,000 distinct times).
+    #[arg(long)]
+    percentiles: Option<String>,
     /// Show URIs percent-decoded.
     #[arg(long = "decode-uri")]
     decode_uri: bool,
@@ -193,79 +211,202 @@ struct ViewFlags {
 #[derive(clap::Args, Debug)]
 struct LtsvLabels {
     /// Label of the request URI.
-    #[arg(long = "uri-label", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-label", global = true)]
+    uri: Option<String>,
     /// Label of the method.
-    #[arg(long = "method-label", default_value = "method")]
-    method: String,
+    #[arg(long = "method-label", global = true)]
+    method: Option<String>,
     /// Label of the timestamp.
-    #[arg(long = "time-label", default_value = "time")]
-    time: String,
+    #[arg(long = "time-label", global = true)]
+    time: Option<String>,
     /// Label of the upstream time (preferred when it is a number).
-    #[arg(long = "apptime-label", default_value = "apptime")]
-    apptime: String,
+    #[arg(long = "apptime-label", global = true)]
+    apptime: Option<String>,
     /// Label of the request time (used when apptime is `-` or missing).
-    #[arg(long = "reqtime-label", default_value = "reqtime")]
-    reqtime: String,
+    #[arg(long = "reqtime-label", global = true)]
+    reqtime: Option<String>,
     /// Label of the body size.
-    #[arg(long = "size-label", default_value = "size")]
-    size: String,
+    #[arg(long = "size-label", global = true)]
+    size: Option<String>,
     /// Label of the status code.
-    #[arg(long = "status-label", default_value = "status")]
-    status: String,
+    #[arg(long = "status-label", global = true)]
+    status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct JsonKeys {
     /// Key of the request URI.
-    #[arg(long = "uri-key", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-key", global = true)]
+    uri: Option<String>,
     /// Key of the method.
-    #[arg(long = "method-key", default_value = "method")]
-    method: String,
+    #[arg(long = "method-key", global = true)]
+    method: Option<String>,
     /// Key of the timestamp.
-    #[arg(long = "time-key", default_value = "time")]
-    time: String,
-    /// Key of the response time (preferred when it is a number).
-    #[arg(long = "response-time-key", default_value = "response_time")]
-    response_time: String,
-    /// Key of the request time (used when the response time is not a number).
-    #[arg(long = "request-time-key", default_value = "request_time")]
-    request_time: String,
+    #[arg(long = "time-key", global = true)]
+    time: Option<String>,
+    /// Key of the response time (preferred when it is a number; default
+    /// response_time).
+    #[arg(
+        long = "restime-key",
+        visible_alias = "response-time-key",
+        global = true
+    )]
+    response_time: Option<String>,
+    /// Key of the request time (used when the response time is not a
+    /// number; default request_time).
+    #[arg(
+        long = "reqtime-key",
+        visible_alias = "request-time-key",
+        global = true
+    )]
+    request_time: Option<String>,
     /// Key of the body size.
-    #[arg(long = "body-bytes-key", default_value = "body_bytes")]
-    body_bytes: String,
+    #[arg(long = "body-bytes-key", global = true)]
+    body_bytes: Option<String>,
     /// Key of the status code.
-    #[arg(long = "status-key", default_value = "status")]
-    status: String,
+    #[arg(long = "status-key", global = true)]
+    status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct RegexpNames {
-    /// The pattern; named groups hold the fields.
-    #[arg(long, default_value = format::DEFAULT_PATTERN, hide_default_value = true)]
-    pattern: String,
+    /// The pattern; named groups hold the fields (default: combined log
+    /// format followed by response and request time).
+    #[arg(long, global = true)]
+    pattern: Option<String>,
     /// Group of the request URI.
-    #[arg(long = "uri-subexp", default_value = "uri")]
-    uri: String,
+    #[arg(long = "uri-subexp", global = true)]
+    uri: Option<String>,
     /// Group of the method.
-    #[arg(long = "method-subexp", default_value = "method")]
-    method: String,
+    #[arg(long = "method-subexp", global = true)]
+    method: Option<String>,
     /// Group of the timestamp.
-    #[arg(long = "time-subexp", default_value = "time")]
-    time: String,
-    /// Group of the response time (preferred when it is a number).
-    #[arg(long = "response-time-subexp", default_value = "response_time")]
-    response_time: String,
-    /// Group of the request time.
-    #[arg(long = "request-time-subexp", default_value = "request_time")]
-    request_time: String,
+    #[arg(long = "time-subexp", global = true)]
+    time: Option<String>,
+    /// Group of the response time (preferred when it is a number; default
+    /// response_time).
+    #[arg(
+        long = "restime-subexp",
+        visible_alias = "response-time-subexp",
+        global = true
+    )]
+    response_time: Option<String>,
+    /// Group of the request time (default request_time).
+    #[arg(
+        long = "reqtime-subexp",
+        visible_alias = "request-time-subexp",
+        global = true
+    )]
+    request_time: Option<String>,
     /// Group of the body size.
-    #[arg(long = "body-bytes-subexp", default_value = "body_bytes")]
-    body_bytes: String,
+    #[arg(long = "body-bytes-subexp", global = true)]
+    body_bytes: Option<String>,
     /// Group of the status code.
-    #[arg(long = "status-subexp", default_value = "status")]
-    status: String,
+    #[arg(long = "status-subexp", global = true)]
+    status: Option<String>,
+}
+
+/// alp's subcommands of a format (`alp ltsv count`, `alp ltsv topN`).
+#[derive(clap::Subcommand, Debug)]
+enum AlpSub {
+    /// Count requests by the values of any fields of the line (alp's
+    /// `count --keys`), fewest first (-r: most first).
+    Count(CountArgs),
+    /// The first N requests (default 50) by response time or body size,
+    /// shortest first (-r: longest first), with the query string (alp's
+    /// `topN`).
+    #[command(name = "topN", visible_alias = "topn")]
+    TopN(TopNArgs),
+    /// alp's diff of two logs: FROM and TO analysed alike (or --load FROM
+    /// and one log, TO), TO's routes with their change from FROM.
+    Diff(LogDiffArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LogDiffArgs {
+    /// FROM and TO logs, or only TO with --load FROM.
+    #[arg(value_name = "LOG", num_args = 1..=2, required = true)]
+    logs: Vec<PathBuf>,
+    /// A saved dump (keisoku's JSON or alp's YAML) as FROM.
+    #[arg(long, value_name = "FILE")]
+    load: Option<PathBuf>,
+    /// Save TO's statistics (alp's YAML for a .yaml/.yml name, else JSON).
+    #[arg(long, value_name = "FILE")]
+    dump: Option<PathBuf>,
+    #[command(flatten)]
+    view: ViewFlags,
+    /// Include the query string in the route.
+    #[arg(short = 'q', long = "query-string")]
+    query_string: bool,
+    /// With -q: keep parameter names only.
+    #[arg(long = "qs-ignore-values")]
+    qs_ignore_values: bool,
+    /// Group URIs by regular expressions, comma-separated.
+    #[arg(short = 'm', long = "matching-groups", value_name = "REGEX,REGEX")]
+    matching_groups: Option<String>,
+    /// Only count requests matching an expression.
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    filters: Option<String>,
+    /// Most distinct routes allowed (default 5000).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Accepted for alp compatibility and validated as alp does.
+    #[arg(long, hide = true)]
+    location: Option<String>,
+    /// Accepted for alp compatibility (html pagination).
+    #[arg(long, hide = true)]
+    page: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+struct CountArgs {
+    /// Field names to count by, comma-separated (e.g. method,status).
+    #[arg(long, value_name = "KEY,KEY")]
+    keys: Option<String>,
+    #[command(flatten)]
+    input: AlpSubInput,
+}
+
+#[derive(clap::Args, Debug)]
+struct TopNArgs {
+    /// How many requests to show.
+    #[arg(value_name = "N")]
+    n: Option<usize>,
+    /// restime (the default) or bytes.
+    #[arg(long)]
+    sort: Option<String>,
+    /// Show URIs percent-decoded.
+    #[arg(long = "decode-uri")]
+    decode_uri: bool,
+    /// Only requests matching an expression (as `logs ltsv -f`).
+    #[arg(short = 'f', long, value_name = "EXPR")]
+    filters: Option<String>,
+    /// Accepted for alp compatibility and validated as alp does.
+    #[arg(long, hide = true)]
+    location: Option<String>,
+    #[command(flatten)]
+    input: AlpSubInput,
+}
+
+/// Flags `count` and `topN` share with alp.
+#[derive(clap::Args, Debug)]
+struct AlpSubInput {
+    /// The access log file (gzip is detected); none: standard input. Given
+    /// more than once, the last one is read, as alp does.
+    #[arg(long, value_name = "FILE")]
+    file: Vec<PathBuf>,
+    /// table (the default), markdown (md), tsv, csv or json.
+    #[arg(long)]
+    format: Option<String>,
+    /// Reverse the order (most, longest or largest first).
+    #[arg(short = 'r', long)]
+    reverse: bool,
+    /// No header line (tsv, csv).
+    #[arg(long)]
+    noheaders: bool,
+    /// Accepted for alp compatibility (html pagination).
+    #[arg(long, hide = true)]
+    page: Option<usize>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -276,6 +417,10 @@ struct DiffArgs {
     to: PathBuf,
     #[command(flatten)]
     view: ViewFlags,
+    /// alp's YAML configuration file (its display keys: format, sort,
+    /// reverse, output, percentiles ...); flags win over it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Exit 3 if any route's p99 grew by more than this: a fraction (0.2) or a percentage (20%).
     #[arg(long = "fail-over", value_name = "FRACTION|N%", value_parser = growth)]
     fail_over: Option<f64>,
@@ -306,43 +451,73 @@ fn growth(text: &str) -> Result<f64, String> {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.cmd {
-        Sub::Ltsv { common, labels: l } => files(
-            common,
-            Format::Ltsv(FieldNames {
-                uri: l.uri,
-                method: l.method,
-                time: l.time,
-                response_time: l.apptime,
-                request_time: l.reqtime,
-                body_bytes: l.size,
-                status: l.status,
-            }),
-        ),
-        Sub::Json { common, keys: k } => files(
-            common,
-            Format::Json(FieldNames {
-                uri: k.uri,
-                method: k.method,
-                time: k.time,
-                response_time: k.response_time,
-                request_time: k.request_time,
-                body_bytes: k.body_bytes,
-                status: k.status,
-            }),
-        ),
-        Sub::Regexp { common, subexp: s } => {
+        Sub::Ltsv {
+            mut common,
+            labels: l,
+            alp,
+        } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.ltsv.clone().unwrap_or_default();
             let names = FieldNames {
-                uri: s.uri,
-                method: s.method,
-                time: s.time,
-                response_time: s.response_time,
-                request_time: s.request_time,
-                body_bytes: s.body_bytes,
-                status: s.status,
+                uri: pick(l.uri, c.uri_label, "uri"),
+                method: pick(l.method, c.method_label, "method"),
+                time: pick(l.time, c.time_label, "time"),
+                response_time: pick(l.apptime, c.apptime_label, "apptime"),
+                request_time: pick(l.reqtime, c.reqtime_label, "reqtime"),
+                body_bytes: pick(l.size, c.size_label, "size"),
+                status: pick(l.status, c.status_label, "status"),
             };
-            let format = Format::regexp(&s.pattern, names)
+            let format = Format::Ltsv(names);
+            match alp {
+                Some(sub) => alp_sub(*sub, format, &cfg),
+                None => files(common, format),
+            }
+        }
+        Sub::Json {
+            mut common,
+            keys: k,
+            alp,
+        } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.json.clone().unwrap_or_default();
+            let names = FieldNames {
+                uri: pick(k.uri, c.uri_key, "uri"),
+                method: pick(k.method, c.method_key, "method"),
+                time: pick(k.time, c.time_key, "time"),
+                response_time: pick(k.response_time, c.response_time_key, "response_time"),
+                request_time: pick(k.request_time, c.request_time_key, "request_time"),
+                body_bytes: pick(k.body_bytes, c.body_bytes_key, "body_bytes"),
+                status: pick(k.status, c.status_key, "status"),
+            };
+            let format = Format::Json(names);
+            match alp {
+                Some(sub) => alp_sub(*sub, format, &cfg),
+                None => files(common, format),
+            }
+        }
+        Sub::Regexp {
+            mut common,
+            subexp: s,
+            alp,
+        } => {
+            let cfg = config(&mut common)?;
+            let c = cfg.regexp.clone().unwrap_or_default();
+            let names = FieldNames {
+                uri: pick(s.uri, c.uri_subexp, "uri"),
+                method: pick(s.method, c.method_subexp, "method"),
+                time: pick(s.time, c.time_subexp, "time"),
+                response_time: pick(s.response_time, c.response_time_subexp, "response_time"),
+                request_time: pick(s.request_time, c.request_time_subexp, "request_time"),
+                body_bytes: pick(s.body_bytes, c.body_bytes_subexp, "body_bytes"),
+                status: pick(s.status, c.status_subexp, "status"),
+            };
+            let pattern = pick(s.pattern, c.pattern, format::DEFAULT_PATTERN);
+            let format = Format::regexp(&pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
-            files(common, format)
+            match alp {
+                Some(sub) => alp_sub(*sub, format, &cfg),
+                None => files(common, format),
+            }
         }
         Sub::Diff(d) => diff(d),
         Sub::Stored(argv) => {
@@ -355,6 +530,225 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// What `count` or `topN` is asked, apart from its input.
+enum Job {
+    Count(Option<String>),
+    TopN {
+        n: Option<usize>,
+        sort: Option<String>,
+        decode_uri: bool,
+        filters: Option<String>,
+        location: Option<String>,
+    },
+}
+
+/// `count` and `topN` on one log (the last --file, or standard input).
+fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
+    use keisoku_logs::count;
+    use keisoku_logs::render::OutputFormat;
+    let (input, job) = match sub {
+        AlpSub::Count(c) => (c.input, Job::Count(c.keys)),
+        AlpSub::TopN(t) => (
+            t.input,
+            Job::TopN {
+                n: t.n,
+                sort: t.sort,
+                decode_uri: t.decode_uri,
+                filters: t.filters,
+                location: t.location,
+            },
+        ),
+        AlpSub::Diff(d) => return log_diff(d, format, parent),
+    };
+    let cfg = parent;
+    let file = input
+        .file
+        .last()
+        .cloned()
+        .or_else(|| cfg.file.as_ref().map(PathBuf::from));
+    let fmt_name = pick(input.format.clone(), cfg.format.clone(), "table");
+    let out_format = OutputFormat::parse(&fmt_name).ok_or_else(|| {
+        bad_input(format!(
+            "--format {fmt_name:?}: use table, markdown, tsv, csv or json"
+        ))
+    })?;
+    let no_headers = input.noheaders || cfg.noheaders.unwrap_or(false);
+    let reader = {
+        let path = file.as_deref().filter(|p| *p != Path::new("-"));
+        if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(bad_input(
+                "no input: give the log with --file, or pipe it into standard input",
+            ));
+        }
+        let name = path.map_or("<stdin>".to_string(), |p| p.display().to_string());
+        let opened = keisoku_logs::input::open(path, Arc::new(AtomicU64::new(0)))
+            .map_err(|e| bad_input(format!("{name}: {e}")))?;
+        std::io::BufReader::new(opened.reader)
+    };
+    let text = match job {
+        Job::Count(keys) => {
+            let keys: Vec<String> = keys
+                .map(|k| {
+                    k.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .or_else(|| cfg.count.as_ref().and_then(|c| c.keys.clone()))
+                .unwrap_or_default();
+            let reverse = input.reverse || cfg.reverse.unwrap_or(false);
+            let groups = count::count(format, reader, &keys, reverse).map_err(fail)?;
+            count::render_count(&groups, &keys, out_format, no_headers).map_err(fail)?
+        }
+        Job::TopN {
+            n,
+            sort,
+            decode_uri,
+            filters,
+            location,
+        } => {
+            if let Some(loc) = location.as_ref().or(cfg.location.as_ref()) {
+                check_location(loc)?;
+            }
+            let top_cfg = cfg.top_n.clone().unwrap_or_default();
+            let sort = pick(sort, top_cfg.sort, "restime");
+            let sort = count::TopSort::parse(&sort).map_err(fail)?;
+            let reverse = input.reverse || top_cfg.reverse.unwrap_or(false);
+            let filter = match filters.or(cfg.filters.clone()) {
+                Some(f) => Some(
+                    keisoku_logs::filter::Filter::new(&f)
+                        .map_err(|e| bad_input(format!("-f: {e}")))?,
+                ),
+                None => None,
+            };
+            let top = count::top_n(
+                format,
+                reader,
+                filter.as_ref(),
+                sort,
+                reverse,
+                n.unwrap_or(50),
+            )
+            .map_err(fail)?;
+            let decode = decode_uri || cfg.decode_uri.unwrap_or(false);
+            count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
+        }
+    };
+    output::print(&text)?;
+    Ok(OK)
+}
+
+/// alp's `FORMAT diff [FROM] TO`: both logs analysed with the same flags.
+fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Result<u8> {
+    config_view(&mut d.view, cfg);
+    if let Some(loc) = d.location.as_ref().or(cfg.location.as_ref()) {
+        check_location(loc)?;
+    }
+    let opts = Options {
+        view: view_spec(&d.view),
+        query_string: d.query_string || cfg.query_string.unwrap_or(false),
+        qs_ignore_values: d.qs_ignore_values || cfg.query_string_ignore_values.unwrap_or(false),
+        matching_groups: d.matching_groups.or(cfg.matching_groups_flag()),
+        filters: d.filters.or(cfg.filters.clone()),
+        limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
+        // alp's YAML dump keeps the response times: the analysis must too.
+        dump: d.dump.clone(),
+        ..Options::default()
+    };
+    let view = opts.view.parse().map_err(fail)?;
+    let (from, to) = match (&d.load, d.logs.as_slice()) {
+        (Some(dump), [to]) => (
+            keisoku_logs::alp_dump::load(dump).map_err(fail)?,
+            to.clone(),
+        ),
+        (None, [from, to]) => (
+            keisoku_logs::load::routes_of_log(format.clone(), &opts, from).map_err(fail)?,
+            to.clone(),
+        ),
+        (Some(_), _) => return Err(bad_input("diff --load FROM takes one log, TO")),
+        (None, _) => {
+            return Err(bad_input(
+                "diff takes two logs, FROM and TO (or --load FROM and TO)",
+            ))
+        }
+    };
+    let to = keisoku_logs::load::routes_of_log(format, &opts, &to).map_err(fail)?;
+    if let Some(path) = &d.dump {
+        let n: u64 = to.iter().map(|r| r.count).sum();
+        let counts = keisoku_logs::LineCounts {
+            lines: n,
+            parsed: n,
+            ..Default::default()
+        };
+        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+    }
+    let text = if d.load.is_some() {
+        // alp prints TO unsorted (first-seen order) when FROM is loaded:
+        // its profile of TO skips the sort under --load.
+        keisoku_logs::render::render(&to, Some(&from), view.format, &view.opts)
+    } else {
+        keisoku_logs::diff::diff(&from, to, &view, None, 0).text
+    };
+    output::print(&text)?;
+    Ok(OK)
+}
+
+/// A flag's value, else the config file's, else alp's default.
+fn pick(flag: Option<String>, file: Option<String>, default: &str) -> String {
+    flag.or(file).unwrap_or_else(|| default.to_string())
+}
+
+/// Reads `--config` and fills in what the command line left unset (flags
+/// win over the file, as in alp); returns the file's settings for the
+/// format's own section.
+fn config(c: &mut Common) -> anyhow::Result<AlpConfig> {
+    let Some(path) = &c.config else {
+        return Ok(AlpConfig::default());
+    };
+    let cfg = AlpConfig::load(path).map_err(fail)?;
+    fn fill<T: Clone>(flag: &mut Option<T>, file: Option<T>) {
+        if flag.is_none() {
+            *flag = file;
+        }
+    }
+    if c.file.is_empty() && c.files.is_empty() {
+        c.file.extend(cfg.file.as_ref().map(PathBuf::from));
+    }
+    fill(&mut c.dump, cfg.dump.as_ref().map(PathBuf::from));
+    fill(&mut c.load, cfg.load.as_ref().map(PathBuf::from));
+    fill(&mut c.pos, cfg.pos_file.as_ref().map(PathBuf::from));
+    c.nosave_pos |= cfg.nosave_pos.unwrap_or(false);
+    c.query_string |= cfg.query_string.unwrap_or(false);
+    c.qs_ignore_values |= cfg.query_string_ignore_values.unwrap_or(false);
+    fill(&mut c.matching_groups, cfg.matching_groups_flag());
+    fill(&mut c.filters, cfg.filters.clone());
+    fill(&mut c.limit, cfg.limit);
+    fill(&mut c.location, cfg.location.clone());
+    fill(&mut c.page, cfg.pagination_limit);
+    config_view(&mut c.view, &cfg);
+    Ok(cfg)
+}
+
+/// The display settings of alp's config file under the flags given.
+fn config_view(v: &mut ViewFlags, cfg: &AlpConfig) {
+    if v.format.is_none() {
+        v.format = cfg.format.clone();
+    }
+    if v.sort.is_none() {
+        v.sort = cfg.sort.clone();
+    }
+    if v.output.is_none() {
+        v.output = cfg.output.clone();
+    }
+    if v.percentiles.is_none() {
+        v.percentiles = cfg.percentiles_flag();
+    }
+    v.reverse |= cfg.reverse.unwrap_or(false);
+    v.noheaders |= cfg.noheaders.unwrap_or(false);
+    v.show_footers |= cfg.show_footers.unwrap_or(false);
+    v.decode_uri |= cfg.decode_uri.unwrap_or(false);
+}
+
 /// A library failure as an exit status: the user's input 2, else 1.
 fn fail(e: keisoku_logs::Error) -> anyhow::Error {
     match e.cause() {
@@ -364,14 +758,15 @@ fn fail(e: keisoku_logs::Error) -> anyhow::Error {
 }
 
 fn view_spec(v: &ViewFlags) -> ViewSpec {
+    let d = ViewSpec::default();
     ViewSpec {
-        format: v.format.clone(),
-        sort: v.sort.clone(),
+        format: v.format.clone().unwrap_or(d.format),
+        sort: v.sort.clone().unwrap_or(d.sort),
         reverse: v.reverse,
         no_headers: v.noheaders,
         show_footers: v.show_footers,
-        output: v.output.clone(),
-        percentiles: v.percentiles.clone(),
+        output: v.output.clone().unwrap_or(d.output),
+        percentiles: v.percentiles.clone().unwrap_or(d.percentiles),
         decode_uri: v.decode_uri,
     }
 }
@@ -379,7 +774,8 @@ fn view_spec(v: &ViewFlags) -> ViewSpec {
 /// The analysis options `c` asks for.
 fn options(c: &Common) -> anyhow::Result<Options> {
     Ok(Options {
-        files: c.file.iter().chain(&c.files).cloned().collect(),
+        // alp reads the last --file given.
+        files: c.file.last().into_iter().chain(&c.files).cloned().collect(),
         dump: c.dump.clone(),
         load: c.load.clone(),
         view: view_spec(&c.view),
@@ -388,7 +784,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         matching_groups: c.matching_groups.clone(),
         auto_group: c.auto_group,
         filters: c.filters.clone(),
-        limit: c.limit,
+        limit: c.limit.unwrap_or(Options::default().limit),
         timeline: c.timeline.clone(),
         slow: c.slow,
         time_unit: TimeUnit::parse(&c.time_unit)
@@ -455,6 +851,17 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
     if let Some(loc) = &c.location {
         check_location(loc)?;
     }
+    if let [earlier @ .., last] = c.file.as_slice() {
+        if !earlier.is_empty() {
+            let names: Vec<String> = earlier.iter().map(|p| p.display().to_string()).collect();
+            eprintln!(
+                "keisoku: warning: --file given {} times: reading only the last, {}, as alp does (not {}); give several logs as FILE arguments to read them all",
+                c.file.len(),
+                last.display(),
+                names.join(", ")
+            );
+        }
+    }
     let opts = options(&c)?;
     let console = Console {
         progress: !c.no_progress,
@@ -482,10 +889,13 @@ fn routes(p: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec<RouteStats>> {
             return stored::routes(&store, &run, &Console { progress: false }).map_err(fail);
         }
     }
-    dump::load(p).map_err(fail)
+    keisoku_logs::alp_dump::load(p).map_err(fail)
 }
 
-fn diff(d: DiffArgs) -> anyhow::Result<u8> {
+fn diff(mut d: DiffArgs) -> anyhow::Result<u8> {
+    if let Some(path) = &d.config {
+        config_view(&mut d.view, &AlpConfig::load(path).map_err(fail)?);
+    }
     let view = view_spec(&d.view).parse().map_err(fail)?;
     let from = routes(&d.from, &d.store)?;
     let to = routes(&d.to, &d.store)?;
@@ -548,7 +958,13 @@ struct StoredArgs {
     common: Common,
 }
 
-fn stored_run(spec: &str, c: Common) -> anyhow::Result<u8> {
+fn stored_run(spec: &str, mut c: Common) -> anyhow::Result<u8> {
+    let named_a_file = !c.file.is_empty() || !c.files.is_empty();
+    config(&mut c)?;
+    if !named_a_file {
+        // A config's `file:` is for `logs FORMAT`; the run is the input here.
+        c.file.clear();
+    }
     let Some((store, run)) = c.store.find(spec)? else {
         return Err(bad_input(format!(
             "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
