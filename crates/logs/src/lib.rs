@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod analyse;
+pub mod builtin;
 pub mod diff;
 pub mod dump;
 pub mod engine;
