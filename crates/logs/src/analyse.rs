@@ -26,6 +26,7 @@ pub fn display(p: &Path) -> String {
 /// route table, or the timeline and the slowest requests when asked for.
 /// Writes `opts.dump` and `opts.pos` as asked.
 pub fn files(format: Format, opts: &Options, reporter: &dyn Reporter) -> Result<String> {
+    let opts = &shown_for(&format, opts);
     let (routes, analysis) = analysed(format, opts, reporter)?;
     output::render(opts, routes, analysis.as_ref())
 }
@@ -38,8 +39,21 @@ pub fn files_to(
     reporter: &dyn Reporter,
     to: &mut dyn std::io::Write,
 ) -> Result<std::io::Result<()>> {
+    let opts = &shown_for(&format, opts);
     let (routes, analysis) = analysed(format, opts, reporter)?;
     output::write(opts, routes, analysis.as_ref(), to)
+}
+
+/// `opts` with the view a log of `format` can show: time columns absent
+/// when it logs no times.
+pub(crate) fn shown_for<'a>(format: &Format, opts: &'a Options) -> std::borrow::Cow<'a, Options> {
+    if format.has_times() {
+        std::borrow::Cow::Borrowed(opts)
+    } else {
+        let mut o = opts.clone();
+        o.view.absent_times = true;
+        std::borrow::Cow::Owned(o)
+    }
 }
 
 /// The routes to print and the analysis they came from (none for a

@@ -443,6 +443,59 @@ fn s3(line: &[u8]) -> Result<Fields<'_>, Refusal> {
     ])
 }
 
+/// Refuses, naming the flag, what `opts` asks of a log of `format` that the
+/// format cannot give: anything computed from response times when it logs
+/// none (rather than show zeros), and `--time-unit` when the format's unit
+/// is fixed (rather than scale a known unit twice).
+pub(crate) fn check_options(
+    format: &crate::Format,
+    opts: &crate::Options,
+    sort: crate::render::SortKey,
+) -> crate::error::Result<()> {
+    use crate::error::Error;
+    use crate::render::SortKey;
+    let crate::Format::Builtin(b) = format else {
+        return Ok(());
+    };
+    let name = b.kind().name();
+    if opts.time_unit != crate::TimeUnit::Seconds {
+        return Err(Error::input(format!(
+            "--time-unit: the {name} format's response times have a fixed unit; drop --time-unit"
+        )));
+    }
+    if b.kind().has_times() {
+        return Ok(());
+    }
+    let time_sort = matches!(
+        sort,
+        SortKey::Max | SortKey::Min | SortKey::Avg | SortKey::Sum | SortKey::Stddev | SortKey::P(_)
+    );
+    let time_filter = opts.filters.as_deref().is_some_and(|f| {
+        f.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| {
+                matches!(
+                    w,
+                    "ResponseTime" | "response_time" | "responseTime" | "restime"
+                )
+            })
+    });
+    let flag = [
+        ("--sort", time_sort),
+        ("--slow", opts.slow.is_some()),
+        ("--timeline", opts.timeline.is_some()),
+        ("--dump", opts.dump.is_some()),
+        ("-f ResponseTime", time_filter),
+    ]
+    .into_iter()
+    .find(|f| f.1);
+    match flag {
+        Some((flag, _)) => Err(Error::input(format!(
+            "{flag}: a {name} log has no response times (its time columns are shown as -); log one (nginx $request_time, Apache %D) and read it with `keisoku logs regexp` or `apache-us`"
+        ))),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

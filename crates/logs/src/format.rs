@@ -165,6 +165,28 @@ impl Format {
         })
     }
 
+    /// For a regexp format, the named groups a record needs that its
+    /// pattern lacks, as the user would write them (`(?P<status>...)`);
+    /// without them no line can be read. `None` when nothing is missing.
+    pub fn missing_groups(&self) -> Option<String> {
+        let Format::Regexp { pattern, names } = self else {
+            return None;
+        };
+        let has = |n: &str| pattern.capture_names().any(|c| c == Some(n));
+        let mut missing: Vec<String> = [&names.uri, &names.status, &names.body_bytes]
+            .into_iter()
+            .filter(|n| !has(n))
+            .map(|n| format!("(?P<{n}>...)"))
+            .collect();
+        if !has(&names.response_time) && !has(&names.request_time) {
+            missing.push(format!(
+                "(?P<{}>...) or (?P<{}>...)",
+                names.response_time, names.request_time
+            ));
+        }
+        (!missing.is_empty()).then(|| missing.join(", "))
+    }
+
     /// Compiles a regexp format; the error names the pattern problem.
     pub fn regexp(pattern: &str, names: FieldNames) -> Result<Format, regex::Error> {
         Ok(Format::Regexp {
