@@ -953,6 +953,7 @@ mod tests {
             show_footers: true,
             decode_uri: true,
             stddev_in_line_order: false,
+            absent_times: false,
         }
     }
 
