@@ -545,3 +545,94 @@ fn unknown_and_ambiguous_inputs_are_refused_with_the_formats_named() {
         "Count\tUri\tSum\n1\t/a\t0.500\n"
     );
 }
+
+/// alp v1.0.21, built by bench/alp/build.sh (as the alp comparison tests do).
+fn alp() -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(repo.join("bench/alp/build.sh"))
+        .output()
+        .expect("run bench/alp/build.sh");
+    assert!(
+        out.status.success(),
+        "bench/alp/build.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo.join("bench/tools/alp")
+}
+
+#[test]
+fn a_broken_json_line_stops_the_analysis_as_it_stops_alp() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = r#"{"uri":"/a","method":"GET","status":200,"body_bytes":3,"response_time":0.1}"#;
+    // A line without a uri is skipped by both; the broken one stops both,
+    // even after more skipped lines than keisoku keeps as examples.
+    let lacking = r#"{"method":"GET","status":200,"body_bytes":3,"response_time":0.1}"#;
+    let mut text = format!("{good}\n");
+    for _ in 0..7 {
+        text.push_str(lacking);
+        text.push('\n');
+    }
+    text.push_str("{\"uri\":\"/b\", broken\n");
+    text.push_str(&format!("{good}\n"));
+    let log = dir.path().join("access.json");
+    std::fs::write(&log, &text).unwrap();
+
+    let a = Command::new(alp())
+        .args(["json", "--file", s(&log)])
+        .output()
+        .unwrap();
+    assert_eq!(a.status.code(), Some(1), "alp stops with status 1");
+    assert!(a.stdout.is_empty(), "alp printed a table");
+    assert!(
+        String::from_utf8_lossy(&a.stderr).contains("invalid character"),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
+
+    let k = keisoku(&["logs", "json", s(&log)]);
+    assert_eq!(k.status.code(), Some(2));
+    assert!(
+        k.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&k.stdout)
+    );
+    let err = String::from_utf8_lossy(&k.stderr);
+    assert!(
+        err.contains(&format!("{}: line 9: not a JSON object", s(&log))),
+        "{err}"
+    );
+
+    // Without the broken line both count the same requests.
+    let fixed: String = text
+        .lines()
+        .filter(|l| !l.contains("broken"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&log, fixed).unwrap();
+    let a = Command::new(alp())
+        .args([
+            "json",
+            "--file",
+            s(&log),
+            "--format",
+            "tsv",
+            "-o",
+            "count,uri",
+        ])
+        .output()
+        .unwrap();
+    assert!(a.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&a.stdout),
+        ok(&[
+            "logs",
+            "json",
+            s(&log),
+            "--format",
+            "tsv",
+            "-o",
+            "count,uri"
+        ])
+    );
+}

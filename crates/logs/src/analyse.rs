@@ -111,7 +111,7 @@ fn one(
     // Whose fault a failure is follows from its kind (Error::cause).
     let opened =
         input::open(Some(path), Arc::clone(&read)).map_err(|e| Error::io("opening", &name, e))?;
-    reader(
+    let analysis = reader(
         cfg,
         &name,
         opened.reader,
@@ -120,7 +120,54 @@ fn one(
         opts,
         threads,
         reporter,
-    )
+    )?;
+    if matches!(cfg.parser.format(), Format::Json(_))
+        && analysis.counts.malformed > analysis.malformed.len() as u64
+        && path != Path::new("-")
+    {
+        // The kept examples held no broken JSON, but later malformed lines
+        // might: find the first in one sequential pass (rare: only logs
+        // with more malformed lines than examples come here).
+        if let Some((line, text)) = first_broken_json(cfg, path)? {
+            return Err(broken_json(&name, line, &text));
+        }
+    }
+    Ok(analysis)
+}
+
+/// alp stops at the first line that is not a JSON object (its decoder's
+/// error, exit 1, no table) where it skips a line that lacks a field; so
+/// does keisoku, with exit 2 and the line.
+fn broken_json(name: &str, line: u64, text: &str) -> Error {
+    Error::input(format!(
+        "{name}: line {line}: not a JSON object: {text}; alp stops at such a line too (it prints no table): mend or remove the line"
+    ))
+}
+
+/// The first line of `path` that is not a JSON object, read in order.
+fn first_broken_json(cfg: &Config, path: &Path) -> Result<Option<(u64, String)>> {
+    use std::io::BufRead;
+    let name = display(path);
+    let opened = input::open(Some(path), Arc::new(AtomicU64::new(0)))
+        .map_err(|e| Error::io("opening", &name, e))?;
+    let mut r = std::io::BufReader::new(opened.reader);
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io("reading", &name, e))?
+            == 0
+        {
+            return Ok(None);
+        }
+        n += 1;
+        let line = format::trim_line(&buf);
+        if !line.is_empty() && cfg.parser.parse(line) == Err(format::LineError::Syntax("JSON")) {
+            let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+            return Ok(Some((n, text)));
+        }
+    }
 }
 
 /// Runs the parallel analysis over one input (a file or a run's kept
@@ -162,6 +209,14 @@ fn checked(
     reporter: &dyn Reporter,
 ) -> Result<Analysis> {
     check_format(name, cfg, &analysis)?;
+    if matches!(cfg.parser.format(), Format::Json(_)) {
+        let syntax = format::LineError::Syntax("JSON").to_string();
+        // The examples are the first malformed lines in order: the first
+        // broken one among them is the first of the input.
+        if let Some(m) = analysis.malformed.iter().find(|m| m.reason == syntax) {
+            return Err(broken_json(name, m.line, &m.text));
+        }
+    }
     if analysis.counts.malformed > 0 {
         if strict {
             let detail = analysis
