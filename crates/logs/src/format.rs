@@ -685,6 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn recognition_names_one_format_or_the_candidates() {
+        let clf = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3"#;
+        let comb = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1""#;
+        let nginx_rt = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1" 0.004 0.004"#;
+        let apache_d = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1" 311"#;
+        assert_eq!(candidates(&[clf]), ["common"]);
+        assert_eq!(candidates(&[comb, comb]), ["combined"]);
+        assert_eq!(candidates(&[nginx_rt]), ["regexp"]);
+        assert_eq!(candidates(&[apache_d]), ["regexp", "apache-us", "apache-s"]);
+        let e = detected(&[apache_d]).unwrap_err();
+        assert!(e.contains("apache-us") && e.contains("%D"), "{e}");
+        // Most lines decide; fewer than half read by any format is no format.
+        assert_eq!(candidates(&[comb, comb, b"junk"]), ["combined"]);
+        assert!(candidates(&[comb, b"junk", b"more junk"]).is_empty());
+        let e = detected(&[b"junk"]).unwrap_err();
+        assert!(e.contains("tried ltsv, json, regexp, combined"), "{e}");
+        assert!(matches!(detected(&[comb]), Ok(Format::Builtin(_))));
+        assert!(!detected(&[comb]).unwrap().has_times());
+        assert!(detected(&[apache_d]).is_err());
+    }
+
+    #[test]
+    fn a_pattern_names_the_groups_it_lacks() {
+        let f = Format::regexp(r"^(?P<uri>\S+) (?P<status>\d+)$", FieldNames::json()).unwrap();
+        assert_eq!(
+            f.missing_groups().as_deref(),
+            Some("(?P<body_bytes>...), (?P<response_time>...) or (?P<request_time>...)")
+        );
+        let f = Format::regexp(DEFAULT_PATTERN, FieldNames::json()).unwrap();
+        assert_eq!(f.missing_groups(), None);
+    }
+
+    #[test]
     fn detection() {
         assert_eq!(detect(&[br#"{"a":1}"#]), Some("json"));
         assert_eq!(detect(&[b"a:1\tb:2"]), Some("ltsv"));
