@@ -144,6 +144,19 @@ fn broken_json(name: &str, line: u64, text: &str) -> Error {
     ))
 }
 
+/// Stops at a JSON line that is not an object among the malformed-line
+/// examples: they are the first malformed lines in order, so the first
+/// broken one among them is the first of the input.
+fn first_broken_example(name: &str, cfg: &Config, a: &Analysis) -> Result<()> {
+    if matches!(cfg.parser.format(), Format::Json(_)) {
+        let syntax = format::LineError::Syntax("JSON").to_string();
+        if let Some(m) = a.malformed.iter().find(|m| m.reason == syntax) {
+            return Err(broken_json(name, m.line, &m.text));
+        }
+    }
+    Ok(())
+}
+
 /// The first line of `path` that is not a JSON object, read in order.
 fn first_broken_json(cfg: &Config, path: &Path) -> Result<Option<(u64, String)>> {
     use std::io::BufRead;
@@ -209,14 +222,7 @@ fn checked(
     reporter: &dyn Reporter,
 ) -> Result<Analysis> {
     check_format(name, cfg, &analysis)?;
-    if matches!(cfg.parser.format(), Format::Json(_)) {
-        let syntax = format::LineError::Syntax("JSON").to_string();
-        // The examples are the first malformed lines in order: the first
-        // broken one among them is the first of the input.
-        if let Some(m) = analysis.malformed.iter().find(|m| m.reason == syntax) {
-            return Err(broken_json(name, m.line, &m.text));
-        }
-    }
+    first_broken_example(name, cfg, &analysis)?;
     if analysis.counts.malformed > 0 {
         if strict {
             let detail = analysis
@@ -321,6 +327,13 @@ fn from_pos(
     if start == 0 {
         check_format(&name, cfg, &a)?;
     }
+    // Line numbers count from the saved offset here.
+    let from = if start == 0 {
+        name.clone()
+    } else {
+        format!("{name} (from byte {start})")
+    };
+    first_broken_example(&from, cfg, &a)?;
     if opts.strict && a.counts.malformed > 0 {
         return Err(Error::input(format!(
             "{name}: {} malformed lines after offset {start} (--strict)",
