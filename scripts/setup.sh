@@ -92,3 +92,13 @@ if ! python3 -c 'import flask, werkzeug.middleware.profiler' 2>/dev/null; then
   python3 -m pip install -q 'flask>=3,<4' 2>/dev/null ||
     python3 -m pip install -q --break-system-packages 'flask>=3,<4'
 fi
+
+# ---- access-log formats (issue 17, logfmt) -----------------------------------------------------
+# tests/logs_formats*.rs have Apache httpd and Caddy (Debian) write their own access logs, on
+# 127.0.0.1 only; the packages' services are not started (there is no init, and tests run their own).
+{ command -v apache2 >/dev/null 2>&1 || [[ -x /usr/sbin/apache2 ]]; } &&
+  { command -v caddy >/dev/null 2>&1 || [[ -x /usr/bin/caddy ]]; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends apache2 caddy >/tmp/keisoku-apt.log 2>&1 ||
+    { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends apache2 caddy >/tmp/keisoku-apt.log 2>&1; } ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install apache2 caddy failed" >&2; exit 1; }; }

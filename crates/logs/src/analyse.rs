@@ -26,6 +26,7 @@ pub fn display(p: &Path) -> String {
 /// route table, or the timeline and the slowest requests when asked for.
 /// Writes `opts.dump` and `opts.pos` as asked.
 pub fn files(format: Format, opts: &Options, reporter: &dyn Reporter) -> Result<String> {
+    let opts = &shown_for(&format, opts);
     let (routes, analysis) = analysed(format, opts, reporter)?;
     output::render(opts, routes, analysis.as_ref())
 }
@@ -38,8 +39,21 @@ pub fn files_to(
     reporter: &dyn Reporter,
     to: &mut dyn std::io::Write,
 ) -> Result<std::io::Result<()>> {
+    let opts = &shown_for(&format, opts);
     let (routes, analysis) = analysed(format, opts, reporter)?;
     output::write(opts, routes, analysis.as_ref(), to)
+}
+
+/// `opts` with the view a log of `format` can show: time columns absent
+/// when it logs no times.
+pub(crate) fn shown_for<'a>(format: &Format, opts: &'a Options) -> std::borrow::Cow<'a, Options> {
+    if format.has_times() {
+        std::borrow::Cow::Borrowed(opts)
+    } else {
+        let mut o = opts.clone();
+        o.view.absent_times = true;
+        std::borrow::Cow::Owned(o)
+    }
 }
 
 /// The routes to print and the analysis they came from (none for a
@@ -97,7 +111,7 @@ fn one(
     // Whose fault a failure is follows from its kind (Error::cause).
     let opened =
         input::open(Some(path), Arc::clone(&read)).map_err(|e| Error::io("opening", &name, e))?;
-    reader(
+    let analysis = reader(
         cfg,
         &name,
         opened.reader,
@@ -106,7 +120,67 @@ fn one(
         opts,
         threads,
         reporter,
-    )
+    )?;
+    if matches!(cfg.parser.format(), Format::Json(_))
+        && analysis.counts.malformed > analysis.malformed.len() as u64
+        && path != Path::new("-")
+    {
+        // The kept examples held no broken JSON, but later malformed lines
+        // might: find the first in one sequential pass (rare: only logs
+        // with more malformed lines than examples come here).
+        if let Some((line, text)) = first_broken_json(cfg, path)? {
+            return Err(broken_json(&name, line, &text));
+        }
+    }
+    Ok(analysis)
+}
+
+/// alp stops at the first line that is not a JSON object (its decoder's
+/// error, exit 1, no table) where it skips a line that lacks a field; so
+/// does keisoku, with exit 2 and the line.
+fn broken_json(name: &str, line: u64, text: &str) -> Error {
+    Error::input(format!(
+        "{name}: line {line}: not a JSON object: {text}; alp stops at such a line too (it prints no table): mend or remove the line"
+    ))
+}
+
+/// Stops at a JSON line that is not an object among the malformed-line
+/// examples: they are the first malformed lines in order, so the first
+/// broken one among them is the first of the input.
+fn first_broken_example(name: &str, cfg: &Config, a: &Analysis) -> Result<()> {
+    if matches!(cfg.parser.format(), Format::Json(_)) {
+        let syntax = format::LineError::Syntax("JSON").to_string();
+        if let Some(m) = a.malformed.iter().find(|m| m.reason == syntax) {
+            return Err(broken_json(name, m.line, &m.text));
+        }
+    }
+    Ok(())
+}
+
+/// The first line of `path` that is not a JSON object, read in order.
+fn first_broken_json(cfg: &Config, path: &Path) -> Result<Option<(u64, String)>> {
+    use std::io::BufRead;
+    let name = display(path);
+    let opened = input::open(Some(path), Arc::new(AtomicU64::new(0)))
+        .map_err(|e| Error::io("opening", &name, e))?;
+    let mut r = std::io::BufReader::new(opened.reader);
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io("reading", &name, e))?
+            == 0
+        {
+            return Ok(None);
+        }
+        n += 1;
+        let line = format::trim_line(&buf);
+        if !line.is_empty() && cfg.parser.parse(line) == Err(format::LineError::Syntax("JSON")) {
+            let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+            return Ok(Some((n, text)));
+        }
+    }
 }
 
 /// Runs the parallel analysis over one input (a file or a run's kept
@@ -148,6 +222,7 @@ fn checked(
     reporter: &dyn Reporter,
 ) -> Result<Analysis> {
     check_format(name, cfg, &analysis)?;
+    first_broken_example(name, cfg, &analysis)?;
     if analysis.counts.malformed > 0 {
         if strict {
             let detail = analysis
@@ -252,6 +327,13 @@ fn from_pos(
     if start == 0 {
         check_format(&name, cfg, &a)?;
     }
+    // Line numbers count from the saved offset here.
+    let from = if start == 0 {
+        name.clone()
+    } else {
+        format!("{name} (from byte {start})")
+    };
+    first_broken_example(&from, cfg, &a)?;
     if opts.strict && a.counts.malformed > 0 {
         return Err(Error::input(format!(
             "{name}: {} malformed lines after offset {start} (--strict)",

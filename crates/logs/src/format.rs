@@ -1,5 +1,8 @@
-//! Line parsers for the three alp input formats: LTSV, JSON lines and a
-//! regular expression with named groups.
+//! Line parsers for the three alp input formats (LTSV, JSON lines and a
+//! regular expression with named groups) and the built-in ones of
+//! [`crate::builtin`] (common, combined, Apache with `%D`/`%T`, Caddy,
+//! CloudFront, ELB/ALB, S3), and recognising a format from a log's first
+//! lines ([`candidates`]).
 //!
 //! Field names default to alp's (`--uri-label`, `--apptime-key`, ... change
 //! them), and a line becomes a [`Record`] by alp's rules: the response time is
@@ -7,6 +10,7 @@
 //! (nginx writes `-` without an upstream), the request time; the URI goes
 //! through Go-compatible normalisation ([`crate::uri`]).
 
+use crate::builtin::{Builtin, Kind, Refusal};
 use crate::uri::{self, QueryMode};
 use std::borrow::Cow;
 
@@ -106,6 +110,8 @@ pub enum Format {
         /// Group names.
         names: FieldNames,
     },
+    /// A built-in format with its own fixed fields.
+    Builtin(Builtin),
 }
 
 impl Format {
@@ -115,7 +121,24 @@ impl Format {
             Format::Ltsv(_) => "ltsv",
             Format::Json(_) => "json",
             Format::Regexp { .. } => "regexp",
+            Format::Builtin(b) => b.kind().name(),
         }
+    }
+
+    /// Whether this format's lines carry a response time (`common` and
+    /// `combined` do not: their time columns are absent, never 0).
+    pub fn has_times(&self) -> bool {
+        match self {
+            Format::Builtin(b) => b.kind().has_times(),
+            _ => true,
+        }
+    }
+
+    /// Every format name [`Format::named`] knows, alp's three first.
+    pub fn names() -> Vec<&'static str> {
+        let mut v = vec!["ltsv", "json", "regexp"];
+        v.extend(Kind::ALL.iter().map(|k| k.name()));
+        v
     }
 
     /// The format a recording's `--log-format NAME` (and `--log-regexp`)
@@ -130,12 +153,38 @@ impl Format {
                 Format::regexp(pattern, FieldNames::json())
                     .map_err(|e| format!("--log-regexp: {e}"))?
             }
-            other => {
-                return Err(format!(
-                    "--log-format: unknown format {other:?} (ltsv, json or regexp)"
-                ))
-            }
+            other => match Kind::from_name(other) {
+                Some(k) => Format::Builtin(Builtin::new(k)),
+                None => {
+                    return Err(format!(
+                        "--log-format: unknown format {other:?} ({})",
+                        Format::names().join(", ")
+                    ))
+                }
+            },
         })
+    }
+
+    /// For a regexp format, the named groups a record needs that its
+    /// pattern lacks, as the user would write them (`(?P<status>...)`);
+    /// without them no line can be read. `None` when nothing is missing.
+    pub fn missing_groups(&self) -> Option<String> {
+        let Format::Regexp { pattern, names } = self else {
+            return None;
+        };
+        let has = |n: &str| pattern.capture_names().any(|c| c == Some(n));
+        let mut missing: Vec<String> = [&names.uri, &names.status, &names.body_bytes]
+            .into_iter()
+            .filter(|n| !has(n))
+            .map(|n| format!("(?P<{n}>...)"))
+            .collect();
+        if !has(&names.response_time) && !has(&names.request_time) {
+            missing.push(format!(
+                "(?P<{}>...) or (?P<{}>...)",
+                names.response_time, names.request_time
+            ));
+        }
+        (!missing.is_empty()).then(|| missing.join(", "))
     }
 
     /// Compiles a regexp format; the error names the pattern problem.
@@ -185,6 +234,17 @@ pub enum LineError {
     /// The status is not an integer.
     #[error("status is not an integer")]
     Status,
+    /// A header line of the format (CloudFront's `#Version`/`#Fields`):
+    /// counted as a blank line, not as a malformed one.
+    #[error("a header line")]
+    Header,
+    /// A `#Fields` header whose columns are not the documented ones.
+    #[error("#Fields header does not list CloudFront's documented columns (date time x-edge-location sc-bytes ...)")]
+    FieldsHeader,
+    /// The load balancer logged `-1` for the request's times (it could
+    /// not dispatch it, or the connection closed first).
+    #[error("no response time (the load balancer logged -1)")]
+    Untimed,
 }
 
 /// Parses lines of one format into [`Record`]s.
@@ -266,6 +326,11 @@ impl LineParser {
     /// A parser for `format`; `time_scale` multiplies response times (1 for
     /// seconds, 1e-3 for milliseconds, 1e-6 for Apache `%D` microseconds).
     pub fn new(format: Format, query: QueryMode, time_scale: f64) -> LineParser {
+        // A built-in format writes its times in a known unit.
+        let time_scale = match &format {
+            Format::Builtin(b) => time_scale * b.kind().time_scale(),
+            _ => time_scale,
+        };
         let mut groups = [None; 7];
         if let Format::Regexp { pattern, names } = &format {
             for (slot, name) in groups.iter_mut().zip(names_array(names)) {
@@ -291,6 +356,13 @@ impl LineParser {
             Format::Ltsv(n) => self.ltsv(line, n),
             Format::Json(n) => self.json(line, n),
             Format::Regexp { pattern, .. } => self.regexp(line, pattern),
+            Format::Builtin(b) => match b.fields(line) {
+                Ok(f) => self.build(f),
+                Err(Refusal::Syntax) => Err(LineError::Syntax(b.kind().name())),
+                Err(Refusal::Header) => Err(LineError::Header),
+                Err(Refusal::Fields) => Err(LineError::FieldsHeader),
+                Err(Refusal::Untimed) => Err(LineError::Untimed),
+            },
         }
     }
 
@@ -302,10 +374,15 @@ impl LineParser {
             Cow::Owned(v) => uri::normalize(v, self.query).map(|c| Cow::Owned(c.into_owned())),
         }
         .ok_or(LineError::Uri)?;
-        let rt = rt
-            .and_then(|v| parse_f64(&v))
-            .or_else(|| qt.and_then(|v| parse_f64(&v)))
-            .ok_or(LineError::ResponseTime)?;
+        let rt = if self.format.has_times() {
+            rt.and_then(|v| parse_f64(&v))
+                .or_else(|| qt.and_then(|v| parse_f64(&v)))
+                .ok_or(LineError::ResponseTime)?
+        } else {
+            // Never shown: every column and view that needs a time is
+            // absent or refused for such a format.
+            0.0
+        };
         let body = body
             .and_then(|v| parse_f64(&v))
             .ok_or(LineError::BodyBytes)?;
@@ -417,9 +494,90 @@ pub fn trim_line(mut line: &[u8]) -> &[u8] {
     line
 }
 
+/// Every format with its default field names, as detection tries them.
+fn all_formats() -> Vec<Format> {
+    let mut v = vec![
+        Format::Ltsv(FieldNames::ltsv()),
+        Format::Json(FieldNames::json()),
+    ];
+    if let Ok(re) = Format::regexp(DEFAULT_PATTERN, FieldNames::json()) {
+        v.push(re);
+    }
+    v.extend(Kind::ALL.map(|k| Format::Builtin(Builtin::new(k))));
+    v
+}
+
+/// The formats (by name) that read the most of `lines` with their default
+/// field names, when they read at least half of them: one name is the
+/// log's format, several an ambiguity only the user can settle (an Apache
+/// log ending in an integer is `%D` or `%T`), none an unknown format.
+/// Header lines (CloudFront's `#Fields`) count for their format only; a
+/// load balancer's untimed `-1` line still is one of its lines.
+pub fn candidates(lines: &[&[u8]]) -> Vec<&'static str> {
+    let lines: Vec<&[u8]> = lines
+        .iter()
+        .map(|l| trim_line(l))
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let mut scored: Vec<(&'static str, usize)> = Vec::new();
+    for f in all_formats() {
+        let name = f.name();
+        let p = LineParser::new(f, QueryMode::Drop, 1.0);
+        let mut score = 0;
+        let mut refused = false;
+        for l in &lines {
+            match p.parse(l) {
+                Ok(_) | Err(LineError::Header | LineError::Untimed) => score += 1,
+                Err(LineError::FieldsHeader) => refused = true,
+                Err(_) => {}
+            }
+        }
+        if !refused {
+            scored.push((name, score));
+        }
+    }
+    let best = scored.iter().map(|s| s.1).max().unwrap_or(0);
+    if best == 0 || best * 2 < lines.len() {
+        return Vec::new();
+    }
+    scored
+        .into_iter()
+        .filter(|s| s.1 == best)
+        .map(|s| s.0)
+        .collect()
+}
+
+/// The format of a log whose first lines are `lines`, or the reason none
+/// can be chosen (naming the formats tried, or the candidates).
+pub fn detected(lines: &[&[u8]]) -> Result<Format, String> {
+    let found = candidates(lines);
+    match found.as_slice() {
+        [one] => Format::named(one, None),
+        [] => Err(format!(
+            "not a log format keisoku recognises from its first lines (tried {}); name the format: `keisoku logs FORMAT FILE`, or `keisoku logs regexp --pattern` for your own",
+            Format::names().join(", ")
+        )),
+        many => Err(format!(
+            "its first lines read as any of {}; name the one it is: `keisoku logs FORMAT FILE`{}",
+            many.join(", "),
+            if many.contains(&"apache-us") {
+                " (apache-us: the last field is Apache's %D, microseconds; apache-s: %T, seconds; regexp: seconds with a fraction, as nginx's $request_time)"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
 /// Which format a handful of lines look like, for "this looks like a JSON
 /// log" messages. `None` when nothing fits.
 pub fn detect(lines: &[&[u8]]) -> Option<&'static str> {
+    if let [one] = candidates(lines).as_slice() {
+        return Some(one);
+    }
     let lines: Vec<&[u8]> = lines
         .iter()
         .map(|l| trim_line(l))
@@ -428,6 +586,7 @@ pub fn detect(lines: &[&[u8]]) -> Option<&'static str> {
     if lines.is_empty() {
         return None;
     }
+    // The shape alone, for logs with other labels or keys than alp's.
     let all = |f: &dyn Fn(&[u8]) -> bool| lines.iter().all(|l| f(l));
     if all(&|l| l.first() == Some(&b'{') && serde_json::from_slice::<serde_json::Value>(l).is_ok())
     {
@@ -441,14 +600,6 @@ pub fn detect(lines: &[&[u8]]) -> Option<&'static str> {
                 .all(|f| f.iter().position(|&b| b == b':').is_some_and(|i| i > 0))
     }) {
         return Some("ltsv");
-    }
-    let re = regex::bytes::Regex::new(DEFAULT_PATTERN).ok()?;
-    if all(&|l| re.is_match(l)) {
-        return Some("regexp");
-    }
-    let clf = regex::bytes::Regex::new(r#"^\S+ \S+ \S+ \[[^\]]+\] "[^"]*" \d{3} \S+"#).ok()?;
-    if all(&|l| clf.is_match(l)) {
-        return Some("common/combined log without a response time (use `regexp --pattern`)");
     }
     None
 }
@@ -531,6 +682,39 @@ mod tests {
         assert_eq!(r.response_time, 0.004);
         assert_eq!(r.status, 200);
         assert_eq!(&*r.time, b"21/Nov/2026:10:00:00 +0000");
+    }
+
+    #[test]
+    fn recognition_names_one_format_or_the_candidates() {
+        let clf = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3"#;
+        let comb = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1""#;
+        let nginx_rt = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1" 0.004 0.004"#;
+        let apache_d = br#"127.0.0.1 - - [24/Nov/2026:08:34:53 +0000] "GET /a HTTP/1.1" 200 3 "-" "curl/7.88.1" 311"#;
+        assert_eq!(candidates(&[clf]), ["common"]);
+        assert_eq!(candidates(&[comb, comb]), ["combined"]);
+        assert_eq!(candidates(&[nginx_rt]), ["regexp"]);
+        assert_eq!(candidates(&[apache_d]), ["regexp", "apache-us", "apache-s"]);
+        let e = detected(&[apache_d]).unwrap_err();
+        assert!(e.contains("apache-us") && e.contains("%D"), "{e}");
+        // Most lines decide; fewer than half read by any format is no format.
+        assert_eq!(candidates(&[comb, comb, b"junk"]), ["combined"]);
+        assert!(candidates(&[comb, b"junk", b"more junk"]).is_empty());
+        let e = detected(&[b"junk"]).unwrap_err();
+        assert!(e.contains("tried ltsv, json, regexp, combined"), "{e}");
+        assert!(matches!(detected(&[comb]), Ok(Format::Builtin(_))));
+        assert!(!detected(&[comb]).unwrap().has_times());
+        assert!(detected(&[apache_d]).is_err());
+    }
+
+    #[test]
+    fn a_pattern_names_the_groups_it_lacks() {
+        let f = Format::regexp(r"^(?P<uri>\S+) (?P<status>\d+)$", FieldNames::json()).unwrap();
+        assert_eq!(
+            f.missing_groups().as_deref(),
+            Some("(?P<body_bytes>...), (?P<response_time>...) or (?P<request_time>...)")
+        );
+        let f = Format::regexp(DEFAULT_PATTERN, FieldNames::json()).unwrap();
+        assert_eq!(f.missing_groups(), None);
     }
 
     #[test]

@@ -57,3 +57,23 @@ pub fn open_limited(
     };
     Ok(Input { reader, size, gzip })
 }
+
+/// The first `n` non-blank lines of `path` (gzip decoded), without their
+/// terminators, each cut at 4 KiB: what format detection looks at.
+pub fn head_lines(path: &Path, n: usize) -> io::Result<Vec<Vec<u8>>> {
+    let opened = open(Some(path), Arc::new(AtomicU64::new(0)))?;
+    let mut reader = BufReader::new(opened.reader.take(1 << 20));
+    let mut lines = Vec::with_capacity(n);
+    let mut line = Vec::new();
+    while lines.len() < n {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let text = crate::format::trim_line(&line);
+        if !text.is_empty() {
+            lines.push(text[..text.len().min(4096)].to_vec());
+        }
+    }
+    Ok(lines)
+}

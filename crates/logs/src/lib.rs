@@ -33,6 +33,7 @@
 pub mod alp_config;
 pub mod alp_dump;
 pub mod analyse;
+pub mod builtin;
 pub mod count;
 pub mod diff;
 pub mod dump;

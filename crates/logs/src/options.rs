@@ -34,6 +34,9 @@ pub struct ViewSpec {
     pub percentiles: String,
     /// Show URIs percent-decoded.
     pub decode_uri: bool,
+    /// The log has no response times (`common`, `combined`): the time
+    /// columns print `-`. Set by the analysis from the format, not a flag.
+    pub absent_times: bool,
 }
 
 impl Default for ViewSpec {
@@ -49,6 +52,7 @@ impl Default for ViewSpec {
             output: "all".into(),
             percentiles: "90,95,99".into(),
             decode_uri: false,
+            absent_times: false,
         }
     }
 }
@@ -109,6 +113,7 @@ impl ViewSpec {
                 no_headers: self.no_headers,
                 show_footers: self.show_footers,
                 decode_uri: self.decode_uri,
+                absent_times: self.absent_times,
             },
         })
     }
@@ -233,6 +238,7 @@ impl Options {
     /// them, so the first wrong one is the one named.
     pub(crate) fn setup(&self, format: Format) -> Result<(View, Arc<Config>, usize)> {
         let view = self.view.parse()?;
+        crate::builtin::check_options(&format, self, view.sort)?;
         let query = match (self.query_string, self.qs_ignore_values) {
             (false, _) => QueryMode::Drop,
             (true, false) => QueryMode::Keep,

@@ -233,6 +233,14 @@ impl Column {
         Ok(keys.iter().filter_map(|k| Column::parse(k)).collect())
     }
 
+    /// Whether the column is computed from response times.
+    pub fn needs_time(&self) -> bool {
+        matches!(
+            self,
+            Column::Min | Column::Max | Column::Sum | Column::Avg | Column::P(_) | Column::Stddev
+        )
+    }
+
     fn is_text(&self) -> bool {
         matches!(self, Column::Method | Column::Uri)
     }
@@ -284,6 +292,8 @@ pub struct RenderOptions {
     /// times before its stddev column is computed (no percentile column to
     /// its left, no percentile sort): squared deviations in line order.
     pub stddev_in_line_order: bool,
+    /// The log has no response times: every time column prints `-`.
+    pub absent_times: bool,
 }
 
 impl RenderOptions {
@@ -448,6 +458,7 @@ impl<'a> Rows<'a> {
             cells.clear();
             cells.extend(self.opts.columns.iter().map(|c| match before {
                 Some(b) => diff_cell(c, b, r, self.opts.decode_uri),
+                None if self.opts.absent_times && c.needs_time() => "-".into(),
                 None => cell_with(
                     c,
                     r,
@@ -952,6 +963,7 @@ mod tests {
             show_footers: true,
             decode_uri: true,
             stddev_in_line_order: false,
+            absent_times: false,
         }
     }
 

@@ -608,6 +608,11 @@ impl Accumulator {
         // bounce a cache line between the parsing threads.
         let rec = match self.cfg.parser.parse(line) {
             Ok(r) => r,
+            // A format's own header line (CloudFront's #Fields) is no request.
+            Err(LineError::Header) => {
+                self.counts.blank += 1;
+                return Ok(());
+            }
             Err(e) => {
                 self.bad_line(line, e, pos);
                 return Ok(());

@@ -25,6 +25,10 @@ pub fn analyse(
     format: Option<Format>,
     reporter: &dyn Reporter,
 ) -> Result<String> {
+    let opts = &match &format {
+        Some(f) => crate::analyse::shown_for(f, opts),
+        None => std::borrow::Cow::Borrowed(opts),
+    };
     for (flag, used) in [
         ("--pos", opts.pos.is_some()),
         ("--load", opts.load.is_some()),

@@ -178,6 +178,7 @@ fn dump_round_trips_and_diff_shows_changes() {
         show_footers: false,
         decode_uri: false,
         stddev_in_line_order: false,
+        absent_times: false,
     };
     let later = engine::analyze(
         ltsv_cfg(),

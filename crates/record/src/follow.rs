@@ -43,11 +43,16 @@ const SETTLE_S: u32 = 5;
 
 /// Builds the line parser for `--log-format`.
 pub fn parser(format: &str, regexp: Option<&str>) -> Result<LineParser, String> {
-    Ok(LineParser::new(
-        Format::named(format, regexp)?,
-        QueryMode::Drop,
-        1.0,
-    ))
+    let format = Format::named(format, regexp)?;
+    // A run's per-second latencies come from the log's times: a log without
+    // any would store zeros as latencies.
+    if !format.has_times() {
+        return Err(format!(
+            "--log-format {}: this format logs no response time, which a run needs for its latencies; log one (nginx $request_time, Apache %D) and use regexp or apache-us",
+            format.name()
+        ));
+    }
+    Ok(LineParser::new(format, QueryMode::Drop, 1.0))
 }
 
 /// What to keep of the followed log's lines.

@@ -35,6 +35,8 @@ Examples:
   keisoku logs diff before.json after.json --sort sum -r
   keisoku logs last --sort p99 -r            # a run recorded with --access-log
   keisoku logs diff before-run after-run     # two stored runs, route by route
+  keisoku logs access.log --sort sum -r      # the format recognised from its first lines
+  keisoku logs caddy access.json             # a built-in format (keisoku logs combined --help)
 
 Exit status: 0 ok, 1 runtime failure, 2 bad usage or input (including a
 file that is not a log of the chosen format), 3 `diff --fail-over` tripped.";
@@ -514,12 +516,34 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let pattern = pick(s.pattern, c.pattern, format::DEFAULT_PATTERN);
             let format = Format::regexp(&pattern, names)
                 .map_err(|e| bad_input(format!("--pattern: {}", format::regex_message(&e))))?;
+            if let Some(missing) = format.missing_groups() {
+                return Err(bad_input(format!(
+                    "--pattern has no named group {missing} (rename a group with --*-subexp; a log without response times reads with `keisoku logs combined` or `common`)"
+                )));
+            }
             match alp {
                 Some(sub) => alp_sub(*sub, format, &cfg),
                 None => files(common, format),
             }
         }
         Sub::Diff(d) => diff(d),
+        Sub::Stored(argv) if argv.first().is_some_and(|n| BuiltinArgs::names(n)) => {
+            let name = argv.first().cloned().unwrap_or_default();
+            let args = BuiltinArgs::parse_from(
+                std::iter::once(format!("keisoku logs {name}")).chain(argv.iter().skip(1).cloned()),
+            );
+            let format = Format::named(&name, None).map_err(bad_input)?;
+            files(args.common, format)
+        }
+        Sub::Stored(argv) if argv.first().is_some_and(|f| Path::new(f).is_file()) => {
+            let args = StoredArgs::parse_from(
+                std::iter::once("keisoku logs FILE".to_string())
+                    .chain(argv.iter().skip(1).cloned()),
+            );
+            let mut common = args.common;
+            common.files.insert(0, PathBuf::from(&argv[0]));
+            detected(common)
+        }
         Sub::Stored(argv) => {
             let args = StoredArgs::parse_from(
                 std::iter::once("keisoku logs RUN".to_string()).chain(argv.iter().skip(1).cloned()),
@@ -768,6 +792,7 @@ fn view_spec(v: &ViewFlags) -> ViewSpec {
         output: v.output.clone().unwrap_or(d.output),
         percentiles: v.percentiles.clone().unwrap_or(d.percentiles),
         decode_uri: v.decode_uri,
+        absent_times: false,
     }
 }
 
@@ -967,7 +992,8 @@ fn stored_run(spec: &str, mut c: Common) -> anyhow::Result<u8> {
     }
     let Some((store, run)) = c.store.find(spec)? else {
         return Err(bad_input(format!(
-            "{spec}: not a subcommand (ltsv, json, regexp, diff) nor a run in {} (see `keisoku runs`)",
+            "{spec}: not a file, a format ({}), a subcommand (diff) nor a run in {} (see `keisoku runs`)",
+            Format::names().join(", "),
             c.store.path().display()
         )));
     };
@@ -981,4 +1007,56 @@ fn stored_run(spec: &str, mut c: Common) -> anyhow::Result<u8> {
         progress: !c.no_progress,
     };
     print(stored::analyse(&store, &run, &options(&c)?, None, &console))
+}
+
+const BUILTIN_ABOUT: &str = "\
+Analyse an access log of a built-in format (the name before the files):
+every flag of `keisoku logs ltsv` but the label flags. `common` and
+`combined` log no response time: their time columns print `-`, and a time
+sort, --slow, --timeline, --dump and -f on ResponseTime are refused.";
+
+/// Flags of `keisoku logs FORMAT FILE...` for a built-in format.
+#[derive(clap::Parser, Debug)]
+#[command(about = BUILTIN_ABOUT, after_help = builtin_help())]
+struct BuiltinArgs {
+    #[command(flatten)]
+    common: Common,
+}
+
+/// The built-in formats, one a line, from the library's list.
+fn builtin_help() -> String {
+    let mut s = String::from("Formats:\n");
+    for k in keisoku_logs::builtin::Kind::ALL {
+        s.push_str(&format!("  {:<11} {}\n", k.name(), k.about()));
+    }
+    s.push_str(
+        "`keisoku logs FILE` (no format) recognises these and ltsv, json and regexp\nfrom the file's first lines.",
+    );
+    s
+}
+
+impl BuiltinArgs {
+    /// Whether `name` is a built-in format's (a subcommand of its own).
+    fn names(name: &str) -> bool {
+        keisoku_logs::builtin::Kind::from_name(name).is_some()
+    }
+}
+
+/// `keisoku logs FILE...`: the format recognised from the first file's
+/// first lines, or exit 2 naming the formats tried (or the candidates).
+fn detected(c: Common) -> anyhow::Result<u8> {
+    let Some(first) = c.files.first() else {
+        return Err(bad_input("no input: give a log FILE"));
+    };
+    let head = keisoku_logs::input::head_lines(first, 20).map_err(|e| {
+        fail(keisoku_logs::Error::Io {
+            action: "reading",
+            path: first.display().to_string(),
+            source: e,
+        })
+    })?;
+    let lines: Vec<&[u8]> = head.iter().map(Vec::as_slice).collect();
+    let format =
+        format::detected(&lines).map_err(|why| bad_input(format!("{}: {why}", first.display())))?;
+    files(c, format)
 }

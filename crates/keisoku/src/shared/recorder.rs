@@ -37,8 +37,9 @@ pub struct RecorderArgs {
     /// Follow this access log during the run (survives rotation and truncation).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
-    /// Access log format.
-    #[arg(long, value_name = "FORMAT", default_value = "ltsv", value_parser = ["ltsv", "json", "regexp"])]
+    /// Access log format: ltsv, json, regexp, or a built-in one with response
+    /// times (apache-us, apache-s, caddy, cloudfront, elb, alb, s3; see `keisoku logs caddy --help`).
+    #[arg(long, value_name = "FORMAT", default_value = "ltsv", value_parser = keisoku_logs::Format::names())]
     pub log_format: String,
     /// --log-format regexp: the pattern (named groups as alp) [default: alp's combined-log pattern].
     #[arg(long, value_name = "REGEXP")]
