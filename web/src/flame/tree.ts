@@ -239,16 +239,22 @@ export class CallTree {
 
 const rankCache = new WeakMap<string[], Int32Array>();
 
-/** Name ranks of a profile's frames plus synthetic functions after them (cached per profile). */
-function profileRanks(frameNames: string[], funcCount: number): Int32Array {
+/**
+ * Name ranks of a profile's frames (cached per profile) plus the synthetic
+ * functions after them, by name among themselves: process roots line up
+ * alphabetically, as the SVG's (flamegraph.pl sorts its stacks) and the
+ * preview's do.
+ */
+function profileRanks(frameNames: string[], funcNames: string[]): Int32Array {
   let base = rankCache.get(frameNames);
   if (!base) {
     base = nameRanks(frameNames);
     rankCache.set(frameNames, base);
   }
-  const out = new Int32Array(funcCount);
+  const out = new Int32Array(funcNames.length);
   out.set(base);
-  for (let i = base.length; i < funcCount; i++) out[i] = i;
+  const extra = nameRanks(funcNames.slice(base.length));
+  for (let i = 0; i < extra.length; i++) out[base.length + i] = base.length + extra[i];
   return out;
 }
 
@@ -256,7 +262,7 @@ function profileRanks(frameNames: string[], funcCount: number): Int32Array {
 const SMALL_TREE = 50_000;
 
 /** Rank of each name in sorted order (ties share order by id). */
-function nameRanks(names: string[]): Int32Array {
+export function nameRanks(names: string[]): Int32Array {
   const ids = Array.from(names, (_, i) => i);
   ids.sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b));
   const rank = new Int32Array(names.length);
@@ -328,6 +334,35 @@ class Builder {
 }
 
 /**
+ * How a profile's graph opens: one root per process when its samples come
+ * from two or more processes, as the SVG and folded outputs root each
+ * stack at its process (issue 16: merging them under "all" mixed, say,
+ * nginx's and the app's `main`); merged otherwise. The compact page's
+ * preview (crates/report/src/embed.rs) applies the same rule.
+ */
+export function defaultSplit(profile: Profile): SplitMode {
+  if (!profile.sampleThread) return 'merge';
+  return new Set(profile.threads.map((_, i) => processKey(profile, i))).size >= 2 ? 'process' : 'merge';
+}
+
+/**
+ * Whether the profile's process ids are real: some thread's id differs
+ * from its process id. perf script text without a pid field gives each
+ * thread its own id as pid, so a process's threads would pose as
+ * processes; such a profile is grouped by process name instead, which is
+ * what the SVG's roots are (stackcollapse-perf.pl roots stacks at comm).
+ */
+export function pidsKnown(profile: Profile): boolean {
+  return profile.threads.some((t) => t.pid !== t.tid);
+}
+
+/** The process group of thread `i` and its root's label. */
+function processKey(profile: Profile, i: number, known = pidsKnown(profile)): string {
+  const t = profile.threads[i];
+  return known ? `${profile.processName(t.pid)} [pid ${t.pid}]` : profile.processName(t.pid);
+}
+
+/**
  * The function table every tree starts from (the profile's frames, then
  * "all", then one function per process or thread group when split) and the
  * group of each thread index. Shared by the merged and time-ordered trees
@@ -353,14 +388,16 @@ export function treeRoots(
   const groupFunc: number[] = [];
   if (split !== 'merge' && profile.threads.length) {
     const byKey = new Map<string, number>();
+    const known = pidsKnown(profile);
     profile.threads.forEach((t, i) => {
-      const key = split === 'process' ? `${t.pid}` : `${t.pid}/${t.tid}`;
+      // A process's label is its key: one root per process (per process
+      // name when the pids are not known, see pidsKnown).
+      const key = split === 'process' ? processKey(profile, i, known) : `${t.pid}/${t.tid}`;
       let g = byKey.get(key);
       if (g === undefined) {
         g = groupFunc.length;
         byKey.set(key, g);
-        const label = split === 'process' ? `${profile.processName(t.pid)} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`;
-        groupFunc.push(addFunc(label, split));
+        groupFunc.push(addFunc(split === 'process' ? key : `${t.comm || '?'} [${t.pid}/${t.tid}]`, split));
       }
       groupOfThread[i] = g;
     });
@@ -466,7 +503,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       tFunc[t] = profile.nodeFrame[n];
       tSelf[t] += weight[n];
     }
-    const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name.length));
+    const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name));
     tree.sampleCount = sampleCount;
     if (opts.leftHeavy) tree.orderChildren('weight');
     return tree;
@@ -547,7 +584,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       if (t >= 0) b.self[t] += w;
     }
   }
-  const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name.length));
+  const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name));
   tree.sampleCount = sampleCount;
   // A callers tree is leaf-first too, but its leaf is the chosen function,
   // not each sample's own leaf: self weight reads as in a plain tree.
