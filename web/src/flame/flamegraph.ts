@@ -929,6 +929,11 @@ export class FlameGraph extends Emitter<FlameEvents> {
       parts.push(`before ${fmtWeight(d.beforeSum, unit)} · after ${fmtWeight(d.afterSum, unit)}`);
     } else parts.push(`${fmtWeight(total, unit)} in view`);
     if (this.mode === 'time-order') parts.push('time order: samples left to right as taken');
+    if (this.mode === 'time-order' && t.foldedBelow) {
+      // Said, not hidden: what is drawn is not every box, and the numbers
+      // read from boxes count the folded ones in their callers.
+      parts.push(`too many boxes to draw them all: ${fmtCount(t.foldedBelow.boxes)} boxes under ${fmtWeight(t.foldedBelow.minWeight, unit)} (1/${fmtCount(t.foldedBelow.resolution)} of the view) are folded into their callers, in place, and the function table and search shares count them there; pick one thread or a shorter time range to see every box`);
+    }
     else if (this.mode === 'left-heavy') parts.push('left heavy: heaviest first');
     if (this.treeOpts.callers) parts.push(`callers of ${this.treeOpts.callers}`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);

@@ -85,6 +85,12 @@ export class CallTree {
    * dropped. "Of all" shares divide by it, so a 1% function stays 1%.
    */
   wholeTotal: number | null = null;
+  /**
+   * A time-ordered tree drawn at a resolution (too many boxes to draw them
+   * all): boxes lighter than `minWeight` (1/`resolution` of the view)
+   * were folded into their callers, `boxes` of them. Null: every box is there.
+   */
+  foldedBelow: { minWeight: number; boxes: number; resolution: number } | null = null;
 
   /** The weight "of all" shares divide by: the whole before any focus. */
   get allTotal(): number {
