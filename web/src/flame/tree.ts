@@ -441,7 +441,12 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   // 1. Aggregate weight per stack node (per group when split): one pass
   // over the samples. Keys are group * nNodes + node.
   const weight = new Float64Array(nNodes);
-  const groupWeight = grouped ? new Map<number, number>() : null;
+  // A few groups (the processes a page opens split by): one dense weight
+  // column each, so the common case stays on typed arrays; many groups
+  // (split by thread of a busy server): a map of the (group, node) pairs.
+  const dense = grouped && groupFunc.length <= DENSE_GROUPS && profile.sampleNode !== null;
+  const groupWeights = dense ? groupFunc.map(() => new Float64Array(nNodes)) : null;
+  const groupWeight = grouped && !dense ? new Map<number, number>() : null;
   let sampleCount: number | null = null;
   const idle = opts.hideIdle ? profile.idleNodes() : null;
   if (profile.sampleNode) {
@@ -462,7 +467,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       const node = sn[i];
       if (idle !== null && idle[node]) continue;
       const w = sw === null ? 1 : sw[i];
-      if (groupWeight !== null) {
+      if (groupWeights !== null) groupWeights[groupOfThread[(sth as Int32Array)[i]]][node] += w;
+      else if (groupWeight !== null) {
         const key = groupOfThread[(sth as Int32Array)[i]] * nNodes + node;
         groupWeight.set(key, (groupWeight.get(key) ?? 0) + w);
       } else weight[node] += w;
@@ -477,7 +483,14 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   // 2a. Fast path: without transforms the profile's prefix tree already is
   // the merged call tree; keep the nodes that carry weight, all typed arrays.
   const callersOf = opts.callers != null && opts.callers !== '' ? opts.callers : null;
-  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
+  const untransformed = !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
+  if (untransformed && groupWeights !== null) {
+    const tree = plainGrouped(profile, funcs, allFunc, groupFunc, groupWeights, opts.minShare ?? 0);
+    tree.sampleCount = sampleCount;
+    if (opts.leftHeavy) tree.orderChildren('weight');
+    return tree;
+  }
+  const plain = !grouped && untransformed;
   if (plain) {
     const parentIn = profile.nodeParent;
     const sub = Float64Array.from(weight);
@@ -535,12 +548,12 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
 
   // Memoised prefix mapping: a node's tree node is its parent's tree node's
   // child, so each (group, profile node) is mapped at most once.
-  const memoArr = grouped ? null : new Int32Array(nNodes).fill(-1);
-  const memoMap = grouped ? new Map<number, number>() : null;
+  const memoArr = !grouped || dense ? new Int32Array(nNodes * (dense ? groupFunc.length : 1)).fill(-1) : null;
+  const memoMap = memoArr ? null : new Map<number, number>();
   const pending: number[] = [];
   const mapPrefix = (g: number, n: number): number => {
-    const base = g * nNodes;
-    const get = (k: number): number => (memoArr ? memoArr[k] : (memoMap as Map<number, number>).get(base + k) ?? -1);
+    const base = grouped ? g * nNodes : 0;
+    const get = (k: number): number => (memoArr ? memoArr[base + k] : (memoMap as Map<number, number>).get(base + k) ?? -1);
     let m = n;
     while (m >= 0 && get(m) < 0) {
       pending.push(m);
@@ -550,7 +563,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     while (pending.length) {
       const k = pending.pop() as number;
       if (!hidden[frame[k]]) t = b.child(t, frame[k]);
-      if (memoArr) memoArr[k] = t;
+      if (memoArr) memoArr[base + k] = t;
       else (memoMap as Map<number, number>).set(base + k, t);
     }
     return t;
@@ -574,7 +587,17 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   };
   const map = opts.invert || focusing ? mapPath : mapPrefix;
   let whole = 0;
-  if (groupWeight !== null) {
+  if (groupWeights !== null) {
+    groupWeights.forEach((gw, g) => {
+      for (let n = 0; n < nNodes; n++) {
+        const w = gw[n];
+        if (w === 0) continue;
+        const t = map(g, n);
+        whole += w;
+        if (t >= 0) b.self[t] += w;
+      }
+    });
+  } else if (groupWeight !== null) {
     for (const [key, w] of groupWeight) {
       const g = Math.floor(key / nNodes);
       const t = map(g, key - g * nNodes);
@@ -598,6 +621,63 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   if (focusing) tree.wholeTotal = whole;
   if (opts.leftHeavy) tree.orderChildren('weight');
   return tree;
+}
+
+/** Up to this many process or thread groups get dense weight columns. */
+const DENSE_GROUPS = 8;
+
+/**
+ * The untransformed tree split into a few groups: each group's part of the
+ * profile's prefix tree, kept where it carries weight (as the merged fast
+ * path does), under one root per group. Typed arrays throughout.
+ */
+function plainGrouped(profile: Profile, funcs: FuncTable, allFunc: number, groupFunc: number[], weights: Float64Array[], minShare: number): CallTree {
+  const nNodes = profile.nodeCount;
+  const parentIn = profile.nodeParent;
+  const G = groupFunc.length;
+  const subs = weights.map((w) => {
+    const sub = Float64Array.from(w);
+    for (let n = nNodes - 1; n >= 0; n--) if (parentIn[n] >= 0) sub[parentIn[n]] += sub[n];
+    return sub;
+  });
+  let rootW = 0;
+  for (const sub of subs) for (let n = 0; n < nNodes; n++) if (parentIn[n] < 0) rootW += sub[n];
+  const minW = minShare ? Math.max(minShare * rootW, Number.MIN_VALUE) : Number.MIN_VALUE;
+  let kept = 1 + G;
+  const tids = subs.map((sub) => {
+    const tid = new Int32Array(nNodes);
+    for (let n = 0; n < nNodes; n++) {
+      const p = parentIn[n];
+      if (sub[n] >= minW && (p < 0 || tid[p] > 0)) tid[n] = kept++;
+    }
+    return tid;
+  });
+  const tParent = new Int32Array(kept);
+  const tFunc = new Int32Array(kept);
+  const tSelf = new Float64Array(kept);
+  tParent[0] = -1;
+  tFunc[0] = allFunc;
+  for (let g = 0; g < G; g++) {
+    const root = 1 + g;
+    tFunc[root] = groupFunc[g];
+    const tid = tids[g];
+    const sub = subs[g];
+    const w = weights[g];
+    for (let n = 0; n < nNodes; n++) {
+      const t = tid[n];
+      const p = parentIn[n];
+      if (t === 0) {
+        // A dropped subtree (preview only) whose parent is kept: fold it in.
+        if (sub[n] > 0 && p >= 0 && tid[p] > 0) tSelf[tid[p]] += sub[n];
+        else if (sub[n] > 0 && p < 0) tSelf[root] += sub[n];
+        continue;
+      }
+      tParent[t] = p >= 0 ? tid[p] : root;
+      tFunc[t] = profile.nodeFrame[n];
+      tSelf[t] += w[n];
+    }
+  }
+  return new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name));
 }
 
 /** Per-function self and total weight; total counts recursion once. */
