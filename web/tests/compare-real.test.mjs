@@ -67,7 +67,9 @@ async function record(dir, store, name, plant) {
   const port = await freePort();
   const r = spawnSync(keisokuBin(), ['run', '--target', `http://127.0.0.1:${port}/`, '-c', '4', '-d', '5s', '--name', name,
     '--server-cmd', `exec node --perf-basic-prof --no-turbo-inlining ${script} ${port}`, '--profile', 'perf', '--profile-hz', '499', '--store', store],
-  { encoding: 'utf8', env: { ...process.env, PLANT: plant ? '1' : '0' }, maxBuffer: 64 << 20 });
+  // cwd: the server inherits it, and node with --perf-basic-prof writes an
+  // isolate-*-v8.log there; it belongs in the scratch dir, not in web/.
+  { encoding: 'utf8', cwd: dir, env: { ...process.env, PLANT: plant ? '1' : '0' }, maxBuffer: 64 << 20 });
   assert.equal(r.status, 0, `${name}: ${r.stderr}`);
 }
 

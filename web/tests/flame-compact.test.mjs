@@ -156,3 +156,69 @@ function write(dir, name, text) {
   writeFileSync(p, text);
   return p;
 }
+
+/** perf script text (with pids, as `perf script -F+pid` and keisoku's recorder give) of a profile. */
+function toPerfScript(p) {
+  const out = [];
+  for (let i = 0; i < p.samples.node.length; i++) {
+    const t = p.threads[p.samples.thread[i]];
+    out.push(`${t.comm} ${t.pid}/${t.tid} ${(p.samples.time_ms[i] / 1000 + 100).toFixed(6)}: 1 cpu-clock: `);
+    for (let n = p.samples.node[i]; n >= 0; n = p.nodes.parent[n]) {
+      const f = p.nodes.frame[n];
+      out.push(`\t    ${(0x1000 + f).toString(16)} ${p.frames.name[f]} (${p.frames.module[f] || '[unknown]'})`);
+    }
+    out.push('');
+  }
+  return out.join('\n') + '\n';
+}
+
+test('a profile of two processes opens with one root per process, preview and full tree alike (issue 16)', { skip }, async () => {
+  const dir = scratch('flame-compact-processes');
+  const html = join(dir, 'page.html');
+  // Threads 0-1 are process 4242 ("server"), 2-3 process 5151 ("worker").
+  const input = write(dir, 'in.perf', toPerfScript(fixture));
+  runBin(['flame', input, '-o', html]);
+  const header = embeddedData(html).profile;
+  assert.ok(header.preview, 'a profile this large gets a preview tree');
+  assert.equal(header.preview.split, 'process');
+  const pv = header.preview;
+  const pvRoots = pv.parent.map((q, i) => [q, i]).filter(([q]) => q === 0).map(([, i]) => pv.frames.name[pv.frame[i]]).sort();
+  assert.deepEqual(pvRoots, ['server [pid 4242]', 'worker [pid 5151]']);
+  // The SVG roots the same stacks at the same processes.
+  runBin(['flame', input, '-o', join(dir, 'out.folded')]);
+  const foldedRoots = new Map();
+  for (const l of readFileSync(join(dir, 'out.folded'), 'utf8').split('\n').filter(Boolean)) {
+    const root = l.slice(0, l.indexOf(';'));
+    foldedRoots.set(root, (foldedRoots.get(root) ?? 0) + Number(l.slice(l.lastIndexOf(' ') + 1)));
+  }
+
+  const { page, errors, ctx } = await open(browser, html);
+  const first = await page.evaluate(() => performance.getEntriesByName('keisoku:first-paint')[0]?.detail ?? null);
+  assert.deepEqual(first, { readyState: 'loading', nodes: pv.parent.length });
+  await page.waitForFunction(() => window.keisoku?.views);
+  const roots = await page.evaluate(() => {
+    const t = window.keisoku.flame.tree;
+    const out = [];
+    for (let k = t.childStart[0]; k < t.childStart[1]; k++) {
+      const c = t.childList[k];
+      out.push([t.name(c), t.total[c], t.funcs.kind[t.func[c]]]);
+    }
+    return { out, split: document.querySelector('.ks-flame-split').value, hash: location.hash };
+  });
+  assert.equal(roots.split, 'process');
+  assert.equal(roots.hash, '', 'the page as it opens needs no link state');
+  // Left to right by name, as the preview drew them; each as wide as its
+  // process's folded lines (whose root is the process name).
+  assert.deepEqual(roots.out.map((r) => r[0]), ['server [pid 4242]', 'worker [pid 5151]']);
+  assert.deepEqual(roots.out.map((r) => r[2]), ['process', 'process']);
+  assert.deepEqual(roots.out.map((r) => r[1]), [foldedRoots.get('server'), foldedRoots.get('worker')]);
+  await shot(page, 'flame-compact-processes');
+  // Merging is a choice the link keeps; the table never lists the roots.
+  await page.selectOption('.ks-flame-split', 'merge');
+  assert.equal(await page.evaluate(() => location.hash), '#split=merge');
+  assert.equal(await page.evaluate(() => window.keisoku.flame.tree.childStart[1] - window.keisoku.flame.tree.childStart[0]), 1, 'merged: one __libc_start_main under all');
+  const rows = await page.locator('.ks-functable-table tbody tr td:first-child').allTextContents();
+  assert.ok(!rows.some((r) => r.includes('[pid')), 'process roots are not functions');
+  assert.deepEqual(errors, []);
+  await ctx.close();
+});

@@ -35,7 +35,9 @@ before(async () => {
   const prog = join(dir, 'phases.js');
   writeFileSync(prog, PROGRAM);
   const data = join(dir, 'perf.data');
-  const rec = spawnSync('perf', ['record', '-q', '-F', '499', '-g', '-o', data, '--', process.execPath, '--perf-basic-prof', prog], { encoding: 'utf8' });
+  // cwd: node 20 with --perf-basic-prof writes an isolate-*-v8.log into its
+  // working directory; it belongs in the scratch dir, not in web/.
+  const rec = spawnSync('perf', ['record', '-q', '-F', '499', '-g', '-o', data, '--', process.execPath, '--perf-basic-prof', prog], { encoding: 'utf8', cwd: dir });
   if (rec.error || rec.status !== 0) {
     skip = `perf record failed here: ${rec.error ? rec.error.message : rec.stderr.trim().split('\n').pop()}`;
     return;

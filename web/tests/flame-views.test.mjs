@@ -138,6 +138,23 @@ function assertContiguous(tree) {
   }
 }
 
+/**
+ * A time-ordered tree's boxes: children left to right, inside their parent,
+ * never overlapping; a parent's own samples between two callees leave a gap
+ * there (they ran then), so children need not be packed.
+ */
+function assertInTimeOrder(tree) {
+  for (let i = 0; i < tree.n; i++) {
+    let cur = tree.x[i];
+    for (let k = tree.childStart[i]; k < tree.childStart[i + 1]; k++) {
+      const c = tree.childList[k];
+      assert.ok(tree.x[c] >= cur, `box ${tree.name(c)} at ${tree.x[c]} overlaps its left neighbour (ends ${cur})`);
+      cur = tree.x[c] + tree.total[c];
+    }
+    assert.ok(cur <= tree.x[i] + tree.total[i], `children of ${tree.name(i)} end past it`);
+  }
+}
+
 test('left heavy: the same merged stacks, heaviest child first at every node', () => {
   for (const opts of [{}, { invert: true }, { hide: /^main$/ }, { split: 'thread' }]) {
     const merged = buildTree(profile, opts);
@@ -242,7 +259,7 @@ test('time order: samples left to right as taken; only neighbours merge', () => 
   // main is open the whole time: one box over all seven samples.
   assert.equal(t.childStart[1] - t.childStart[0], 1);
   assert.equal(t.total[t.childList[t.childStart[0]]], 7);
-  assertContiguous(t);
+  assertInTimeOrder(t);
   // The merged tree of the same samples has one parse box.
   assert.deepEqual(leavesInOrder(buildTree(p)), ['main;idle_wait=1', 'main;work;parse=4', 'main;work;render=2']);
   // A time range keeps its samples' order.
@@ -277,7 +294,7 @@ test('time order keeps every sample and each stack its weight under the filters'
       return out;
     };
     assert.deepEqual(self(t), self(merged));
-    assertContiguous(t);
+    assertInTimeOrder(t);
   }
   const counts = Profile.from({ ...data, samples: null, counts: data.nodes.parent.map(() => 1), threads: [] });
   assert.match(timeOrderUnavailable(counts), /only totals per stack/);
@@ -286,12 +303,55 @@ test('time order keeps every sample and each stack its weight under the filters'
   assert.throws(() => buildTimeOrderTree(noTimes), /no sample timestamps/);
 });
 
-test('time order past its box limit says what to narrow instead of building on', () => {
+// Issue 16: time order used to refuse a profile whose exact tree exceeds the
+// box limit (the 1M-sample benchmark); now it draws every box wide enough to
+// see, in place, and says what it folded.
+test('time order past its box limit draws the boxes wide enough to see, each where it ran', () => {
   const full = buildTimeOrderTree(profile);
   assert.ok(full.n > 5000);
-  assert.throws(() => buildTimeOrderTree(profile, {}, 4096), (e) => e instanceof m.TimeOrderTooLarge && /more than 4,096 boxes.*pick one thread or a shorter time range/.test(e.message));
-  // One thread over a short range fits.
+  assert.equal(full.foldedBelow, null, 'under the limit every box is there');
+  for (const opts of [{}, { split: 'thread' }, { focus: 'memcpy' }, { invert: true, hideIdle: true }]) {
+    const exact = buildTimeOrderTree(profile, opts);
+    const coarse = buildTimeOrderTree(profile, opts, 4096);
+    if (exact.n < 4096) {
+      // A focused view can fit exactly: then it is exact.
+      assert.equal(coarse.foldedBelow, null, JSON.stringify(opts));
+      assert.equal(coarse.n, exact.n);
+      continue;
+    }
+    assert.ok(coarse.foldedBelow && coarse.foldedBelow.boxes > 0, JSON.stringify(opts));
+    assert.ok(coarse.n < 4096 && coarse.n < exact.n);
+    assert.equal(coarse.total[0], exact.total[0], 'no weight lost');
+    assert.equal(coarse.sampleCount, exact.sampleCount);
+    const minW = coarse.foldedBelow.minWeight;
+    assert.equal(minW, exact.total[0] / coarse.foldedBelow.resolution);
+    assert.ok(coarse.foldedBelow.resolution >= 128);
+    // Every kept box is as heavy as the cut, and is the exact tree's box
+    // that opened at the same moment on the same path: same place, same width.
+    const at = (t) => {
+      const out = new Map();
+      const names = [''];
+      for (let i = 1; i < t.n; i++) {
+        names[i] = `${names[t.parent[i]]};${t.name(i)}`;
+        out.set(`${names[i]}@${t.x[i]}`, t.total[i]);
+      }
+      return out;
+    };
+    const e = at(exact);
+    for (let i = 1; i < coarse.n; i++) {
+      if (coarse.funcs.kind[coarse.func[i]] !== 'thread') assert.ok(coarse.total[i] >= minW, `${coarse.name(i)}: ${coarse.total[i]} < ${minW}`);
+    }
+    for (const [k, w] of at(coarse)) assert.equal(w, e.get(k), `${k}: coarse ${w}, exact ${e.get(k)}`);
+    assertInTimeOrder(coarse);
+    // And every exact box at least that heavy is kept (nothing visible is lost).
+    const c = at(coarse);
+    for (const [k, w] of e) if (w >= minW) assert.ok(c.has(k), `${k} (${w}) was dropped`);
+  }
+  // Even at that resolution too many: the old refusal, naming what to narrow.
+  assert.throws(() => buildTimeOrderTree(profile, {}, 8), (e) => e instanceof m.TimeOrderTooLarge && /more than 8 boxes.*pick one thread or a shorter time range/.test(e.message));
+  // One thread over a short range fits exactly.
   const small = buildTimeOrderTree(profile, { threads: new Set([0]), fromMs: 0, toMs: 200 }, 4096);
+  assert.equal(small.foldedBelow, null);
   assert.equal(small.total[0], weightWhere(data, { threads: [0], from: 0, to: 200 }));
 });
 

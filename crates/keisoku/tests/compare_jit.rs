@@ -56,7 +56,10 @@ fn record(dir: &Path, store: &Path, name: &str, plant: bool) {
     std::fs::write(&script, SERVER).unwrap();
     let server = |port: u16| {
         format!(
-            "exec node --perf-basic-prof --no-turbo-inlining {} {port}",
+            // In the temp dir: node with --perf-basic-prof writes an
+            // isolate-*-v8.log into its working directory.
+            "cd {} && exec node --perf-basic-prof --no-turbo-inlining {} {port}",
+            dir.display(),
             script.display()
         )
     };

@@ -344,6 +344,23 @@ fn a_jcmd_recording_reads_as_jfr_print_reads_it() {
         &by_leaf_and_thread(&folded).0,
         &waits,
     );
+    // `collapse --event` folds the same event as `flame --event` (issue 16).
+    let out = run(Command::new(BIN).args(["collapse", rec_s, "--event", "JavaMonitorEnter"]));
+    let collapsed: Vec<(Vec<String>, u64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').unwrap();
+            (
+                stack.split(';').map(str::to_owned).collect(),
+                n.parse().unwrap(),
+            )
+        })
+        .collect();
+    agree(
+        "collapse --event: monitor wait time by function",
+        &by_leaf_and_thread(&collapsed).0,
+        &waits,
+    );
 
     // An event the recording lacks: exit 2, naming the ones it has.
     let out = Command::new(BIN)

@@ -144,7 +144,13 @@ http.createServer(keisokuBusyHandler).listen({port}, '127.0.0.1');\n"
     let run = profiled_run(
         dir.path(),
         port,
-        &format!("exec node --perf-basic-prof {}", script.display()),
+        // In the temp dir: node with --perf-basic-prof writes an
+        // isolate-*-v8.log into its working directory.
+        &format!(
+            "cd {} && exec node --perf-basic-prof {}",
+            dir.path().display(),
+            script.display()
+        ),
     );
     let hits = frames_matching(&run, "keisokuBusyHandler");
     assert!(

@@ -336,13 +336,95 @@ fn times_column(times: &[f64]) -> (Column, Option<u64>) {
     (col, None)
 }
 
-/// The merged call tree cut to the frames wide enough to see (weight folded
-/// into the nearest kept ancestor's self, so widths stay exact), with its
-/// own small frame table: what the page draws before the columns are read.
+/// Process groups of a profile whose samples come from two or more
+/// processes, as the page opens it (web/src/flame/tree.ts `defaultSplit`):
+/// the group of each thread and each group's label. A process is named as
+/// `Profile.processName` names it (the comm with the most sample weight,
+/// the earlier thread's on a tie, summed in the same order so the two
+/// agree exactly), with its pid; when no thread's id differs from its pid
+/// (perf script text without pids gives each thread its own), the pids say
+/// nothing and processes are grouped by that name alone, as `pidsKnown`
+/// does. `None`: the page opens merged.
+fn process_groups(p: &ProfileIn) -> Option<(Vec<usize>, Vec<String>)> {
+    let s = p.samples.as_ref()?;
+    let st = s.thread.as_ref()?;
+    let threads = p.threads.as_array()?;
+    let id = |t: &Value, k: &str| {
+        let v = &t[k];
+        v.as_i64()
+            .or_else(|| v.as_f64().map(|f| f as i64))
+            .unwrap_or(0)
+    };
+    let mut pids: Vec<i64> = Vec::new();
+    let mut pid_index = Vec::with_capacity(threads.len());
+    for t in threads {
+        let pid = id(t, "pid");
+        let g = match pids.iter().position(|&q| q == pid) {
+            Some(g) => g,
+            None => {
+                pids.push(pid);
+                pids.len() - 1
+            }
+        };
+        pid_index.push(g);
+    }
+    let mut by_thread = vec![0f64; threads.len()];
+    for (i, &t) in st.iter().enumerate() {
+        by_thread[t as usize] += s.weight.as_ref().map_or(1.0, |w| w[i]);
+    }
+    // Per process: each comm's total, comms in the order of their first thread.
+    let mut sums: Vec<Vec<(&str, f64)>> = vec![Vec::new(); pids.len()];
+    for (i, t) in threads.iter().enumerate() {
+        let comm = t["comm"].as_str().unwrap_or("");
+        let m = &mut sums[pid_index[i]];
+        match m.iter_mut().find(|(c, _)| *c == comm) {
+            Some(e) => e.1 += by_thread[i],
+            None => m.push((comm, by_thread[i])),
+        }
+    }
+    let known = threads.iter().any(|t| id(t, "pid") != id(t, "tid"));
+    let names: Vec<String> = sums
+        .iter()
+        .zip(&pids)
+        .map(|(m, pid)| {
+            let mut best: Option<(&str, f64)> = None;
+            for &(c, w) in m {
+                if best.is_none_or(|b| w > b.1) {
+                    best = Some((c, w));
+                }
+            }
+            let name = best.map_or("", |b| b.0);
+            let name = if name.is_empty() { "?" } else { name };
+            if known {
+                format!("{name} [pid {pid}]")
+            } else {
+                name.to_owned()
+            }
+        })
+        .collect();
+    let mut labels: Vec<String> = Vec::new();
+    let group_of_thread = pid_index
+        .iter()
+        .map(|&k| match labels.iter().position(|l| *l == names[k]) {
+            Some(g) => g,
+            None => {
+                labels.push(names[k].clone());
+                labels.len() - 1
+            }
+        })
+        .collect();
+    (labels.len() >= 2).then_some((group_of_thread, labels))
+}
+
+/// The call tree the page opens with, cut to the frames wide enough to see
+/// (weight folded into the nearest kept ancestor's self, so widths stay
+/// exact), with its own small frame table: what the page draws before the
+/// columns are read. Merged, or one root per process for a profile of
+/// several processes (as the page opens those, see [`process_groups`]).
 fn preview_tree(p: &ProfileIn, view: PreviewFor) -> Value {
     let nn = p.nodes.parent.len();
     let parent = &p.nodes.parent;
-    let mut weight = vec![0f64; nn];
+    let up = |n: usize| usize::try_from(parent[n]).ok();
     let idle: Vec<bool> = if view.hide_idle {
         let idle_frame: Vec<bool> = p
             .frames
@@ -352,7 +434,7 @@ fn preview_tree(p: &ProfileIn, view: PreviewFor) -> Value {
             .collect();
         let mut out = vec![false; nn];
         for n in 0..nn {
-            let inherited = usize::try_from(parent[n]).is_ok_and(|q| out[q]);
+            let inherited = up(n).is_some_and(|q| out[q]);
             out[n] = inherited || idle_frame[p.nodes.frame[n] as usize];
         }
         out
@@ -360,41 +442,108 @@ fn preview_tree(p: &ProfileIn, view: PreviewFor) -> Value {
         Vec::new()
     };
     let is_idle = |n: usize| view.hide_idle && idle[n];
+    let groups = process_groups(p);
+
+    // Per group: self weight by node, over the nodes it touches (the
+    // sampled ones and their ancestors), ascending so parents come first.
+    struct Group {
+        touched: Vec<usize>,
+        weight: Vec<f64>,
+        sub: Vec<f64>,
+    }
+    let n_groups = groups.as_ref().map_or(1, |(_, l)| l.len());
+    let mut self_w: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n_groups];
     if let Some(s) = &p.samples {
         for (i, &node) in s.node.iter().enumerate() {
             let node = node as usize;
             if !is_idle(node) {
-                weight[node] += s.weight.as_ref().map_or(1.0, |w| w[i]);
+                let g = match (&groups, &s.thread) {
+                    (Some((of, _)), Some(t)) => of[t[i] as usize],
+                    _ => 0,
+                };
+                self_w[g].push((node, s.weight.as_ref().map_or(1.0, |w| w[i])));
             }
         }
     } else if let Some(c) = &p.counts {
         for (n, &w) in c.iter().enumerate() {
-            if !is_idle(n) {
-                weight[n] = w;
+            if !is_idle(n) && w != 0.0 {
+                self_w[0].push((n, w));
             }
         }
     }
-    let mut sub = weight.clone();
-    for n in (0..nn).rev() {
-        if let Ok(q) = usize::try_from(parent[n]) {
-            sub[q] += sub[n];
+    let mut weight = vec![0f64; nn];
+    let mut sub = vec![0f64; nn];
+    let mut seen = vec![false; nn];
+    let mut built: Vec<Group> = Vec::with_capacity(n_groups);
+    for samples in &self_w {
+        let mut touched = Vec::new();
+        for &(node, w) in samples {
+            weight[node] += w;
+            let mut m = Some(node);
+            while let Some(k) = m {
+                if seen[k] {
+                    break;
+                }
+                seen[k] = true;
+                touched.push(k);
+                m = up(k);
+            }
         }
+        touched.sort_unstable();
+        for &n in &touched {
+            sub[n] = weight[n];
+        }
+        for &n in touched.iter().rev() {
+            if let Some(q) = up(n) {
+                sub[q] += sub[n];
+            }
+        }
+        let g = Group {
+            weight: touched.iter().map(|&n| weight[n]).collect(),
+            sub: touched.iter().map(|&n| sub[n]).collect(),
+            touched,
+        };
+        for &n in &g.touched {
+            weight[n] = 0.0;
+            sub[n] = 0.0;
+            seen[n] = false;
+        }
+        built.push(g);
     }
-    let root_w: f64 = (0..nn).filter(|&n| parent[n] < 0).map(|n| sub[n]).sum();
+    let root_w: f64 = built
+        .iter()
+        .flat_map(|g| {
+            g.touched
+                .iter()
+                .zip(&g.sub)
+                .filter(|(&n, _)| up(n).is_none())
+        })
+        .map(|(_, &w)| w)
+        .sum();
 
+    // Preview node ids per group entry (0: not kept), widening the cut
+    // until the preview is small enough.
+    let grouped = groups.is_some();
     let mut share = PREVIEW_SHARE;
-    let mut tid = vec![0u32; nn];
+    let mut tid: Vec<Vec<u32>>;
     loop {
         let min_w = (share * root_w).max(f64::MIN_POSITIVE);
-        let mut kept = 1u32;
-        for n in 0..nn {
-            let parent_kept = usize::try_from(parent[n]).map_or(true, |q| tid[q] > 0);
-            tid[n] = if sub[n] >= min_w && parent_kept {
-                kept += 1;
-                kept - 1
-            } else {
-                0
-            };
+        let mut kept = 1u32 + if grouped { n_groups as u32 } else { 0 };
+        tid = Vec::with_capacity(n_groups);
+        for g in &built {
+            let mut t = vec![0u32; g.touched.len()];
+            for (k, &n) in g.touched.iter().enumerate() {
+                let parent_kept = up(n).is_none_or(|q| {
+                    // The parent was touched (an ancestor) and comes earlier.
+                    let pk = g.touched.partition_point(|&x| x < q);
+                    t[pk] > 0
+                });
+                if g.sub[k] >= min_w && parent_kept {
+                    t[k] = kept;
+                    kept += 1;
+                }
+            }
+            tid.push(t);
         }
         if (kept as usize) <= PREVIEW_MAX_NODES || share >= 0.5 {
             break;
@@ -407,34 +556,52 @@ fn preview_tree(p: &ProfileIn, view: PreviewFor) -> Value {
     let mut t_self = vec![0f64];
     let mut local_frame = std::collections::HashMap::new();
     let (mut names, mut modules, mut kinds) = (Vec::new(), Vec::new(), Vec::new());
-    for n in 0..nn {
-        let up = usize::try_from(parent[n]).ok();
-        let t = tid[n] as usize;
-        if t == 0 {
-            // A dropped subtree whose parent is kept: its weight becomes
-            // the parent's self.
-            match up {
-                Some(q) if tid[q] > 0 => t_self[tid[q] as usize] += sub[n],
-                None => t_self[0] += sub[n],
-                _ => {}
-            }
-            continue;
+    // Group roots first (ids 1..=groups), each with a frame of its own.
+    let mut group_node = vec![0usize; n_groups];
+    if let Some((_, labels)) = &groups {
+        for (g, label) in labels.iter().enumerate() {
+            names.push(label.as_str());
+            modules.push("");
+            kinds.push(0);
+            t_parent.push(0);
+            t_frame.push(names.len() as i64 - 1);
+            t_self.push(0.0);
+            group_node[g] = g + 1;
         }
-        let f = p.nodes.frame[n] as usize;
-        let lf = *local_frame.entry(f).or_insert_with(|| {
-            names.push(p.frames.name[f].as_str());
-            modules.push(p.frames.module[f].as_str());
-            kinds.push(p.frames.kind[f]);
-            names.len() - 1
-        });
-        t_parent.push(up.map_or(0, |q| i64::from(tid[q])));
-        t_frame.push(lf as i64);
-        t_self.push(weight[n]);
-        debug_assert_eq!(t_parent.len(), t + 1);
+    }
+    for (g, grp) in built.iter().enumerate() {
+        let base = group_node[g];
+        let pos = |q: usize| grp.touched.partition_point(|&x| x < q);
+        for (k, &n) in grp.touched.iter().enumerate() {
+            let t = tid[g][k] as usize;
+            let parent_t = up(n).map(|q| tid[g][pos(q)] as usize);
+            if t == 0 {
+                // A dropped subtree whose parent is kept: its weight becomes
+                // the parent's self (a root's, the group's or the root's).
+                match parent_t {
+                    Some(q) if q > 0 => t_self[q] += grp.sub[k],
+                    None => t_self[base] += grp.sub[k],
+                    _ => {}
+                }
+                continue;
+            }
+            let f = p.nodes.frame[n] as usize;
+            let lf = *local_frame.entry(f).or_insert_with(|| {
+                names.push(p.frames.name[f].as_str());
+                modules.push(p.frames.module[f].as_str());
+                kinds.push(p.frames.kind[f]);
+                names.len() - 1
+            });
+            t_parent.push(parent_t.map_or(base as i64, |q| q as i64));
+            t_frame.push(lf as i64);
+            t_self.push(grp.weight[k]);
+            debug_assert_eq!(t_parent.len(), t + 1);
+        }
     }
     json!({
         "hide_idle": view.hide_idle,
         "min_share": share,
+        "split": if grouped { "process" } else { "merge" },
         "frames": { "name": names, "module": modules, "kind": kinds },
         "parent": t_parent,
         "frame": t_frame,
@@ -557,6 +724,75 @@ mod tests {
         assert_eq!(selfs[10], 1.0 + (60_000.0 - 10.0));
         assert_eq!(v["parent"][2], 1);
         assert_eq!(v["frames"]["name"][0], "f0");
+    }
+
+    #[test]
+    fn preview_of_two_processes_has_one_root_each_named_by_its_commonest_comm() {
+        // Threads 0 and 1 are process 7 ("sh" for 1 sample, then "node"),
+        // thread 2 is process 9; samples alternate between the processes.
+        let mut v: Value = serde_json::from_str(&profile(60_000)).unwrap();
+        v["threads"] = json!([
+            {"pid":7,"tid":7,"comm":"sh"},
+            {"pid":7,"tid":8,"comm":"node"},
+            {"pid":9,"tid":9,"comm":"nginx"}
+        ]);
+        let thread: Vec<u32> = (0..60_000u32)
+            .map(|i| {
+                if i == 0 {
+                    0
+                } else if i % 2 == 0 {
+                    1
+                } else {
+                    2
+                }
+            })
+            .collect();
+        v["samples"]["thread"] = json!(thread);
+        let p: ProfileIn = serde_json::from_value(v).unwrap();
+        let t = preview_tree(&p, PreviewFor { hide_idle: false });
+        assert_eq!(t["split"], "process");
+        let names: Vec<String> = serde_json::from_value(t["frames"]["name"].clone()).unwrap();
+        assert_eq!(names[0], "node [pid 7]");
+        assert_eq!(names[1], "nginx [pid 9]");
+        let parent: Vec<i64> = serde_json::from_value(t["parent"].clone()).unwrap();
+        let selfs: Vec<f64> = serde_json::from_value(t["self"].clone()).unwrap();
+        assert_eq!(&parent[..3], &[-1, 0, 0], "the groups hang from the root");
+        assert_eq!(selfs.iter().sum::<f64>(), 60_000.0, "no weight lost");
+        // Each group has its own chain under it: f0 twice, once per process.
+        let f0 = names.iter().position(|n| n == "f0").unwrap() as i64;
+        let frame: Vec<i64> = serde_json::from_value(t["frame"].clone()).unwrap();
+        let roots: Vec<i64> = (0..frame.len())
+            .filter(|&i| frame[i] == f0)
+            .map(|i| parent[i])
+            .collect();
+        assert_eq!(roots, vec![1, 2]);
+        // Without pids (each thread's id as its pid): grouped by name.
+        let mut v: Value = serde_json::from_str(&profile(60_000)).unwrap();
+        v["threads"] = json!([
+            {"pid":7,"tid":7,"comm":"node"},
+            {"pid":8,"tid":8,"comm":"node"},
+            {"pid":9,"tid":9,"comm":"nginx"}
+        ]);
+        v["samples"]["thread"] = json!((0..60_000u32).map(|i| i % 3).collect::<Vec<_>>());
+        let t = preview_tree(
+            &serde_json::from_value(v.clone()).unwrap(),
+            PreviewFor { hide_idle: false },
+        );
+        let names: Vec<String> = serde_json::from_value(t["frames"]["name"].clone()).unwrap();
+        assert_eq!(&names[..2], &["node", "nginx"]);
+        // All one name: merged.
+        v["threads"][2]["comm"] = json!("node");
+        let t = preview_tree(
+            &serde_json::from_value(v).unwrap(),
+            PreviewFor { hide_idle: false },
+        );
+        assert_eq!(t["split"], "merge");
+        // One process: merged, as before.
+        let one = preview_tree(
+            &serde_json::from_str(&profile(60_000)).unwrap(),
+            PreviewFor { hide_idle: false },
+        );
+        assert_eq!(one["split"], "merge");
     }
 
     #[test]

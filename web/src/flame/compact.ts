@@ -14,6 +14,12 @@ export interface PreviewJson {
   /** The tree leaves idle samples out (the page opens with idle hidden). */
   hide_idle: boolean;
   min_share: number;
+  /**
+   * "process": the root's children are one group per process (as the
+   * page opens a profile of two or more processes), labelled as
+   * Profile.processName labels them; absent or "merge": no groups.
+   */
+  split?: 'merge' | 'process';
   frames: { name: string[]; module: string[]; kind: number[] };
   /** Node 0 is the root; parent ids are below child ids. */
   parent: number[];
@@ -258,6 +264,11 @@ export function previewTree(h: CompactHeader): CallTree | null {
     self[i] = w;
   }
   self[0] = Number(p.self[0]) || 0;
+  if (p.split === 'process') {
+    // The root's children are the process groups: the kind the function
+    // table, colours and the split menu know them by.
+    for (let i = 1; i < n; i++) if (parent[i] === 0) funcs.kind[func[i]] = 'process';
+  }
   const tree = new CallTree(funcs, parent, func, self);
   tree.sampleCount = p.hide_idle ? null : h.sample_count;
   return tree;

@@ -13,7 +13,7 @@ import { frameColor, diffColor, kindSwatch, KIND_LABELS } from '../common/colors
 import { fmtPct, fmtWeight, fmtCount, fmtShare, fmtSignedPct } from '../common/format';
 import { isDark, onThemeChange, cssVar } from '../common/theme';
 import { Profile } from './profile';
-import { buildTree, CallTree, matchShare, MatchShare, SplitMode, TreeOptions } from './tree';
+import { buildTree, CallTree, defaultSplit, matchShare, MatchShare, SplitMode, TreeOptions } from './tree';
 import { DiffMode, DiffTree, diffTrees } from './difftree';
 import { nextTask } from './compact';
 import { buildTimeOrderTree, timeOrderUnavailable } from './timeorder';
@@ -138,6 +138,12 @@ function markFirstPaint(nodes: number): void {
   requestAnimationFrame(() => performance.mark('keisoku:first-frame'));
 }
 
+/** How a preview tree is grouped: by process when its root's children are process groups. */
+function previewSplit(t: CallTree): SplitMode {
+  const k = t.childStart[0] < t.childStart[1] ? t.funcs.kind[t.func[t.childList[t.childStart[0]]]] : '';
+  return k === 'process' ? 'process' : 'merge';
+}
+
 /** A flame graph component bound to one container element. */
 export class FlameGraph extends Emitter<FlameEvents> {
   readonly root: HTMLElement;
@@ -191,7 +197,11 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.source = pending ? null : (source as Profile | DiffSource);
     this.pendingUnit = pending ? pending.unit : 'samples';
     this.icicle = !!options.icicle;
-    this.treeOpts = { split: options.split ?? 'merge', hideIdle: !!options.hideIdle, focus: options.focus ?? null, callers: options.callers ?? null };
+    // A profile of several processes opens with one root per process, as
+    // its SVG and folded outputs have them; a diff stays merged (its two
+    // sides' process ids differ, so groups would never line up).
+    const split = options.split ?? (pending ? previewSplit(pending.preview) : source instanceof Profile ? defaultSplit(source) : 'merge');
+    this.treeOpts = { split, hideIdle: !!options.hideIdle, focus: options.focus ?? null, callers: options.callers ?? null };
     this.shiftFocus = options.shiftFocus !== false;
     const src0 = this.source;
     this.timeOrderWhy = pending ? (pending.timeOrder === undefined ? 'no sample timestamps' : pending.timeOrder) : src0 instanceof Profile ? timeOrderUnavailable(src0) : 'a differential graph has no time order';
@@ -919,6 +929,11 @@ export class FlameGraph extends Emitter<FlameEvents> {
       parts.push(`before ${fmtWeight(d.beforeSum, unit)} · after ${fmtWeight(d.afterSum, unit)}`);
     } else parts.push(`${fmtWeight(total, unit)} in view`);
     if (this.mode === 'time-order') parts.push('time order: samples left to right as taken');
+    if (this.mode === 'time-order' && t.foldedBelow) {
+      // Said, not hidden: what is drawn is not every box, and the numbers
+      // read from boxes count the folded ones in their callers.
+      parts.push(`too many boxes to draw them all: ${fmtCount(t.foldedBelow.boxes)} boxes under ${fmtWeight(t.foldedBelow.minWeight, unit)} (1/${fmtCount(t.foldedBelow.resolution)} of the view) are folded into their callers, in place, and the function table and search shares count them there; pick one thread or a shorter time range to see every box`);
+    }
     else if (this.mode === 'left-heavy') parts.push('left heavy: heaviest first');
     if (this.treeOpts.callers) parts.push(`callers of ${this.treeOpts.callers}`);
     if (this.zoomNode !== 0) parts.push(`zoomed: ${t.name(this.zoomNode)} (${fmtPct(t.total[this.zoomNode], total)})`);

@@ -42,6 +42,8 @@ export class FlameViews {
   private readonly caps: ViewCaps;
   /** What the last write put in the hash (to tell our writes from the user's). */
   private written = '';
+  /** The view as the page opens: the page's preset with the graph's own default split. */
+  private readonly base: FlameView;
 
   /** Hooks to give the FunctionTable this controller is bound to. */
   static tableHooks(get: () => FlameViews | null): FunctionTableHooks {
@@ -53,6 +55,9 @@ export class FlameViews {
 
   constructor(private readonly p: FlameViewParts) {
     const { graph, graphBox, profile } = p;
+    // A profile of several processes opens split by process: a link
+    // without `split=` means that, and `split=merge` says otherwise.
+    this.base = { ...p.base, split: graph.viewState().split };
     this.caps = { timeOrder: graph.timeOrderUnavailable, threads: !!profile.sampleThread && profile.threads.length > 0, time: profile.sampleTime !== null };
     const tab = (label: string, panel: 'flame' | 'sandwich', title: string): HTMLButtonElement => {
       const b = h('button', { type: 'button', role: 'tab', class: `ks-tab ks-tab-${panel}`, text: label, title });
@@ -125,14 +130,14 @@ export class FlameViews {
   /** Writes the view to the location hash (replacing, not adding history). */
   write(): void {
     if (this.applying) return;
-    const hash = encodeView(this.current(), this.p.base);
+    const hash = encodeView(this.current(), this.base);
     if (hash === this.written && hash === location.hash) return;
     this.written = hash;
     history.replaceState(history.state, '', hash === '' ? location.pathname + location.search : hash);
   }
 
   private applyHash(hash: string): void {
-    const decoded = decodeView(hash, this.p.base);
+    const decoded = decodeView(hash, this.base);
     const fitted = fitView(decoded.view, this.caps);
     const ignored = [...decoded.ignored, ...fitted.ignored];
     const v = fitted.view;

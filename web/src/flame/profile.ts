@@ -313,23 +313,28 @@ export class Profile {
   /**
    * The name of process `pid`: the comm that has the most sample weight
    * among its threads, so a shell that exec'd node is "node", not the name
-   * it had for its first few samples.
+   * it had for its first few samples; on a tie, the comm of the earlier
+   * thread. crates/report/src/embed.rs names the preview's process roots
+   * by the same rule, summing in the same order, so both agree exactly.
    */
   processName(pid: number): string {
     if (!this.processNameCache) {
       const byThread = new Float64Array(this.threads.length);
       const st = this.sampleThread;
       if (st) for (let i = 0; i < st.length; i++) byThread[st[i]] += this.sampleWeight ? this.sampleWeight[i] : 1;
-      const best = new Map<number, [string, number]>();
-      const sums = new Map<string, number>();
+      // Per process, each comm's total in the order its first thread comes.
+      const sums = new Map<number, Map<string, number>>();
       this.threads.forEach((t, i) => {
-        const key = `${t.pid}\u0000${t.comm}`;
-        const w = (sums.get(key) ?? 0) + byThread[i];
-        sums.set(key, w);
-        const b = best.get(t.pid);
-        if (!b || w > b[1]) best.set(t.pid, [t.comm, w]);
+        let m = sums.get(t.pid);
+        if (!m) sums.set(t.pid, (m = new Map()));
+        m.set(t.comm, (m.get(t.comm) ?? 0) + byThread[i]);
       });
-      this.processNameCache = new Map([...best].map(([p, [c]]) => [p, c]));
+      this.processNameCache = new Map();
+      for (const [p, m] of sums) {
+        let best: [string, number] | null = null;
+        for (const [c, w] of m) if (best === null || w > best[1]) best = [c, w];
+        this.processNameCache.set(p, best ? best[0] : '');
+      }
     }
     return this.processNameCache.get(pid) || '?';
   }

@@ -41,12 +41,105 @@ function timeOrder(times: Float64Array): Int32Array {
 }
 
 /**
+ * The time order of the samples in view draws at this resolution when the
+ * exact tree would need more than MAX_TIME_ORDER_NODES boxes: a box lighter
+ * than 1/8192 of the view (a quarter pixel at 2048 px) is folded into its
+ * caller, in place, so what shows is every box wide enough to see, and at
+ * most 8192 boxes per row. Coarser steps follow only if that is still too
+ * many (a view of few samples, where 1/8192 is less than one sample).
+ */
+export const TIME_ORDER_RESOLUTION = 8192;
+const COARSER = [TIME_ORDER_RESOLUTION, 2048, 512, 128];
+
+/**
  * Builds the time-ordered tree of a profile's samples under the same
  * filters as buildTree (time range, threads, idle, hide, focus, invert,
  * split). Throws when the profile has no sample times: callers check
  * timeOrderUnavailable first, so the page can say why the mode is off.
+ * When the exact tree would exceed `maxNodes` boxes (stacks that change
+ * at almost every sample: many threads interleaved over a long capture),
+ * it is built at TIME_ORDER_RESOLUTION (or coarser) instead, and
+ * `tree.foldedBelow` says so; only if even 1/128 of the view is too fine
+ * does it throw TimeOrderTooLarge.
  */
 export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, maxNodes = MAX_TIME_ORDER_NODES): CallTree {
+  let last: unknown = null;
+  for (const r of [0, ...COARSER]) {
+    try {
+      return build(profile, opts, maxNodes, r);
+    } catch (e) {
+      if (!(e instanceof TimeOrderTooLarge)) throw e;
+      last = e;
+    }
+  }
+  throw last;
+}
+
+/** One process or thread group's boxes (local id 0: the group's root), in the order they open. */
+class Lane {
+  n = 1;
+  parent = new Int32Array(1024);
+  func = new Int32Array(1024);
+  self = new Float64Array(1024);
+  /** The lane's weight before the box opened: its place in time order. */
+  openAt = new Float64Array(1024);
+  /** Weight of the lane's samples so far. */
+  weight = 0;
+  /** The open stack: boxes and their frames, root first. */
+  on: number[] = [];
+  of: number[] = [];
+  lastNode = -1;
+  lastLeaf = -1;
+  root = -1;
+
+  add(p: number, f: number): number {
+    if (this.n === this.parent.length) {
+      const grow = <T extends Int32Array | Float64Array>(a: T, b: T): T => {
+        b.set(a);
+        return b;
+      };
+      const cap = this.n * 2;
+      this.parent = grow(this.parent, new Int32Array(cap));
+      this.func = grow(this.func, new Int32Array(cap));
+      this.self = grow(this.self, new Float64Array(cap));
+      this.openAt = grow(this.openAt, new Float64Array(cap));
+    }
+    const c = this.n++;
+    this.parent[c] = p;
+    this.func[c] = f;
+    this.self[c] = 0;
+    this.openAt[c] = this.weight;
+    return c;
+  }
+
+  /**
+   * Closes the open boxes from depth `d` on. Boxes lighter than `minW`
+   * fold into their caller: a lane's boxes opened after a box that is
+   * still open are all inside it, so dropping it truncates the lane there.
+   * Returns the boxes dropped.
+   */
+  close(d: number, minW: number): number {
+    let dropped = 0;
+    if (minW > 0) {
+      for (let j = d; j < this.on.length; j++) {
+        const b = this.on[j];
+        const w = this.weight - this.openAt[b];
+        if (w < minW) {
+          this.self[this.parent[b]] += w;
+          dropped = this.n - b;
+          this.n = b;
+          break;
+        }
+      }
+    }
+    this.on.length = d;
+    this.of.length = d;
+    return dropped;
+  }
+}
+
+/** The time-ordered tree; `resolution` N > 0 folds boxes lighter than 1/N of the view. */
+function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution: number): CallTree {
   const why = timeOrderUnavailable(profile);
   if (why) throw new Error(why);
   const sn = profile.sampleNode as Int32Array;
@@ -62,68 +155,62 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, max
   const focusName = callersOf ?? opts.focus ?? null;
   const focusFrames = framesNamed(profile, focusName || null);
   const idle = opts.hideIdle ? profile.idleNodes() : null;
-
-  // Nodes are appended in the order they open, so ids follow time.
-  let cap = Math.min(1 << 16, maxNodes);
-  let parent = new Int32Array(cap);
-  let func = new Int32Array(cap);
-  let self = new Float64Array(cap);
-  let n = 1;
-  parent[0] = -1;
-  func[0] = allFunc;
-  const newNode = (p: number, f: number): number => {
-    if (n === cap) {
-      if (cap >= maxNodes) {
-        throw new TimeOrderTooLarge(
-          `time order of the samples in view needs more than ${fmtCount(maxNodes)} boxes (stacks change at almost every sample): pick one thread or a shorter time range`,
-        );
-      }
-      cap = Math.min(cap * 2, maxNodes);
-      const grow = <T extends Int32Array | Float64Array>(a: T, b: T): T => {
-        b.set(a);
-        return b;
-      };
-      parent = grow(parent, new Int32Array(cap));
-      func = grow(func, new Int32Array(cap));
-      self = grow(self, new Float64Array(cap));
-    }
-    parent[n] = p;
-    func[n] = f;
-    return n++;
-  };
-  // Per group: the open stack (tree nodes and their frames) and the
-  // profile node of the last sample, for the common "same stack" case.
-  const nGroups = grouped ? groupFunc.length : 1;
-  const openNodes: number[][] = [];
-  const openFrames: number[][] = [];
-  const lastNode = new Int32Array(nGroups).fill(-1);
-  const lastLeaf = new Int32Array(nGroups).fill(-1);
-  for (let g = 0; g < nGroups; g++) {
-    openNodes.push([]);
-    openFrames.push([]);
-  }
-  const groupRoot = new Int32Array(nGroups).fill(-1);
-
   const from = opts.fromMs != null ? opts.fromMs : -Infinity;
   const to = opts.toMs != null ? opts.toMs : Infinity;
   const threads = sth && opts.threads ? opts.threads : null;
+  const keep = (i: number): boolean => {
+    const t = st[i];
+    if (t < from || t >= to) return false;
+    if (threads !== null && !threads.has((sth as Int32Array)[i])) return false;
+    return idle === null || !idle[sn[i]];
+  };
+
+  // At a resolution, the lightest box kept is a share of the weight drawn:
+  // the samples in view through the focused function (if any).
+  let minW = 0;
+  if (resolution > 0) {
+    let through: Uint8Array | null = null;
+    if (focusName) {
+      through = new Uint8Array(profile.nodeCount);
+      for (let m = 0; m < profile.nodeCount; m++) {
+        const f = profile.nodeFrame[m];
+        const q = profile.nodeParent[m];
+        through[m] = (focusFrames[f] && !hidden[f] ? 1 : 0) | (q >= 0 ? through[q] : 0);
+      }
+    }
+    let drawn = 0;
+    for (let i = 0; i < sn.length; i++) if (keep(i) && (through === null || through[sn[i]])) drawn += sw === null ? 1 : sw[i];
+    minW = drawn / resolution;
+  }
+
+  const nGroups = grouped ? groupFunc.length : 1;
+  const lanes: Lane[] = [];
+  for (let g = 0; g < nGroups; g++) lanes.push(new Lane());
+  // Lanes in the order their first sample comes: the root's children.
+  const laneOrder: number[] = [];
+  let boxes = 0;
+  let folded = 0;
+  const tooLarge = (): TimeOrderTooLarge =>
+    new TimeOrderTooLarge(
+      `time order of the samples in view needs more than ${fmtCount(maxNodes)} boxes (stacks change at almost every sample): pick one thread or a shorter time range`,
+    );
+
   const path: number[] = [];
   const order = timeOrder(st);
   let count = 0;
   let whole = 0;
   for (let k = 0; k < order.length; k++) {
     const i = order[k];
-    const t = st[i];
-    if (t < from || t >= to) continue;
-    if (threads !== null && !threads.has((sth as Int32Array)[i])) continue;
+    if (!keep(i)) continue;
     const node = sn[i];
-    if (idle !== null && idle[node]) continue;
     const w = sw === null ? 1 : sw[i];
     count++;
     whole += w;
     const g = grouped ? groupOfThread[(sth as Int32Array)[i]] : 0;
-    if (lastNode[g] === node && lastLeaf[g] >= 0) {
-      self[lastLeaf[g]] += w;
+    const lane = lanes[g];
+    if (lane.lastNode === node && lane.lastLeaf >= 0) {
+      lane.self[lane.lastLeaf] += w;
+      lane.weight += w;
       continue;
     }
     // The sample's frames, root to leaf, after hide/focus/invert/callers.
@@ -138,10 +225,11 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, max
       start = path.findIndex((f) => focusFrames[f] === 1);
       if (start < 0) {
         // Not through the focused function: the open stack ends here.
-        lastNode[g] = -1;
-        lastLeaf[g] = -1;
-        openNodes[g].length = 0;
-        openFrames[g].length = 0;
+        const dropped = lane.close(0, minW);
+        boxes -= dropped;
+        folded += dropped;
+        lane.lastNode = -1;
+        lane.lastLeaf = -1;
         continue;
       }
     }
@@ -157,31 +245,77 @@ export function buildTimeOrderTree(profile: Profile, opts: TreeOptions = {}, max
       first = path.length - 1;
       step = -1;
     }
-    if (grouped && groupRoot[g] < 0) groupRoot[g] = newNode(0, groupFunc[g]);
-    const base = grouped ? groupRoot[g] : 0;
-    const on = openNodes[g];
-    const of = openFrames[g];
+    if (lane.root < 0) {
+      lane.root = 0;
+      laneOrder.push(g);
+    }
+    const of = lane.of;
     let d = 0;
     while (d < len && d < of.length && of[d] === path[first + d * step]) d++;
-    on.length = d;
-    of.length = d;
-    let cur = d > 0 ? on[d - 1] : base;
+    const dropped = lane.close(d, minW);
+    boxes -= dropped;
+    folded += dropped;
+    let cur = d > 0 ? lane.on[d - 1] : 0;
     for (let j = d; j < len; j++) {
+      if (++boxes >= maxNodes) throw tooLarge();
       const f = path[first + j * step];
-      cur = newNode(cur, f);
-      on.push(cur);
+      cur = lane.add(cur, f);
+      lane.on.push(cur);
       of.push(f);
     }
-    self[cur] += w;
-    lastNode[g] = node;
-    lastLeaf[g] = cur;
+    lane.self[cur] += w;
+    lane.weight += w;
+    lane.lastNode = node;
+    lane.lastLeaf = cur;
   }
+  for (const lane of lanes) folded += lane.close(0, minW);
+
+  // One tree: the root, the group roots (when split) in the order they
+  // first appear, then each lane's boxes; a box's place is its lane's
+  // offset plus the lane's weight when it opened.
+  const head = grouped ? 1 + laneOrder.length : 1;
+  let n = head;
+  const start = new Int32Array(nGroups);
+  for (const g of laneOrder) {
+    start[g] = n;
+    n += lanes[g].n - 1;
+  }
+  const parent = new Int32Array(n);
+  const func = new Int32Array(n);
+  const self = new Float64Array(n);
+  const x = new Float64Array(n);
+  parent[0] = -1;
+  func[0] = allFunc;
+  let offset = 0;
+  laneOrder.forEach((g, r) => {
+    const lane = lanes[g];
+    const base = grouped ? 1 + r : 0;
+    if (grouped) {
+      parent[base] = 0;
+      func[base] = groupFunc[g];
+      x[base] = offset;
+    }
+    self[base] += lane.self[0];
+    for (let b = 1; b < lane.n; b++) {
+      const id = start[g] + b - 1;
+      const q = lane.parent[b];
+      parent[id] = q === 0 ? base : start[g] + q - 1;
+      func[id] = lane.func[b];
+      self[id] = lane.self[b];
+      x[id] = offset + lane.openAt[b];
+    }
+    offset += lane.weight;
+  });
   // Equal ranks for every function: the tree's counting sort then keeps
   // each child list in node order, which is time order.
-  const tree = new CallTree(funcs, parent.slice(0, n), func.slice(0, n), self.slice(0, n), new Int32Array(funcs.name.length));
+  const tree = new CallTree(funcs, parent, func, self, new Int32Array(funcs.name.length));
+  // Boxes sit where they ran: with boxes folded into their callers, a
+  // caller's own time can fall between two of its callees.
+  tree.x.set(x);
   tree.order = 'creation';
   tree.sampleCount = count;
   tree.inverted = !!opts.invert && callersOf === null;
   if (focusName) tree.wholeTotal = whole;
+  if (resolution > 0) tree.foldedBelow = { minWeight: minW, boxes: folded, resolution };
   return tree;
 }

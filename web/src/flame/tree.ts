@@ -85,6 +85,12 @@ export class CallTree {
    * dropped. "Of all" shares divide by it, so a 1% function stays 1%.
    */
   wholeTotal: number | null = null;
+  /**
+   * A time-ordered tree drawn at a resolution (too many boxes to draw them
+   * all): boxes lighter than `minWeight` (1/`resolution` of the view)
+   * were folded into their callers, `boxes` of them. Null: every box is there.
+   */
+  foldedBelow: { minWeight: number; boxes: number; resolution: number } | null = null;
 
   /** The weight "of all" shares divide by: the whole before any focus. */
   get allTotal(): number {
@@ -239,16 +245,22 @@ export class CallTree {
 
 const rankCache = new WeakMap<string[], Int32Array>();
 
-/** Name ranks of a profile's frames plus synthetic functions after them (cached per profile). */
-function profileRanks(frameNames: string[], funcCount: number): Int32Array {
+/**
+ * Name ranks of a profile's frames (cached per profile) plus the synthetic
+ * functions after them, by name among themselves: process roots line up
+ * alphabetically, as the SVG's (flamegraph.pl sorts its stacks) and the
+ * preview's do.
+ */
+function profileRanks(frameNames: string[], funcNames: string[]): Int32Array {
   let base = rankCache.get(frameNames);
   if (!base) {
     base = nameRanks(frameNames);
     rankCache.set(frameNames, base);
   }
-  const out = new Int32Array(funcCount);
+  const out = new Int32Array(funcNames.length);
   out.set(base);
-  for (let i = base.length; i < funcCount; i++) out[i] = i;
+  const extra = nameRanks(funcNames.slice(base.length));
+  for (let i = 0; i < extra.length; i++) out[base.length + i] = base.length + extra[i];
   return out;
 }
 
@@ -256,7 +268,7 @@ function profileRanks(frameNames: string[], funcCount: number): Int32Array {
 const SMALL_TREE = 50_000;
 
 /** Rank of each name in sorted order (ties share order by id). */
-function nameRanks(names: string[]): Int32Array {
+export function nameRanks(names: string[]): Int32Array {
   const ids = Array.from(names, (_, i) => i);
   ids.sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b));
   const rank = new Int32Array(names.length);
@@ -328,6 +340,35 @@ class Builder {
 }
 
 /**
+ * How a profile's graph opens: one root per process when its samples come
+ * from two or more processes, as the SVG and folded outputs root each
+ * stack at its process (issue 16: merging them under "all" mixed, say,
+ * nginx's and the app's `main`); merged otherwise. The compact page's
+ * preview (crates/report/src/embed.rs) applies the same rule.
+ */
+export function defaultSplit(profile: Profile): SplitMode {
+  if (!profile.sampleThread) return 'merge';
+  return new Set(profile.threads.map((_, i) => processKey(profile, i))).size >= 2 ? 'process' : 'merge';
+}
+
+/**
+ * Whether the profile's process ids are real: some thread's id differs
+ * from its process id. perf script text without a pid field gives each
+ * thread its own id as pid, so a process's threads would pose as
+ * processes; such a profile is grouped by process name instead, which is
+ * what the SVG's roots are (stackcollapse-perf.pl roots stacks at comm).
+ */
+export function pidsKnown(profile: Profile): boolean {
+  return profile.threads.some((t) => t.pid !== t.tid);
+}
+
+/** The process group of thread `i` and its root's label. */
+function processKey(profile: Profile, i: number, known = pidsKnown(profile)): string {
+  const t = profile.threads[i];
+  return known ? `${profile.processName(t.pid)} [pid ${t.pid}]` : profile.processName(t.pid);
+}
+
+/**
  * The function table every tree starts from (the profile's frames, then
  * "all", then one function per process or thread group when split) and the
  * group of each thread index. Shared by the merged and time-ordered trees
@@ -353,14 +394,16 @@ export function treeRoots(
   const groupFunc: number[] = [];
   if (split !== 'merge' && profile.threads.length) {
     const byKey = new Map<string, number>();
+    const known = pidsKnown(profile);
     profile.threads.forEach((t, i) => {
-      const key = split === 'process' ? `${t.pid}` : `${t.pid}/${t.tid}`;
+      // A process's label is its key: one root per process (per process
+      // name when the pids are not known, see pidsKnown).
+      const key = split === 'process' ? processKey(profile, i, known) : `${t.pid}/${t.tid}`;
       let g = byKey.get(key);
       if (g === undefined) {
         g = groupFunc.length;
         byKey.set(key, g);
-        const label = split === 'process' ? `${profile.processName(t.pid)} [pid ${t.pid}]` : `${t.comm || '?'} [${t.pid}/${t.tid}]`;
-        groupFunc.push(addFunc(label, split));
+        groupFunc.push(addFunc(split === 'process' ? key : `${t.comm || '?'} [${t.pid}/${t.tid}]`, split));
       }
       groupOfThread[i] = g;
     });
@@ -398,7 +441,12 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   // 1. Aggregate weight per stack node (per group when split): one pass
   // over the samples. Keys are group * nNodes + node.
   const weight = new Float64Array(nNodes);
-  const groupWeight = grouped ? new Map<number, number>() : null;
+  // A few groups (the processes a page opens split by): one dense weight
+  // column each, so the common case stays on typed arrays; many groups
+  // (split by thread of a busy server): a map of the (group, node) pairs.
+  const dense = grouped && groupFunc.length <= DENSE_GROUPS && profile.sampleNode !== null;
+  const groupWeights = dense ? groupFunc.map(() => new Float64Array(nNodes)) : null;
+  const groupWeight = grouped && !dense ? new Map<number, number>() : null;
   let sampleCount: number | null = null;
   const idle = opts.hideIdle ? profile.idleNodes() : null;
   if (profile.sampleNode) {
@@ -419,7 +467,8 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       const node = sn[i];
       if (idle !== null && idle[node]) continue;
       const w = sw === null ? 1 : sw[i];
-      if (groupWeight !== null) {
+      if (groupWeights !== null) groupWeights[groupOfThread[(sth as Int32Array)[i]]][node] += w;
+      else if (groupWeight !== null) {
         const key = groupOfThread[(sth as Int32Array)[i]] * nNodes + node;
         groupWeight.set(key, (groupWeight.get(key) ?? 0) + w);
       } else weight[node] += w;
@@ -434,7 +483,14 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   // 2a. Fast path: without transforms the profile's prefix tree already is
   // the merged call tree; keep the nodes that carry weight, all typed arrays.
   const callersOf = opts.callers != null && opts.callers !== '' ? opts.callers : null;
-  const plain = groupWeight === null && !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
+  const untransformed = !opts.hide && !(opts.focus != null && opts.focus !== '') && !opts.invert && callersOf === null;
+  if (untransformed && groupWeights !== null) {
+    const tree = plainGrouped(profile, funcs, allFunc, groupFunc, groupWeights, opts.minShare ?? 0);
+    tree.sampleCount = sampleCount;
+    if (opts.leftHeavy) tree.orderChildren('weight');
+    return tree;
+  }
+  const plain = !grouped && untransformed;
   if (plain) {
     const parentIn = profile.nodeParent;
     const sub = Float64Array.from(weight);
@@ -466,7 +522,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       tFunc[t] = profile.nodeFrame[n];
       tSelf[t] += weight[n];
     }
-    const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name.length));
+    const tree = new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name));
     tree.sampleCount = sampleCount;
     if (opts.leftHeavy) tree.orderChildren('weight');
     return tree;
@@ -492,12 +548,12 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
 
   // Memoised prefix mapping: a node's tree node is its parent's tree node's
   // child, so each (group, profile node) is mapped at most once.
-  const memoArr = grouped ? null : new Int32Array(nNodes).fill(-1);
-  const memoMap = grouped ? new Map<number, number>() : null;
+  const memoArr = !grouped || dense ? new Int32Array(nNodes * (dense ? groupFunc.length : 1)).fill(-1) : null;
+  const memoMap = memoArr ? null : new Map<number, number>();
   const pending: number[] = [];
   const mapPrefix = (g: number, n: number): number => {
-    const base = g * nNodes;
-    const get = (k: number): number => (memoArr ? memoArr[k] : (memoMap as Map<number, number>).get(base + k) ?? -1);
+    const base = grouped ? g * nNodes : 0;
+    const get = (k: number): number => (memoArr ? memoArr[base + k] : (memoMap as Map<number, number>).get(base + k) ?? -1);
     let m = n;
     while (m >= 0 && get(m) < 0) {
       pending.push(m);
@@ -507,7 +563,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     while (pending.length) {
       const k = pending.pop() as number;
       if (!hidden[frame[k]]) t = b.child(t, frame[k]);
-      if (memoArr) memoArr[k] = t;
+      if (memoArr) memoArr[base + k] = t;
       else (memoMap as Map<number, number>).set(base + k, t);
     }
     return t;
@@ -531,7 +587,17 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   };
   const map = opts.invert || focusing ? mapPath : mapPrefix;
   let whole = 0;
-  if (groupWeight !== null) {
+  if (groupWeights !== null) {
+    groupWeights.forEach((gw, g) => {
+      for (let n = 0; n < nNodes; n++) {
+        const w = gw[n];
+        if (w === 0) continue;
+        const t = map(g, n);
+        whole += w;
+        if (t >= 0) b.self[t] += w;
+      }
+    });
+  } else if (groupWeight !== null) {
     for (const [key, w] of groupWeight) {
       const g = Math.floor(key / nNodes);
       const t = map(g, key - g * nNodes);
@@ -547,7 +613,7 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
       if (t >= 0) b.self[t] += w;
     }
   }
-  const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name.length));
+  const tree = new CallTree(funcs, ...b.columns(), profileRanks(profile.frameName, funcs.name));
   tree.sampleCount = sampleCount;
   // A callers tree is leaf-first too, but its leaf is the chosen function,
   // not each sample's own leaf: self weight reads as in a plain tree.
@@ -555,6 +621,63 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
   if (focusing) tree.wholeTotal = whole;
   if (opts.leftHeavy) tree.orderChildren('weight');
   return tree;
+}
+
+/** Up to this many process or thread groups get dense weight columns. */
+const DENSE_GROUPS = 8;
+
+/**
+ * The untransformed tree split into a few groups: each group's part of the
+ * profile's prefix tree, kept where it carries weight (as the merged fast
+ * path does), under one root per group. Typed arrays throughout.
+ */
+function plainGrouped(profile: Profile, funcs: FuncTable, allFunc: number, groupFunc: number[], weights: Float64Array[], minShare: number): CallTree {
+  const nNodes = profile.nodeCount;
+  const parentIn = profile.nodeParent;
+  const G = groupFunc.length;
+  const subs = weights.map((w) => {
+    const sub = Float64Array.from(w);
+    for (let n = nNodes - 1; n >= 0; n--) if (parentIn[n] >= 0) sub[parentIn[n]] += sub[n];
+    return sub;
+  });
+  let rootW = 0;
+  for (const sub of subs) for (let n = 0; n < nNodes; n++) if (parentIn[n] < 0) rootW += sub[n];
+  const minW = minShare ? Math.max(minShare * rootW, Number.MIN_VALUE) : Number.MIN_VALUE;
+  let kept = 1 + G;
+  const tids = subs.map((sub) => {
+    const tid = new Int32Array(nNodes);
+    for (let n = 0; n < nNodes; n++) {
+      const p = parentIn[n];
+      if (sub[n] >= minW && (p < 0 || tid[p] > 0)) tid[n] = kept++;
+    }
+    return tid;
+  });
+  const tParent = new Int32Array(kept);
+  const tFunc = new Int32Array(kept);
+  const tSelf = new Float64Array(kept);
+  tParent[0] = -1;
+  tFunc[0] = allFunc;
+  for (let g = 0; g < G; g++) {
+    const root = 1 + g;
+    tFunc[root] = groupFunc[g];
+    const tid = tids[g];
+    const sub = subs[g];
+    const w = weights[g];
+    for (let n = 0; n < nNodes; n++) {
+      const t = tid[n];
+      const p = parentIn[n];
+      if (t === 0) {
+        // A dropped subtree (preview only) whose parent is kept: fold it in.
+        if (sub[n] > 0 && p >= 0 && tid[p] > 0) tSelf[tid[p]] += sub[n];
+        else if (sub[n] > 0 && p < 0) tSelf[root] += sub[n];
+        continue;
+      }
+      tParent[t] = p >= 0 ? tid[p] : root;
+      tFunc[t] = profile.nodeFrame[n];
+      tSelf[t] += w[n];
+    }
+  }
+  return new CallTree(funcs, tParent, tFunc, tSelf, kept < SMALL_TREE ? undefined : profileRanks(profile.frameName, funcs.name));
 }
 
 /** Per-function self and total weight; total counts recursion once. */
