@@ -125,22 +125,35 @@ json.dump(cut(doc, int(sys.argv[3])), open(sys.argv[2], "w"))
 EOF
 }
 
-# A `node --prof` tick log of a small busy script, cut to its first code
-# records and ticks; and its `--prof-process --preprocess` JSON. Made once
-# per invocation (node takes a few seconds), in $tmp.
+# A `node --prof` tick log of a small busy script, cut to the records of
+# its own functions, the first few others and the first ticks; and its
+# `--prof-process --preprocess` JSON with only the code the ticks name
+# (node's own symbols are ~45,000 entries). Made once per invocation (node
+# takes a few seconds), in $tmp.
 v8_logs() {
-    [ -e "$tmp/v8.log" ] && return 0
+    [ -s "$tmp/v8pre.json" ] && return 0
     command -v node >/dev/null 2>&1 || return 1
     (
         cd "$tmp" &&
             printf '%s\n' 'function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }' \
                 'let s = 0; for (let i = 0; i < 30; i++) s += fib(22); console.log(s);' >app.js &&
             node --prof app.js >/dev/null &&
-            awk '/^tick,/ { if (++t > 80) next } /^code-creation,/ { if (++c > 400) next } { print }' \
-                isolate-*-v8.log >v8.log &&
-            node --prof-process --preprocess v8.log >v8pre.json 2>/dev/null &&
-            rm -f isolate-*-v8.log
-    ) || return 1
+            awk '/^tick,/ { if (++t <= 80) print; next }
+                 /app\.js|^shared-library|^v8-version|^heap-/ { print; next }
+                 ++o <= 300 { print }' isolate-*-v8.log >v8.log &&
+            rm -f isolate-*-v8.log &&
+            node --prof-process --preprocess v8.log 2>/dev/null >v8pre-all.json &&
+            python3 - v8pre-all.json v8pre.json <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+used = sorted({c for t in d["ticks"] for c in t["s"][0::2] if c >= 0})
+new = {c: i for i, c in enumerate(used)}
+d["code"] = [d["code"][c] for c in used]
+for t in d["ticks"]:
+    t["s"] = [new.get(x, -1) if i % 2 == 0 else x for i, x in enumerate(t["s"])]
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+    ) && rm -f "$tmp/v8pre-all.json" && [ -s "$tmp/v8pre.json" ]
 }
 
 # A Chrome trace holding a real `.cpuprofile` as a Profile event and two
@@ -389,7 +402,8 @@ mkdir -p artifacts/logs
 failed=()
 summary=()
 for t in "${targets[@]}"; do
-    seed "$t"
+    # A seed that cannot be made (no node, no JDK) leaves the others.
+    seed "$t" || echo "fuzz: $t: some seeds could not be made" >&2
     echo "fuzz: $t for ${secs}s ($(find "corpus/$t" -type f | wc -l) inputs in corpus)" >&2
     log=artifacts/logs/$t.log
     mkdir -p "artifacts/$t"
