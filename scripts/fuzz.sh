@@ -236,7 +236,8 @@ seed() { # target
         dtrace_text >"$dir/seed-dtrace"
         ;;
     cpuprofile) cpuprofile_small "$dir/seed-node" ;;
-    pprof) cp "$stacks/go.pprof" "$dir/seed-go" ;;
+    # The reader takes the protobuf itself; gzip is undone by the input layer.
+    pprof) gzip -dc "$stacks/go.pprof" >"$dir/seed-go" ;;
     speedscope)
         cp "$stacks/py-spy.speedscope.json" "$dir/seed-py-spy"
         trim_json "$runs/profiles/flask-shop-slowcall-config.speedscope.json" "$dir/seed-flask-shop" 200
