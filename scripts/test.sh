@@ -44,6 +44,11 @@ echo "== cargo clippy" >&2
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== TypeScript type check" >&2
 (cd web && npx tsc --noEmit -p .)
+echo "== fuzz targets build (running them is scripts/fuzz.sh)" >&2
+# Its own workspace (libFuzzer's flags), so the workspace commands above
+# never see it; a reader whose signature changed breaks it here, not at the
+# next fuzzing campaign.
+cargo check --manifest-path fuzz/Cargo.toml --bins --quiet
 echo "== cargo test" >&2
 cargo test --workspace
 echo "== fault suite (kill -9, full disk, signals, taken port)" >&2

@@ -51,11 +51,12 @@ pub fn run(parser: LineParser, filter: Option<Filter>, data: &[u8]) {
 
 /// Sorts by every key and renders every format, plain and as a diff.
 pub fn render_all(routes: &mut [keisoku_logs::RouteStats]) {
-    let opts = RenderOptions {
+    let mut opts = RenderOptions {
         columns: Column::all(&[50, 90, 95, 99]),
         no_headers: false,
         show_footers: true,
         decode_uri: true,
+        stddev_in_line_order: false,
     };
     for key in [
         "count", "uri", "method", "max", "min", "sum", "avg", "p99", "stddev", "max-body",
@@ -70,4 +71,7 @@ pub fn render_all(routes: &mut [keisoku_logs::RouteStats]) {
         let _ = render::render(routes, None, f, &opts);
         let _ = render::render(routes, Some(&before), f, &opts);
     }
+    // alp's stddev over times still in line order is a second computation.
+    opts.stddev_in_line_order = true;
+    let _ = render::render(routes, None, OutputFormat::Table, &opts);
 }

@@ -9,7 +9,10 @@ use std::sync::OnceLock;
 
 fn counts(html: &str) -> (usize, usize) {
     let lower = html.to_ascii_lowercase();
-    (lower.matches("</script").count(), lower.matches("<!--").count())
+    (
+        lower.matches("</script").count(),
+        lower.matches("<!--").count(),
+    )
 }
 
 /// The page of an empty run: what the template itself holds.
@@ -30,6 +33,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Some(base) = template() {
-        assert_eq!(counts(&html), base, "the run's text broke out of its script");
+        assert_eq!(
+            counts(&html),
+            base,
+            "the run's text broke out of its script"
+        );
     }
 });

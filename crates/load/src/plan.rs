@@ -165,10 +165,13 @@ pub fn parse_sweep(s: &str) -> Result<Vec<f64>, LoadError> {
     if b < a {
         return Err(bad("B is below A"));
     }
-    let n = ((b - a) / step + 1e-9).floor() as u64 + 1;
-    if n > 1000 {
+    // Counted in floating point first: a range of 1e300 steps saturates the
+    // integer conversion, and one more step would wrap to an empty sweep.
+    let gaps = ((b - a) / step + 1e-9).floor();
+    if gaps >= 1000.0 {
         return Err(bad("more than 1000 steps"));
     }
+    let n = gaps as u64 + 1;
     Ok((0..n).map(|i| a + step * i as f64).collect())
 }
 
@@ -478,6 +481,19 @@ mod tests {
         for bad in ["5..1:1", "1..5", "1:5", "a..b:1", "1..5:0", "1..100000:1"] {
             assert!(parse_sweep(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_sweep_of_more_steps_than_a_u64_holds_is_refused() {
+        // Found by the grammars fuzz target: the step count saturated at
+        // u64::MAX and one more overflowed (wrapping, in a release build,
+        // to an empty sweep).
+        let e = parse_sweep("11..6464222222222222222222222222222222222222222222222222222222222222222222222222222222222:9")
+            .unwrap_err();
+        assert!(e.to_string().contains("more than 1000 steps"), "{e}");
+        assert!(parse_sweep("1..1e308:1e-300").is_err());
+        assert_eq!(parse_sweep("1..1000:1").unwrap().len(), 1000);
+        assert!(parse_sweep("1..1001:1").is_err());
     }
 
     #[test]

@@ -131,11 +131,12 @@ pub fn encode_values(values: &[f64]) -> Vec<u8> {
 
 /// Decodes `n` values written by [`encode_values`].
 pub fn decode_values(buf: &[u8], n: usize, out: &mut Vec<f64>) -> Result<()> {
-    if buf.len() != n * 8 {
+    // A damaged row may claim any count: one past usize::MAX / 8 is a
+    // mismatch like any other, not an overflow.
+    if n.checked_mul(8) != Some(buf.len()) {
         return Err(StoreError::Corrupt(format!(
-            "value blob holds {} bytes, expected {}",
+            "value blob holds {} bytes, expected {n} values of 8",
             buf.len(),
-            n * 8
         )));
     }
     out.extend(buf.chunks_exact(8).map(|c| {
@@ -160,6 +161,19 @@ fn check_consumed(buf: &[u8], pos: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_count_past_usize_over_8_is_a_damaged_blob() {
+        // Found by the store_codec fuzz target: `n * 8` overflowed.
+        let blob = [160, 31, 160, 31, 160, 31];
+        for n in [3usize << 32, usize::MAX / 4 + 3, usize::MAX] {
+            let e = decode_values(&blob, n, &mut Vec::new()).unwrap_err();
+            assert!(e.to_string().contains("holds 6 bytes"), "{e}");
+        }
+        let mut out = Vec::new();
+        decode_values(&1.5f64.to_le_bytes(), 1, &mut out).unwrap();
+        assert_eq!(out, vec![1.5]);
+    }
 
     #[test]
     fn times_round_trip_including_negative_and_unsorted() {

@@ -22,7 +22,7 @@
 
 #![deny(missing_docs)]
 
-mod codec;
+pub mod codec;
 pub mod csv;
 mod error;
 pub mod log_lines;
