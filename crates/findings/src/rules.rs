@@ -484,11 +484,26 @@ fn kind_frame(v: &View, kind: &Kind, stack: &[u32]) -> Option<u32> {
 /// the whole.
 pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     let (a, b) = v.measured_window();
-    let (total, by_node) = node_weights(v, a, b);
+    // A stall's samples belong to the stall, which its own finding
+    // reports: the server copied a file instead of serving. Counted as
+    // request work, a log rollover's compression would be the hottest
+    // function and dilute every per-request cause beside it.
+    let stalled = found_stalls(v).map(|f| f.spans()).unwrap_or_default();
+    let mut total = 0.0;
+    let mut stalled_w = 0.0;
+    let mut by_node: BTreeMap<u32, f64> = BTreeMap::new();
     let mut path_nodes: BTreeMap<u32, f64> = BTreeMap::new();
     let mut runtime_w = 0.0;
     let mut runtime_memo: HashMap<u32, bool> = HashMap::new();
     for s in v.samples_in(a, b) {
+        if s.t_ms
+            .is_some_and(|t| stalled.iter().any(|(x, y)| t > *x && t <= *y))
+        {
+            stalled_w += s.weight;
+            continue;
+        }
+        total += s.weight;
+        *by_node.entry(s.node).or_default() += s.weight;
         let rt = s.thread.is_some_and(|t| {
             *runtime_memo
                 .entry(t)
@@ -591,6 +606,11 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
                 "{runtime_w:.0} samples of runtime threads (JIT, GC) left out"
             ));
         }
+        if stalled_w > 0.0 {
+            text.push(format!(
+                "{stalled_w:.0} samples in the stalls left out (the stalls finding's)"
+            ));
+        }
         if stacked {
             text.push(format!(
                 "{} of the work left after the other causes found (threshold {} alone)",
@@ -634,8 +654,14 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
         f.summary = "Where the server's CPU goes, by self time.".into();
         f.impact = "CPU per request; what a CPU-bound server's capacity depends on".into();
         f.suggestion = "open the flame graph at these frames; optimise the largest first".into();
+        let mut text = vec![format!("{total:.0} samples in the measured phases")];
+        if stalled_w > 0.0 {
+            text.push(format!(
+                "{stalled_w:.0} samples in the stalls left out (the stalls finding's)"
+            ));
+        }
         f.evidence = Evidence {
-            text: vec![format!("{total:.0} samples in the measured phases")],
+            text,
             range_ms: Some([a, b]),
             frames: top
                 .iter()
@@ -673,6 +699,41 @@ fn short(name: &str) -> String {
 /// machine the one thread copying under the lock is as busy as the
 /// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
+    let Some(found) = found_stalls(v) else {
+        return Vec::new();
+    };
+    stall_finding(v, &found)
+}
+
+/// One stall: start and end on the run's clock (ms), its phase, and the
+/// slowest request caught in it (ms).
+type Stall<'v> = (f64, f64, &'v MeasuredPhase, f64);
+
+/// The stalls the rule reports, with the frames active in them.
+struct FoundStalls<'v> {
+    stalls: Vec<Stall<'v>>,
+    /// Frames active in the stalls (inclusive weight), heaviest first.
+    frames: Vec<(u32, f64)>,
+    /// Every sample in the stalls (the frames' denominator).
+    total: f64,
+}
+
+impl FoundStalls<'_> {
+    /// The spans whose samples belong to the stalls, as the rule reads
+    /// them: the work that caused a stall starts just before the samples
+    /// fall and ends just after they rise.
+    fn spans(&self) -> Vec<(f64, f64)> {
+        self.stalls
+            .iter()
+            .map(|(s, e, _, _)| (s - STALL_BIN_MS, e + STALL_BIN_MS))
+            .collect()
+    }
+}
+
+/// The stalls of a run: stopped windows where latency rose, with file
+/// copying or compression on the request threads (the checks of
+/// [`stalls`]); `None` when there are none.
+fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
     let timeline = timeline(v);
     let mut copying = stall_stack(v);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
@@ -747,7 +808,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         }
     }
     if stalls.is_empty() {
-        return Vec::new();
+        return None;
     }
     // Frames active in the stalls, and whether they are file copy/compression work.
     let mut total = 0.0;
@@ -770,14 +831,36 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     // with file copying or compression in it is the server's own doing.
     let work_w: f64 = work.iter().map(|x| x.1).sum();
     if work.is_empty() || work_w < 0.05 * total {
-        return Vec::new();
+        return None;
     }
     // Copying on a background thread (a queued log writer rolling its file)
     // holds up no request: the copy must run on the threads that serve
     // requests, the family doing most of the server's work.
     if !copy_on_request_threads(v, &stalls) {
-        return Vec::new();
+        return None;
     }
+    Some(FoundStalls {
+        stalls,
+        frames,
+        total,
+    })
+}
+
+/// The stalls finding of [`found_stalls`]' stalls.
+fn stall_finding(v: &View, found: &FoundStalls) -> Vec<Finding> {
+    let FoundStalls {
+        stalls,
+        frames,
+        total,
+    } = found;
+    let total = *total;
+    let work: Vec<&(u32, f64)> = frames
+        .iter()
+        .filter(|(f, _)| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
+        .collect();
+    let Some(first_work) = work.first() else {
+        return Vec::new();
+    };
     let longest = stalls.iter().map(|x| x.1 - x.0).fold(0.0, f64::max);
     let stalled: f64 = stalls.iter().map(|x| x.1 - x.0).sum();
     let (a, b) = v.measured_window();
@@ -796,7 +879,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     );
     f.summary = format!(
         "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
-        short(v.frame_name(work[0].0))
+        short(v.frame_name(first_work.0))
     );
     f.impact = format!(
         "{} of the measured time stalled; requests caught in a stall wait up to {:.0} ms",
