@@ -877,10 +877,21 @@ fn stall_finding(v: &View, found: &FoundStalls) -> Vec<Finding> {
             .fold(f64::INFINITY, f64::min),
         longest
     );
-    f.summary = format!(
-        "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
-        short(v.frame_name(first_work.0))
-    );
+    // The heaviest stall frame may be a library perf names by its module
+    // alone (`[libz.so.1.2.13]`, no callers); where the stacks show who
+    // called the copy, that caller is what the user can change.
+    let called = stall_caller(v, found);
+    f.summary = match called {
+        Some((work, caller)) => format!(
+            "Short windows where the server almost stops while requests wait, with {} running, called from {}: file copying or compression under a lock stalls every worker.",
+            short(v.frame_name(work)),
+            short(v.frame_name(caller))
+        ),
+        None => format!(
+            "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
+            short(v.frame_name(first_work.0))
+        ),
+    };
     f.impact = format!(
         "{} of the measured time stalled; requests caught in a stall wait up to {:.0} ms",
         pct(share),
@@ -923,6 +934,46 @@ fn stall_finding(v: &View, found: &FoundStalls) -> Vec<Finding> {
             .collect(),
     };
     vec![f]
+}
+
+/// The outermost stall-work frame in the stalls' stacks that has a named
+/// caller, and that caller, the heaviest such pair: logback's
+/// `GZIPOutputStream.write` called from `RollingFileAppender.subAppend`
+/// (the rollover methods between them run interpreted and show as
+/// HotSpot's `Interpreter`, which names nothing and is skipped).
+fn stall_caller(v: &View, found: &FoundStalls) -> Option<(u32, u32)> {
+    let mut by_node: HashMap<u32, f64> = HashMap::new();
+    for (x, y) in found.spans() {
+        for s in v.samples_in(x, y) {
+            *by_node.entry(s.node).or_default() += s.weight;
+        }
+    }
+    let mut pairs: HashMap<(u32, u32), f64> = HashMap::new();
+    for (node, w) in by_node {
+        let stack = v.stack(node);
+        let Some(outer) = stack
+            .iter()
+            .rposition(|f| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
+        else {
+            continue;
+        };
+        // The kernel's write path names no code of the server's own.
+        let caller = stack[outer + 1..].iter().find(|f| {
+            let lc = v.frame_name_lc(**f);
+            !lc.is_empty()
+                && !v.frame_module_lc(**f).starts_with("[kernel")
+                && !NO_FUNCTION.iter().any(|p| {
+                    lc == *p || ((p.ends_with(']') || p.ends_with("::")) && lc.starts_with(p))
+                })
+        });
+        if let Some(c) = caller {
+            *pairs.entry((stack[outer], *c)).or_default() += w;
+        }
+    }
+    pairs
+        .into_iter()
+        .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+        .map(|x| x.0)
 }
 
 /// Whether a node's stack holds stall work (file copying, compression),

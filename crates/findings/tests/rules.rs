@@ -1175,3 +1175,29 @@ fn a_stalls_samples_are_not_request_work() {
         top.evidence.frames
     );
 }
+
+#[test]
+fn a_stall_names_the_code_that_called_the_compression() {
+    // perf shows most of the gzip as `[libz.so...]` without callers; the
+    // stacks that do walk up show logback's appender calling
+    // GZIPOutputStream through interpreted rollover methods.
+    let run = fixture("java-bidder-naive-stacked");
+    let f = analyze(&run);
+    let s = f.iter().find(|x| x.id == "stalls").expect("stalls");
+    assert!(
+        s.summary.contains("GZIPOutputStream") && s.summary.contains("ch.qos.logback"),
+        "{}",
+        s.summary
+    );
+    // A synthetic copy called from the server's own `log`: both named.
+    let mut run = base();
+    stalled(&mut run, "accesslog::copy_compressed");
+    let f = analyze(&run);
+    let s = f.iter().find(|x| x.id == "stalls").expect("stalls");
+    assert!(
+        s.summary
+            .contains("accesslog::copy_compressed running, called from log"),
+        "{}",
+        s.summary
+    );
+}
