@@ -40,6 +40,9 @@ pub const WAIT_MIN_MS: f64 = 2.0;
 pub const GENERATOR_PCT: f64 = 90.0;
 /// Profile bin for stall detection.
 pub const STALL_BIN_MS: f64 = 100.0;
+/// The widest bin stall detection widens to when 100 ms bins hold too few
+/// samples (a starved server on a crowded host).
+pub const STALL_MAX_BIN_MS: f64 = 800.0;
 /// A bin whose server samples fall to this share of the phase's median bin is quiet.
 pub const STALL_DROP: f64 = 0.5;
 /// A bin where file copying/compression frames hold this share of the
@@ -487,8 +490,12 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     // A stall's samples belong to the stall, which its own finding
     // reports: the server copied a file instead of serving. Counted as
     // request work, a log rollover's compression would be the hottest
-    // function and dilute every per-request cause beside it.
-    let stalled = found_stalls(v).map(|f| f.spans()).unwrap_or_default();
+    // function and dilute every per-request cause beside it. So are the
+    // stall work's samples outside the windows: on a starved host a
+    // rollover's gzip runs for seconds, and only its emptiest bins show.
+    let found = found_stalls(v);
+    let stalled = found.as_ref().map(|f| f.spans()).unwrap_or_default();
+    let mut stall_work = found.is_some().then(|| stall_stack(v));
     let mut total = 0.0;
     let mut stalled_w = 0.0;
     let mut by_node: BTreeMap<u32, f64> = BTreeMap::new();
@@ -498,6 +505,7 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     for s in v.samples_in(a, b) {
         if s.t_ms
             .is_some_and(|t| stalled.iter().any(|(x, y)| t > *x && t <= *y))
+            || stall_work.as_mut().is_some_and(|is_work| is_work(s.node))
         {
             stalled_w += s.weight;
             continue;
@@ -740,30 +748,10 @@ fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
     for p in &v.phases {
         // Skip the edges: connections open and close there.
         let (a, b) = (p.start_ms + STALL_BIN_MS, p.end_ms - STALL_BIN_MS);
-        let n = ((b - a) / STALL_BIN_MS).floor() as usize;
-        if n < 5 {
+        let Some((width, bins, work, median)) = stall_bins(v, a, b, &mut copying) else {
             continue;
-        }
-        let mut bins = vec![0.0; n];
-        let mut work = vec![0.0; n];
-        for s in v.samples_in(a, b) {
-            if let Some(t) = s.t_ms {
-                let i = ((t - a) / STALL_BIN_MS) as usize;
-                if let Some(x) = bins.get_mut(i) {
-                    *x += s.weight;
-                    if copying(s.node) {
-                        work[i] += s.weight;
-                    }
-                }
-            }
-        }
-        let mut sorted = bins.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[n / 2];
-        // Too few samples per bin to tell a drop from chance.
-        if median < 4.0 {
-            continue;
-        }
+        };
+        let n = bins.len();
         let stopped = |i: usize| {
             bins[i] <= STALL_DROP * median
                 || (bins[i] >= 2.0 && work[i] >= STALL_WORK_SHARE * bins[i])
@@ -772,12 +760,32 @@ fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
         while i < n {
             if stopped(i) {
                 let j = (i..n).find(|&j| !stopped(j)).unwrap_or(n);
-                windows.push((a + i as f64 * STALL_BIN_MS, a + j as f64 * STALL_BIN_MS, p));
+                windows.push((a + i as f64 * width, a + j as f64 * width, p));
                 i = j;
             } else {
                 i += 1;
             }
         }
+    }
+    // Seconds in which nothing completed, in runs: a request in flight
+    // through a run of them waited through all of it (a 6 s rollover on a
+    // starved host is six such seconds, not one).
+    let (first, last) = (
+        v.phases.first().map_or(0.0, |p| p.start_ms),
+        v.phases.last().map_or(0.0, |p| p.end_ms),
+    );
+    let empty =
+        |sec: &Second| sec.requests == Some(0) && sec.t_ms >= first && sec.t_ms + 1000.0 <= last;
+    let mut empty_run = vec![0.0; timeline.len()];
+    let mut i = 0;
+    while i < timeline.len() {
+        let j = (i..timeline.len())
+            .find(|&j| !empty(&timeline[j]))
+            .unwrap_or(timeline.len());
+        for r in &mut empty_run[i..j] {
+            *r = (j - i) as f64 * 1000.0;
+        }
+        i = j.max(i + 1);
     }
     let mut stalls = Vec::new();
     for (s, e, p) in windows {
@@ -790,17 +798,9 @@ fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
         // waited through all of it.
         let worst = timeline
             .iter()
-            .filter(|sec| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
-            .map(|sec| {
-                if sec.requests == Some(0)
-                    && sec.t_ms >= p.start_ms
-                    && sec.t_ms + 1000.0 <= p.end_ms
-                {
-                    sec.max_ms.max(1000.0)
-                } else {
-                    sec.max_ms
-                }
-            })
+            .zip(&empty_run)
+            .filter(|(sec, _)| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
+            .map(|(sec, run)| sec.max_ms.max(*run))
             .fold(0.0, f64::max);
         let normal = p.mean_ms.unwrap_or(f64::INFINITY);
         if worst >= 0.5 * len && worst >= 3.0 * normal {
@@ -844,6 +844,49 @@ fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
         frames,
         total,
     })
+}
+
+/// Samples per bin of (a, b] and the stall work among them, with the bin
+/// width and the median bin. Bins are 100 ms ([`STALL_BIN_MS`]); on a
+/// crowded host a starved server gets a sample or two per 100 ms, so the
+/// bins widen (up to [`STALL_MAX_BIN_MS`]) until the median bin holds
+/// enough samples to tell a drop from chance. `None` when even the widest
+/// bins are too thin or too few.
+#[allow(clippy::type_complexity)]
+fn stall_bins(
+    v: &View,
+    a: f64,
+    b: f64,
+    copying: &mut impl FnMut(u32) -> bool,
+) -> Option<(f64, Vec<f64>, Vec<f64>, f64)> {
+    let mut width = STALL_BIN_MS;
+    while width <= STALL_MAX_BIN_MS {
+        let n = ((b - a) / width).floor() as usize;
+        if n < if width > STALL_BIN_MS { 3 } else { 5 } {
+            return None;
+        }
+        let mut bins = vec![0.0; n];
+        let mut work = vec![0.0; n];
+        for s in v.samples_in(a, b) {
+            if let Some(t) = s.t_ms {
+                let i = ((t - a) / width) as usize;
+                if let Some(x) = bins.get_mut(i) {
+                    *x += s.weight;
+                    if copying(s.node) {
+                        work[i] += s.weight;
+                    }
+                }
+            }
+        }
+        let mut sorted = bins.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[n / 2];
+        if median >= 4.0 {
+            return Some((width, bins, work, median));
+        }
+        width *= 2.0;
+    }
+    None
 }
 
 /// The stalls finding of [`found_stalls`]' stalls.

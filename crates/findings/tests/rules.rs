@@ -1201,3 +1201,17 @@ fn a_stall_names_the_code_that_called_the_compression() {
         s.summary
     );
 }
+
+#[test]
+fn a_starved_servers_long_stall_is_found() {
+    // Beside a busy neighbour on a crowded host the bidder answered ~7 bids
+    // a second, got a sample or two per 100 ms, and its rollover's gzip ran
+    // from 8 s to the end of the run: 100 ms bins were too thin to judge,
+    // and the seconds without a response are one wait, not many of 1 s.
+    let run = fixture("java-bidder-naive-rollover-starved");
+    let f = analyze(&run);
+    let s = f.iter().find(|x| x.id == "stalls").expect("stalls");
+    assert!(s.title.contains("ms"), "{}", s.title);
+    let [a, b] = s.evidence.range_ms.expect("range");
+    assert!(b - a >= 1000.0, "{a}-{b}");
+}
