@@ -2,6 +2,7 @@
 # Starts the Java bidder (JDK HttpServer, 16 worker threads, logback) at 127.0.0.1:PORT.
 #   MODE=naive|tuned  CAUSES=rollover,regex,formatter,scan (naive only)
 #   ACCESS_LOG=FILE (LTSV)  BID_LOG_DIR (default /tmp/keisoku-corpus/java-bidder-PORT)
+#   BID_LOG_MB (rollover: the size limit in MiB, default 48; the log starts just under it)
 # Prints "java-bidder listening on PORT" when it accepts connections.
 set -eu
 PORT=${1:?usage: start.sh PORT}
@@ -15,6 +16,14 @@ rm -rf "$BID_LOG_DIR" && mkdir -p "$BID_LOG_DIR" "$(dirname "$ACCESS_LOG")"
 CONFIG=$HERE/logback-tuned.xml
 if [ "$MODE" = naive ]; then
   case ",${CAUSES:-}," in *,rollover,*) CONFIG=$HERE/logback-rollover.xml ;; esac
+fi
+if [ "$CONFIG" = "$HERE/logback-rollover.xml" ]; then
+  # The log the previous process left, 16 KiB under the limit: the first rollover compresses
+  # a whole file, so the stall is as long on a crowded host as on a quiet one (or longer).
+  BID_LOG_MB=${BID_LOG_MB:-48}
+  case "$BID_LOG_MB" in ''|*[!0-9]*) echo "java-bidder: BID_LOG_MB must be a whole number of MiB, not $BID_LOG_MB" >&2; exit 2 ;; esac
+  export BID_LOG_MAX="${BID_LOG_MB}MB"
+  python3 "$HERE/prefill-bid-log.py" "$BID_LOG_DIR/bids.log" $((BID_LOG_MB * 1024 * 1024 - 16384))
 fi
 export MODE CAUSES="${CAUSES:-}" ACCESS_LOG BID_LOG_DIR
 # nodelay: without it the JDK server's separate header and body writes meet Nagle and delayed ACKs (+40 ms).

@@ -100,7 +100,7 @@ parse only the fields a request needs",
     Kind {
         key: "regex-compile",
         what: "regex compilation",
-        min_share: 0.05,
+        min_share: 0.03,
         patterns: &[
             "regex::regex::string::regex::new",
             "regex::regex::new",

@@ -40,6 +40,9 @@ pub const WAIT_MIN_MS: f64 = 2.0;
 pub const GENERATOR_PCT: f64 = 90.0;
 /// Profile bin for stall detection.
 pub const STALL_BIN_MS: f64 = 100.0;
+/// The widest bin stall detection widens to when 100 ms bins hold too few
+/// samples (a starved server on a crowded host).
+pub const STALL_MAX_BIN_MS: f64 = 800.0;
 /// A bin whose server samples fall to this share of the phase's median bin is quiet.
 pub const STALL_DROP: f64 = 0.5;
 /// A bin where file copying/compression frames hold this share of the
@@ -484,11 +487,31 @@ fn kind_frame(v: &View, kind: &Kind, stack: &[u32]) -> Option<u32> {
 /// the whole.
 pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
     let (a, b) = v.measured_window();
-    let (total, by_node) = node_weights(v, a, b);
+    // A stall's samples belong to the stall, which its own finding
+    // reports: the server copied a file instead of serving. Counted as
+    // request work, a log rollover's compression would be the hottest
+    // function and dilute every per-request cause beside it. So are the
+    // stall work's samples outside the windows: on a starved host a
+    // rollover's gzip runs for seconds, and only its emptiest bins show.
+    let found = found_stalls(v);
+    let stalled = found.as_ref().map(|f| f.spans()).unwrap_or_default();
+    let mut stall_work = found.is_some().then(|| stall_stack(v));
+    let mut total = 0.0;
+    let mut stalled_w = 0.0;
+    let mut by_node: BTreeMap<u32, f64> = BTreeMap::new();
     let mut path_nodes: BTreeMap<u32, f64> = BTreeMap::new();
     let mut runtime_w = 0.0;
     let mut runtime_memo: HashMap<u32, bool> = HashMap::new();
     for s in v.samples_in(a, b) {
+        if s.t_ms
+            .is_some_and(|t| stalled.iter().any(|(x, y)| t > *x && t <= *y))
+            || stall_work.as_mut().is_some_and(|is_work| is_work(s.node))
+        {
+            stalled_w += s.weight;
+            continue;
+        }
+        total += s.weight;
+        *by_node.entry(s.node).or_default() += s.weight;
         let rt = s.thread.is_some_and(|t| {
             *runtime_memo
                 .entry(t)
@@ -591,6 +614,11 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
                 "{runtime_w:.0} samples of runtime threads (JIT, GC) left out"
             ));
         }
+        if stalled_w > 0.0 {
+            text.push(format!(
+                "{stalled_w:.0} samples in the stalls left out (the stalls finding's)"
+            ));
+        }
         if stacked {
             text.push(format!(
                 "{} of the work left after the other causes found (threshold {} alone)",
@@ -634,8 +662,14 @@ pub(crate) fn hot_code(v: &View) -> Vec<Finding> {
         f.summary = "Where the server's CPU goes, by self time.".into();
         f.impact = "CPU per request; what a CPU-bound server's capacity depends on".into();
         f.suggestion = "open the flame graph at these frames; optimise the largest first".into();
+        let mut text = vec![format!("{total:.0} samples in the measured phases")];
+        if stalled_w > 0.0 {
+            text.push(format!(
+                "{stalled_w:.0} samples in the stalls left out (the stalls finding's)"
+            ));
+        }
         f.evidence = Evidence {
-            text: vec![format!("{total:.0} samples in the measured phases")],
+            text,
             range_ms: Some([a, b]),
             frames: top
                 .iter()
@@ -673,36 +707,51 @@ fn short(name: &str) -> String {
 /// machine the one thread copying under the lock is as busy as the
 /// workers were, so samples do not fall, but nothing else runs).
 pub(crate) fn stalls(v: &View) -> Vec<Finding> {
+    let Some(found) = found_stalls(v) else {
+        return Vec::new();
+    };
+    stall_finding(v, &found)
+}
+
+/// One stall: start and end on the run's clock (ms), its phase, and the
+/// slowest request caught in it (ms).
+type Stall<'v> = (f64, f64, &'v MeasuredPhase, f64);
+
+/// The stalls the rule reports, with the frames active in them.
+struct FoundStalls<'v> {
+    stalls: Vec<Stall<'v>>,
+    /// Frames active in the stalls (inclusive weight), heaviest first.
+    frames: Vec<(u32, f64)>,
+    /// Every sample in the stalls (the frames' denominator).
+    total: f64,
+}
+
+impl FoundStalls<'_> {
+    /// The spans whose samples belong to the stalls, as the rule reads
+    /// them: the work that caused a stall starts just before the samples
+    /// fall and ends just after they rise.
+    fn spans(&self) -> Vec<(f64, f64)> {
+        self.stalls
+            .iter()
+            .map(|(s, e, _, _)| (s - STALL_BIN_MS, e + STALL_BIN_MS))
+            .collect()
+    }
+}
+
+/// The stalls of a run: stopped windows where latency rose, with file
+/// copying or compression on the request threads (the checks of
+/// [`stalls`]); `None` when there are none.
+fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
     let timeline = timeline(v);
     let mut copying = stall_stack(v);
     let mut windows: Vec<(f64, f64, &MeasuredPhase)> = Vec::new();
     for p in &v.phases {
         // Skip the edges: connections open and close there.
         let (a, b) = (p.start_ms + STALL_BIN_MS, p.end_ms - STALL_BIN_MS);
-        let n = ((b - a) / STALL_BIN_MS).floor() as usize;
-        if n < 5 {
+        let Some((width, bins, work, median)) = stall_bins(v, a, b, &mut copying) else {
             continue;
-        }
-        let mut bins = vec![0.0; n];
-        let mut work = vec![0.0; n];
-        for s in v.samples_in(a, b) {
-            if let Some(t) = s.t_ms {
-                let i = ((t - a) / STALL_BIN_MS) as usize;
-                if let Some(x) = bins.get_mut(i) {
-                    *x += s.weight;
-                    if copying(s.node) {
-                        work[i] += s.weight;
-                    }
-                }
-            }
-        }
-        let mut sorted = bins.clone();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[n / 2];
-        // Too few samples per bin to tell a drop from chance.
-        if median < 4.0 {
-            continue;
-        }
+        };
+        let n = bins.len();
         let stopped = |i: usize| {
             bins[i] <= STALL_DROP * median
                 || (bins[i] >= 2.0 && work[i] >= STALL_WORK_SHARE * bins[i])
@@ -711,12 +760,32 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         while i < n {
             if stopped(i) {
                 let j = (i..n).find(|&j| !stopped(j)).unwrap_or(n);
-                windows.push((a + i as f64 * STALL_BIN_MS, a + j as f64 * STALL_BIN_MS, p));
+                windows.push((a + i as f64 * width, a + j as f64 * width, p));
                 i = j;
             } else {
                 i += 1;
             }
         }
+    }
+    // Seconds in which nothing completed, in runs: a request in flight
+    // through a run of them waited through all of it (a 6 s rollover on a
+    // starved host is six such seconds, not one).
+    let (first, last) = (
+        v.phases.first().map_or(0.0, |p| p.start_ms),
+        v.phases.last().map_or(0.0, |p| p.end_ms),
+    );
+    let empty =
+        |sec: &Second| sec.requests == Some(0) && sec.t_ms >= first && sec.t_ms + 1000.0 <= last;
+    let mut empty_run = vec![0.0; timeline.len()];
+    let mut i = 0;
+    while i < timeline.len() {
+        let j = (i..timeline.len())
+            .find(|&j| !empty(&timeline[j]))
+            .unwrap_or(timeline.len());
+        for r in &mut empty_run[i..j] {
+            *r = (j - i) as f64 * 1000.0;
+        }
+        i = j.max(i + 1);
     }
     let mut stalls = Vec::new();
     for (s, e, p) in windows {
@@ -729,17 +798,9 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         // waited through all of it.
         let worst = timeline
             .iter()
-            .filter(|sec| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
-            .map(|sec| {
-                if sec.requests == Some(0)
-                    && sec.t_ms >= p.start_ms
-                    && sec.t_ms + 1000.0 <= p.end_ms
-                {
-                    sec.max_ms.max(1000.0)
-                } else {
-                    sec.max_ms
-                }
-            })
+            .zip(&empty_run)
+            .filter(|(sec, _)| sec.t_ms + 1000.0 > s && sec.t_ms - sec.max_ms < e)
+            .map(|(sec, run)| sec.max_ms.max(*run))
             .fold(0.0, f64::max);
         let normal = p.mean_ms.unwrap_or(f64::INFINITY);
         if worst >= 0.5 * len && worst >= 3.0 * normal {
@@ -747,7 +808,7 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
         }
     }
     if stalls.is_empty() {
-        return Vec::new();
+        return None;
     }
     // Frames active in the stalls, and whether they are file copy/compression work.
     let mut total = 0.0;
@@ -770,14 +831,79 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
     // with file copying or compression in it is the server's own doing.
     let work_w: f64 = work.iter().map(|x| x.1).sum();
     if work.is_empty() || work_w < 0.05 * total {
-        return Vec::new();
+        return None;
     }
     // Copying on a background thread (a queued log writer rolling its file)
     // holds up no request: the copy must run on the threads that serve
     // requests, the family doing most of the server's work.
     if !copy_on_request_threads(v, &stalls) {
-        return Vec::new();
+        return None;
     }
+    Some(FoundStalls {
+        stalls,
+        frames,
+        total,
+    })
+}
+
+/// Samples per bin of (a, b] and the stall work among them, with the bin
+/// width and the median bin. Bins are 100 ms ([`STALL_BIN_MS`]); on a
+/// crowded host a starved server gets a sample or two per 100 ms, so the
+/// bins widen (up to [`STALL_MAX_BIN_MS`]) until the median bin holds
+/// enough samples to tell a drop from chance. `None` when even the widest
+/// bins are too thin or too few.
+#[allow(clippy::type_complexity)]
+fn stall_bins(
+    v: &View,
+    a: f64,
+    b: f64,
+    copying: &mut impl FnMut(u32) -> bool,
+) -> Option<(f64, Vec<f64>, Vec<f64>, f64)> {
+    let mut width = STALL_BIN_MS;
+    while width <= STALL_MAX_BIN_MS {
+        let n = ((b - a) / width).floor() as usize;
+        if n < if width > STALL_BIN_MS { 3 } else { 5 } {
+            return None;
+        }
+        let mut bins = vec![0.0; n];
+        let mut work = vec![0.0; n];
+        for s in v.samples_in(a, b) {
+            if let Some(t) = s.t_ms {
+                let i = ((t - a) / width) as usize;
+                if let Some(x) = bins.get_mut(i) {
+                    *x += s.weight;
+                    if copying(s.node) {
+                        work[i] += s.weight;
+                    }
+                }
+            }
+        }
+        let mut sorted = bins.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[n / 2];
+        if median >= 4.0 {
+            return Some((width, bins, work, median));
+        }
+        width *= 2.0;
+    }
+    None
+}
+
+/// The stalls finding of [`found_stalls`]' stalls.
+fn stall_finding(v: &View, found: &FoundStalls) -> Vec<Finding> {
+    let FoundStalls {
+        stalls,
+        frames,
+        total,
+    } = found;
+    let total = *total;
+    let work: Vec<&(u32, f64)> = frames
+        .iter()
+        .filter(|(f, _)| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
+        .collect();
+    let Some(first_work) = work.first() else {
+        return Vec::new();
+    };
     let longest = stalls.iter().map(|x| x.1 - x.0).fold(0.0, f64::max);
     let stalled: f64 = stalls.iter().map(|x| x.1 - x.0).sum();
     let (a, b) = v.measured_window();
@@ -794,10 +920,21 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             .fold(f64::INFINITY, f64::min),
         longest
     );
-    f.summary = format!(
-        "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
-        short(v.frame_name(work[0].0))
-    );
+    // The heaviest stall frame may be a library perf names by its module
+    // alone (`[libz.so.1.2.13]`, no callers); where the stacks show who
+    // called the copy, that caller is what the user can change.
+    let called = stall_caller(v, found);
+    f.summary = match called {
+        Some((work, caller)) => format!(
+            "Short windows where the server almost stops while requests wait, with {} running, called from {}: file copying or compression under a lock stalls every worker.",
+            short(v.frame_name(work)),
+            short(v.frame_name(caller))
+        ),
+        None => format!(
+            "Short windows where the server almost stops while requests wait, with {} running: file copying or compression under a lock stalls every worker.",
+            short(v.frame_name(first_work.0))
+        ),
+    };
     f.impact = format!(
         "{} of the measured time stalled; requests caught in a stall wait up to {:.0} ms",
         pct(share),
@@ -840,6 +977,46 @@ pub(crate) fn stalls(v: &View) -> Vec<Finding> {
             .collect(),
     };
     vec![f]
+}
+
+/// The outermost stall-work frame in the stalls' stacks that has a named
+/// caller, and that caller, the heaviest such pair: logback's
+/// `GZIPOutputStream.write` called from `RollingFileAppender.subAppend`
+/// (the rollover methods between them run interpreted and show as
+/// HotSpot's `Interpreter`, which names nothing and is skipped).
+fn stall_caller(v: &View, found: &FoundStalls) -> Option<(u32, u32)> {
+    let mut by_node: HashMap<u32, f64> = HashMap::new();
+    for (x, y) in found.spans() {
+        for s in v.samples_in(x, y) {
+            *by_node.entry(s.node).or_default() += s.weight;
+        }
+    }
+    let mut pairs: HashMap<(u32, u32), f64> = HashMap::new();
+    for (node, w) in by_node {
+        let stack = v.stack(node);
+        let Some(outer) = stack
+            .iter()
+            .rposition(|f| is_stall_work(v.frame_name_lc(*f), v.frame_module_lc(*f)))
+        else {
+            continue;
+        };
+        // The kernel's write path names no code of the server's own.
+        let caller = stack[outer + 1..].iter().find(|f| {
+            let lc = v.frame_name_lc(**f);
+            !lc.is_empty()
+                && !v.frame_module_lc(**f).starts_with("[kernel")
+                && !NO_FUNCTION.iter().any(|p| {
+                    lc == *p || ((p.ends_with(']') || p.ends_with("::")) && lc.starts_with(p))
+                })
+        });
+        if let Some(c) = caller {
+            *pairs.entry((stack[outer], *c)).or_default() += w;
+        }
+    }
+    pairs
+        .into_iter()
+        .max_by(|x, y| x.1.total_cmp(&y.1).then(y.0.cmp(&x.0)))
+        .map(|x| x.0)
 }
 
 /// Whether a node's stack holds stall work (file copying, compression),

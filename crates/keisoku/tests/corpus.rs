@@ -180,14 +180,25 @@ fn tuned(service: &str, port: u16, neighbour: bool) {
     );
 }
 
+/// The field notes' headline case. The stall is sized by the file, not by throughput: the
+/// bid log starts 16 KiB under its 48 MiB limit and logback checks it every 7 s, so one
+/// whole-file gzip blocks the request threads in the first measured step (0.7 s of CPU
+/// for `gzip -6`; 3 s of stall at load average 22). Before, at ~10,000 bids/s a 4 MB log
+/// compressed in 40-120 ms, shorter than the 100 ms stall bins, and a 24 MB one never
+/// rolled on a crowded host. Passed 3 runs in a row at 08:24 UTC (load average 18-20), and
+/// again at 09:20 with the rules of 1cd0bf1 (load average ~21).
 #[test]
-#[ignore = "failed on the merged tree on a quiet host (2026-11-24 06:15 UTC, 2 of 2 runs): at ~10,000 bids/s the 4 MB log (rolled every ~3 s) compresses in 40-120 ms, too short for 100-ms stall bins; with the old 24 MB it rolled too rarely on a crowded host. The planted stall must be sized by time, not bytes"]
 fn java_log_rollover_stall_alone() {
     alone("java-bidder", "rollover", 19270);
 }
 
+/// Four causes at once. It failed because the planted stall was sized by bytes (one 4 MB
+/// rollover at most beside the neighbour) and because the rollover's gzip counted as
+/// request work: it out-weighed the unbounded scan by self time (the scan went unnamed)
+/// and left regex compilation at 3.5-4.5% of the request path, under its old 5%.
+/// Passed 3 runs in a row at 08:48 UTC (load average 22-23) with the stall sized by the
+/// file, the stalls' samples left out of `hot-code` and regex compilation counted from 3%.
 #[test]
-#[ignore = "load-sensitive: passed in the 05:21 UTC matrix on the host without our neighbour (rollover #1 stalls) and failed beside it (4609 bids in the run: one 4 MB rollover at most); at 05:45 regex compilation fell under its threshold beside the scan's 24% and was not named"]
 fn java_causes_stacked() {
     stacked(
         "java-bidder",
@@ -233,8 +244,13 @@ fn node_di_container_file_read_alone() {
     alone("node-bff", "di", 19280);
 }
 
+/// Five causes at once. JSON.parse of the cached text holds 8-13% of the one node
+/// process's request path beside the formatter's 25-31%: named alone (>= 12%) or as a
+/// stacked cause (13-16% of the work left after the others). Earlier misses: before the
+/// stacked rule (2 of 4 runs) and a run ended partial by "database is locked" (fixed in
+/// the store since). Passed 3 runs in a row at 08:49 UTC (load average 19-21), and 4 of 4
+/// runs of run-case.sh before them.
 #[test]
-#[ignore = "load-sensitive: all five causes named in both halves of the 05:21 UTC matrix and at 05:44; before, JSON.parse of the cache (13% of ~210 samples of the one node process beside the formatter's 29%) was missed in 2 of 4 runs; at 05:44 a run ended partial (the store: database is locked)"]
 fn node_causes_stacked() {
     stacked(
         "node-bff",
