@@ -16,6 +16,7 @@ mod rules;
 mod view;
 
 pub use model::{Evidence, Finding, FrameShare, Severity};
+pub use rules::WAIT_PROBLEM_MS;
 pub use rules::{
     BUSY_THREAD_SHARE, CONNECTS_PER_REQUEST, CONNECT_COST_SHARE, CONNECT_COST_US,
     CPU_BOUND_BUSY_PCT, GENERATOR_PCT, HOT_THREAD_PCT, IDLE_KNEE_BUSY_PCT, MAJFAULTS_PER_REQUEST,

@@ -36,6 +36,11 @@ pub const WAIT_SHARE: f64 = 0.5;
 /// Mean latency below which waiting is not worth a finding (a loopback
 /// round trip and the kernel's own work stay far below it).
 pub const WAIT_MIN_MS: f64 = 2.0;
+/// Wait per request (ms, at the lightest phase) from which waiting is a
+/// problem and not a description: a downstream call of a few ms is what a
+/// service that asks another one costs; tens of ms of sleeping, locking or
+/// a slow service on every request is what holds a worker.
+pub const WAIT_PROBLEM_MS: f64 = 10.0;
 /// A load thread at this CPU (% of one core) is saturated.
 pub const GENERATOR_PCT: f64 = 90.0;
 /// Profile bin for stall detection.
@@ -1476,6 +1481,10 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
     if service_ms < WAIT_MIN_MS || wait < WAIT_SHARE {
         return Vec::new();
     }
+    // The share alone calls a service whose own work is a fraction of a ms
+    // "mostly waiting" for a 2-ms lookup it must make; what holds a worker
+    // is the wait itself.
+    let wait_ms = service_ms * wait;
     let nv = v.per_request("proc.nvcsw");
     // A reverse proxy waits for its upstream by design: where the time
     // goes, not a blocking call to take off its request path.
@@ -1503,9 +1512,38 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         };
         return vec![f];
     }
+    if wait_ms < WAIT_PROBLEM_MS {
+        let mut f = finding(
+            "blocking-wait",
+            Some("short"),
+            Severity::Info,
+            10.0 + wait_ms,
+        );
+        f.title = format!(
+            "Requests wait {wait_ms:.1} ms each with the CPU idle ({} of their time)",
+            pct(wait)
+        );
+        f.summary = "Most of a request's time is a short wait outside the server's CPU, as a call to another service costs: where the latency is, not a worker held for long.".into();
+        f.impact = format!(
+            "at {}: {lat:.1} ms mean latency of which {cpu_ms:.2} ms CPU",
+            p.label
+        );
+        f.suggestion = "if the latency matters, look at the downstream the requests call (record it with keisoku run or --pid)".into();
+        f.evidence = Evidence {
+            text: vec![format!(
+                "{}: mean latency {lat:.2} ms, server CPU {cpu_ms:.3} ms per request, runnable-but-waiting {runq_ms:.3} ms per request; a problem from {WAIT_PROBLEM_MS} ms of wait",
+                p.label
+            )],
+            series: vec!["client.p50_ms".into(), "proc.cpu_user".into()],
+            range_ms: Some([p.start_ms, p.end_ms]),
+            phases: vec![p.index],
+            frames: Vec::new(),
+        };
+        return vec![f];
+    }
     let mut f = finding("blocking-wait", None, Severity::High, 55.0 + 40.0 * wait);
     f.title = format!(
-        "Requests spend {} of their time waiting with the CPU idle",
+        "Requests spend {} of their time ({wait_ms:.0} ms each) waiting with the CPU idle",
         pct(wait)
     );
     f.summary = "Each request waits on something outside the server's CPU (a downstream call, a disk, a lock held elsewhere) while the worker sits blocked: throughput is workers divided by the wait.".into();

@@ -586,6 +586,40 @@ fn blocking_wait_discounts_queueing_behind_other_requests() {
 }
 
 #[test]
+fn blocking_wait_judges_the_wait_per_request_not_only_its_share() {
+    // 3 ms per request at c=1 of which 0.2 ms CPU: 93% waiting, but 2.8 ms
+    // of it, what a kept-alive call to another service costs.
+    let mut run = base();
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 3.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(3.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    let f = analyze(&run);
+    let b = f
+        .iter()
+        .find(|f| f.rule == "blocking-wait")
+        .expect("a description of the wait");
+    assert_eq!(b.severity, Severity::Info, "{}", b.title);
+    assert!(b.title.contains("2.8 ms"), "{}", b.title);
+    // 45 ms per request with the same CPU: a worker held by the wait.
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 45.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(45.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    let f = analyze(&run);
+    let b = f.iter().find(|f| f.rule == "blocking-wait").expect("wait");
+    assert_eq!(b.severity, Severity::High, "{}", b.title);
+    assert!(b.title.contains("(44 ms each)"), "{}", b.title);
+}
+
+#[test]
 fn generator_saturation_is_reported_first() {
     let mut run = base();
     healthy_profile(&mut run);
