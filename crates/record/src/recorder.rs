@@ -11,6 +11,7 @@ use keisoku_probe::{
     SamplerConfig,
 };
 use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, Store};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::thread::JoinHandle;
@@ -416,16 +417,6 @@ impl Recording {
                 self.lost(format!("storing access-log routes: {e}"));
             }
         }
-        if let Some(p) = self.profiler.take() {
-            match self.stop_profiler(p) {
-                Ok(profile) => {
-                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
-                        self.lost(format!("storing the profile: {e}"));
-                    }
-                }
-                Err(e) => self.notes.push(format!("no profile: {e}")),
-            }
-        }
         if let Some(s) = self.sampler.take() {
             let report = s.stop();
             self.notes.extend(report.notes);
@@ -440,6 +431,17 @@ impl Recording {
                 Err(_) => self
                     .notes
                     .push("the series writer stopped unexpectedly".into()),
+            }
+        }
+        // After the series are stored: py-spy's samples are placed by them.
+        if let Some(p) = self.profiler.take() {
+            match self.stop_profiler(p) {
+                Ok(profile) => {
+                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
+                        self.lost(format!("storing the profile: {e}"));
+                    }
+                }
+                Err(e) => self.notes.push(format!("no profile: {e}")),
             }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
@@ -513,6 +515,7 @@ impl Recording {
                 (profile, offset)
             }
             Profiler::PySpy(r) => {
+                let stopped_ms = self.now_ms();
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
                 let text =
@@ -523,9 +526,16 @@ impl Recording {
                 // threads stay numbered by profile, as py-spy names them.
                 profile.set_pid(self.py_pid);
                 profile.title = format!("py-spy {}", self.run);
-                // Times count from when py-spy attached.
-                let offset = i64::try_from(out.started_run_ns).unwrap_or(i64::MAX);
-                (profile, offset)
+                let started_ms = out.started_run_ns as f64 / 1e6;
+                let cpu = self.server_cpu_series().unwrap_or_default();
+                if !place_pyspy_samples(&mut profile, &cpu, started_ms, stopped_ms) {
+                    self.notes.push(format!(
+                        "py-spy: no server CPU series to place its samples by; spread evenly over its {:.1} s",
+                        (stopped_ms - started_ms) / 1000.0
+                    ));
+                }
+                // Placed on the run's clock already.
+                (profile, 0)
             }
         };
         if let Some(t) = profile.samples.time_ns.as_mut() {
@@ -543,6 +553,111 @@ impl Recording {
             .map(|ms| ms.saturating_mul(1_000_000));
         Ok(profile)
     }
+}
+
+impl Recording {
+    /// The server's CPU (`proc.cpu_user` + `proc.cpu_system`, % of one
+    /// core) per sampler interval as stored: (end of the interval in ms on
+    /// the run's clock, value).
+    fn server_cpu_series(&self) -> Option<Vec<(f64, f64)>> {
+        let series = self.store.series(&self.run).ok()?;
+        let mut by_t: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for s in series
+            .iter()
+            .filter(|s| s.name == "proc.cpu_user" || s.name == "proc.cpu_system")
+        {
+            for (t, v) in s.t_ms.iter().zip(&s.v) {
+                if t.is_finite() && v.is_finite() && *t >= 0.0 {
+                    // Keyed by µs so user and system of one interval add up.
+                    let e = by_t.entry((t * 1000.0).round() as u64).or_insert((*t, 0.0));
+                    e.1 += v.max(0.0);
+                }
+            }
+        }
+        (!by_t.is_empty()).then(|| by_t.into_values().collect())
+    }
+}
+
+/// Puts py-spy's samples on the run's clock; false when there was no CPU
+/// to place them by and they were spread evenly over py-spy's span.
+///
+/// py-spy without `--idle` skips the ticks at which a thread waits, and
+/// its speedscope output gives every kept sample the same 1/rate with no
+/// time of its own: counted from attach, a slow service's samples crowd
+/// the start of the run. Its other outputs do not say more: raw has no
+/// time, and chrometrace merges consecutive equal stacks into spans whose
+/// ends absorb the skipped waits, so how many samples a span holds is
+/// lost. On-CPU samples fall where the process spends CPU, so each
+/// thread's samples, in their order, are placed at equal steps of the
+/// server's cumulative CPU between py-spy's start and stop (`cpu`: end of
+/// each sampler interval in ms, % of one core over it); a second with
+/// twice the CPU gets twice the samples. Placement is as fine as the
+/// sampler's interval: within a second, samples are evenly spaced.
+fn place_pyspy_samples(
+    profile: &mut keisoku_stacks::Profile,
+    cpu: &[(f64, f64)],
+    from_ms: f64,
+    to_ms: f64,
+) -> bool {
+    let to_ms = to_ms.max(from_ms);
+    // The cumulative CPU (ms of one core) at the ends of linear pieces.
+    let mut curve: Vec<(f64, f64)> = vec![(from_ms, 0.0)];
+    let mut prev_t = f64::NEG_INFINITY;
+    let mut last_rate = 0.0;
+    for &(t, pct) in cpu {
+        let rate = pct / 100.0;
+        let (a, b) = (prev_t.max(from_ms), t.min(to_ms));
+        if b > a {
+            let (_, c) = curve[curve.len() - 1];
+            curve.push((b, c + rate * (b - a)));
+        }
+        prev_t = t;
+        last_rate = rate;
+    }
+    // py-spy stops after the sampler's last interval: that rate goes on.
+    if let Some(&(t, c)) = curve.last() {
+        if to_ms > t {
+            curve.push((to_ms, c + last_rate * (to_ms - t)));
+        }
+    }
+    let total = curve.last().map_or(0.0, |&(_, c)| c);
+    let by_cpu = total > 0.0;
+    let at = |f: f64| -> f64 {
+        if !by_cpu {
+            return from_ms + f * (to_ms - from_ms);
+        }
+        let want = f * total;
+        let i = curve.partition_point(|&(_, c)| c < want).max(1);
+        let Some(&(t1, c1)) = curve.get(i) else {
+            return to_ms;
+        };
+        let (t0, c0) = curve[i - 1];
+        if c1 > c0 {
+            t0 + (want - c0) / (c1 - c0) * (t1 - t0)
+        } else {
+            t1
+        }
+    };
+    let n = profile.samples.len();
+    let thread_of: Vec<u32> = profile.samples.thread.clone().unwrap_or_else(|| vec![0; n]);
+    let mut order: Vec<usize> = (0..n).collect();
+    // A thread's samples keep their order (py-spy wrote them in time order).
+    if let Some(t) = profile.samples.time_ns.as_ref() {
+        order.sort_by_key(|&i| (thread_of[i], t[i], i));
+    } else {
+        order.sort_by_key(|&i| (thread_of[i], i));
+    }
+    let mut times = vec![0u64; n];
+    for group in order.chunk_by(|&x, &y| thread_of[x] == thread_of[y]) {
+        let k = group.len() as f64;
+        for (j, &i) in group.iter().enumerate() {
+            let t_ms = at((j as f64 + 0.5) / k);
+            times[i] = (t_ms.max(0.0) * 1e6) as u64;
+        }
+    }
+    profile.samples.time_ns = Some(times);
+    profile.time_origin_ns = None;
+    by_cpu
 }
 
 /// How the follower's note begins when the store failed to keep the
@@ -776,7 +891,48 @@ fn write_series(
 
 #[cfg(test)]
 mod tests {
-    use super::{remove_stale_workdirs, workdir_name, PendingSeries};
+    use super::{place_pyspy_samples, remove_stale_workdirs, workdir_name, PendingSeries};
+
+    /// A py-spy speedscope file: two threads, 4 and 2 samples at 100 Hz,
+    /// counted from attach as py-spy writes them.
+    fn pyspy_profile() -> keisoku_stacks::Profile {
+        let doc = r#"{"$schema":"https://www.speedscope.app/file-format-schema.json",
+          "profiles":[
+            {"type":"sampled","name":"Thread 1","unit":"seconds","startValue":0,"endValue":0.04,
+             "samples":[[0],[0,1],[0,1],[0]],"weights":[0.01,0.01,0.01,0.01]},
+            {"type":"sampled","name":"Thread 2","unit":"seconds","startValue":0,"endValue":0.02,
+             "samples":[[0],[0]],"weights":[0.01,0.01]}],
+          "shared":{"frames":[{"name":"handle","file":"app.py","line":1},{"name":"price","file":"app.py","line":2}]}}"#;
+        keisoku_stacks::speedscope::parse(doc.as_bytes(), "py-spy").expect("speedscope")
+    }
+
+    #[test]
+    fn pyspy_samples_fall_where_the_server_spent_cpu() {
+        let mut p = pyspy_profile();
+        // py-spy from 1 s to 5 s; the server idle until 3 s, then one core busy.
+        let cpu = [(1000.0, 0.0), (2000.0, 0.0), (3000.0, 0.0), (4000.0, 100.0)];
+        assert!(place_pyspy_samples(&mut p, &cpu, 1000.0, 5000.0));
+        let t = p.samples.time_ns.clone().expect("times");
+        let thread = p.samples.thread.clone().expect("threads");
+        for (i, ns) in t.iter().enumerate() {
+            let ms = *ns as f64 / 1e6;
+            assert!((3000.0..=5000.0).contains(&ms), "sample {i} at {ms} ms");
+        }
+        // Each thread's samples keep their order and spread over the busy time.
+        let first: Vec<f64> = (0..t.len())
+            .filter(|&i| thread[i] == thread[0])
+            .map(|i| t[i] as f64 / 1e6)
+            .collect();
+        assert_eq!(first.len(), 4);
+        assert!(first.windows(2).all(|w| w[0] < w[1]), "{first:?}");
+        assert!((first[0] - 3250.0).abs() < 1.0, "{first:?}");
+        assert!((first[3] - 4750.0).abs() < 1.0, "{first:?}");
+        // Without a CPU series they spread over py-spy's span, and say so.
+        let mut p = pyspy_profile();
+        assert!(!place_pyspy_samples(&mut p, &[], 1000.0, 5000.0));
+        let t = p.samples.time_ns.expect("times");
+        assert!((t[0] as f64 / 1e6 - 1500.0).abs() < 1.0, "{t:?}");
+    }
     use keisoku_store::{NewRun, Store};
 
     #[test]
