@@ -16,7 +16,6 @@ mod rules;
 mod view;
 
 pub use model::{Evidence, Finding, FrameShare, Severity};
-pub use rules::WAIT_PROBLEM_MS;
 pub use rules::{
     BUSY_THREAD_SHARE, CONNECTS_PER_REQUEST, CONNECT_COST_SHARE, CONNECT_COST_US,
     CPU_BOUND_BUSY_PCT, GENERATOR_PCT, HOT_THREAD_PCT, IDLE_KNEE_BUSY_PCT, MAJFAULTS_PER_REQUEST,
@@ -25,6 +24,7 @@ pub use rules::{
     ROUTE_SLOW_RATIO, SCHED_COST_SHARE, SERVER_CLOSE_SHARE, SIBLING_SHARE, STALL_BIN_MS,
     STALL_DROP, STALL_WORK_SHARE, WAIT_MIN_MS, WAIT_SHARE,
 };
+pub use rules::{CPU_BOUND_NVCSW_PER_REQUEST, WAIT_PROBLEM_MS};
 
 use keisoku_store::RunJson;
 

@@ -60,6 +60,11 @@ pub const OVERSUBSCRIBED_THREADS: f64 = 2.0;
 /// Growth of CPU per request (lightest to heaviest phase) from which
 /// oversubscription costs something.
 pub const OVERSUBSCRIBED_CPU_GROWTH: f64 = 0.25;
+/// Voluntary switches per request below which the server's threads are
+/// CPU-bound: a request blocks at most about once (a worker waiting for the
+/// next request on its connection); a hand-off between an acceptor and a
+/// pool thread, or any I/O, costs two or more.
+pub const CPU_BOUND_NVCSW_PER_REQUEST: f64 = 1.5;
 /// Share of the server's CPU per request from which migrations count.
 pub const SCHED_COST_SHARE: f64 = 0.05;
 /// What one new TCP connection costs the server, µs of CPU: the handshake,
@@ -1006,7 +1011,8 @@ fn own_contention(v: &View, a: f64, b: f64) -> (f64, Option<(f64, f64)>) {
 }
 
 /// More busy server threads than cores, at a cost: from the lightest
-/// phase to the one with the most busy threads, CPU per request grew.
+/// phase to the one with the most busy threads, CPU per request grew, or
+/// the server's own CPU-bound threads kept more than its cores busy.
 struct Oversubscribed {
     busy: usize,
     growth: f64,
@@ -1015,14 +1021,28 @@ struct Oversubscribed {
     hi_label: String,
     hi_us: f64,
     niv: f64,
+    /// The server's own threads wanting a core at the heaviest phase (its
+    /// CPU plus its run-queue wait, in cores).
+    demand: f64,
+    /// Voluntary switches per request at the heaviest phase.
+    nv: f64,
 }
 
 /// Whether the server runs more busy threads than cores and pays for it
 /// (field notes §2: 8 prefork workers on 2 cores). Busy threads are the
 /// server's own, from their series (>= `BUSY_THREAD_SHARE` of the busiest one's CPU), so
-/// neighbours that make the server wait do not count; the cost is CPU per
-/// request growing from the lightest phase to the heaviest (preemption
-/// and cold caches), with involuntary switches at the heaviest.
+/// neighbours that make the server wait do not count. The cost shows one
+/// of two ways. CPU per request grows from the lightest phase to the
+/// heaviest (preemption and cold caches), with involuntary switches at the
+/// heaviest: clearest on a crowded host. Or, at the heaviest phase, the
+/// server's own threads want `OVERSUBSCRIBED_THREADS` x cores or more
+/// (CPU plus run-queue wait, which no thread can exceed one core of, so
+/// neighbours cannot add threads) while its requests are CPU-bound
+/// (`CPU_BOUND_NVCSW_PER_REQUEST`): then those threads can only wait for
+/// and preempt each other. That holds on a quiet host too, where CPU per
+/// request may not grow; servers whose threads block on I/O (gunicorn's
+/// 2 x cores + 1, a Java pool) look CPU-hungry on a crowded host and are
+/// left out by their voluntary switches.
 fn oversubscribed(v: &View) -> Option<Oversubscribed> {
     let cost = |p: &MeasuredPhase| -> Option<f64> {
         let cpu = v.server_cpu(p.start_ms, p.end_ms)?;
@@ -1041,13 +1061,23 @@ fn oversubscribed(v: &View) -> Option<Oversubscribed> {
         .iter()
         .filter(|(c, _)| *c >= BUSY_THREAD_SHARE * top && *c >= 1.0)
         .count();
-    if (busy as f64) < OVERSUBSCRIBED_THREADS * v.cores() {
+    let cores = v.cores();
+    if (busy as f64) < OVERSUBSCRIBED_THREADS * cores {
         return None;
     }
     let (lo_us, hi_us) = (cost(lo)?, cost(hi)?);
     let growth = hi_us / lo_us - 1.0;
     let niv = v.mean("proc.nivcsw", hi.start_ms, hi.end_ms)? / hi.rps;
-    (growth >= OVERSUBSCRIBED_CPU_GROWTH && niv >= 1.0).then(|| Oversubscribed {
+    let demand = v.server_cpu(hi.start_ms, hi.end_ms)? / 100.0
+        + v.mean("proc.runq_delay_ms", hi.start_ms, hi.end_ms)
+            .unwrap_or(0.0)
+            / 1000.0;
+    let nv = v
+        .mean("proc.nvcsw", hi.start_ms, hi.end_ms)
+        .map_or(f64::INFINITY, |n| n / hi.rps);
+    let grew = growth >= OVERSUBSCRIBED_CPU_GROWTH && niv >= 1.0;
+    let crowded = demand >= OVERSUBSCRIBED_THREADS * cores && nv < CPU_BOUND_NVCSW_PER_REQUEST;
+    (grew || crowded).then(|| Oversubscribed {
         busy,
         growth,
         lo_label: lo.label.clone(),
@@ -1055,6 +1085,8 @@ fn oversubscribed(v: &View) -> Option<Oversubscribed> {
         hi_label: hi.label.clone(),
         hi_us,
         niv,
+        demand,
+        nv,
     })
 }
 
@@ -1082,9 +1114,10 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
     }
     let ratio = hit_mig.map_or(0.0, |m| m / MIGRATIONS_PER_REQUEST)
         + hit_niv.map_or(0.0, |n| n / NIVCSW_PER_REQUEST)
-        + over
-            .as_ref()
-            .map_or(0.0, |o| o.growth / OVERSUBSCRIBED_CPU_GROWTH);
+        + over.as_ref().map_or(0.0, |o| {
+            (o.growth / OVERSUBSCRIBED_CPU_GROWTH)
+                .max(o.demand / (OVERSUBSCRIBED_THREADS * v.cores()))
+        });
     let mut f = finding(
         "scheduler-churn",
         None,
@@ -1097,12 +1130,22 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
             format!("Server threads are preempted {n:.1} times per request (involuntary switches)")
         }
         (None, None) => over.as_ref().map_or_else(String::new, |o| {
-            format!(
-                "{} busy server threads share {} cores: CPU per request grows {} as they preempt each other",
-                o.busy,
-                v.cores(),
-                pct(o.growth)
-            )
+            if o.growth >= OVERSUBSCRIBED_CPU_GROWTH {
+                format!(
+                    "{} busy server threads share {} cores: CPU per request grows {} as they preempt each other",
+                    o.busy,
+                    v.cores(),
+                    pct(o.growth)
+                )
+            } else {
+                format!(
+                    "{} busy server threads share {} cores: {:.1} of them want a core at {} and wait for each other",
+                    o.busy,
+                    v.cores(),
+                    o.demand,
+                    o.hi_label
+                )
+            }
         }),
     };
     f.summary = "The scheduler moves or preempts the server's threads far more often than its requests need: caches go cold and requests wait for a core.".into();
@@ -1122,6 +1165,10 @@ pub(crate) fn scheduler_churn(v: &View) -> Vec<Finding> {
             over.as_ref().map(|o| format!(
                 "{}: {:.0} µs CPU per request with {} busy threads, against {:.0} µs at {}; {:.1} involuntary switches per request",
                 o.hi_label, o.hi_us, o.busy, o.lo_us, o.lo_label, o.niv
+            )),
+            over.as_ref().map(|o| format!(
+                "{}: the server's own threads want {:.1} cores (CPU plus run-queue wait) on {}; {:.2} voluntary switches per request (CPU-bound below {CPU_BOUND_NVCSW_PER_REQUEST})",
+                o.hi_label, o.demand, v.cores(), o.nv
             )),
             cpu_us.zip(mig).map(|(c, m)| format!(
                 "migrations cost ~{:.0} µs of {c:.0} µs CPU per request (~{MIGRATION_COST_US} µs each)",
