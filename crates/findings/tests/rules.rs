@@ -487,6 +487,12 @@ fn oversubscribed_cpu_bound_workers_are_churn_even_when_cpu_per_request_holds() 
     // acceptor, a backend call): waiting on a crowded host, not churn.
     set(&mut run, "proc.nvcsw", |_, rps| rps * 2.0);
     assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    // ... even when their CPU per request doubles with the neighbours.
+    set(&mut run, "proc.cpu_user", |t, rps| {
+        rps * 0.2 / 1000.0 * 100.0 * if t > 2.0 * PHASE_MS { 2.0 } else { 1.0 }
+    });
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 4.0);
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
     // Two workers cannot want more than two cores.
     let mut two = base();
     set(&mut two, "proc.nivcsw", |_, rps| rps * 0.3);
