@@ -451,6 +451,64 @@ fn scheduler_churn_needs_migrations_per_request_and_per_core() {
 }
 
 #[test]
+fn oversubscribed_cpu_bound_workers_are_churn_even_when_cpu_per_request_holds() {
+    // 8 prefork workers on 2 cores, CPU per request flat (a quiet host):
+    // at c=8 the workers want 7 cores (CPU plus run-queue wait) and each
+    // request blocks ~0.6 times (waiting for the next one).
+    let mut run = base();
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 0.3);
+    set(&mut run, "proc.nvcsw", |_, rps| rps * 0.6);
+    set(&mut run, "proc.runq_delay_ms", |t, _| {
+        if t > 2.0 * PHASE_MS {
+            6000.0
+        } else {
+            200.0
+        }
+    });
+    for w in 0..8 {
+        set(
+            &mut run,
+            &format!("thread.starman:{}:{}.cpu", 100 + w, 100 + w),
+            |_, rps| rps * 0.2 / 1000.0 * 100.0 / 8.0,
+        );
+    }
+    let f = analyze(&run);
+    let churn = f
+        .iter()
+        .find(|f| f.id == "scheduler-churn")
+        .expect("scheduler-churn for 8 CPU-bound workers wanting 7 cores");
+    assert!(
+        churn.title.contains("8 busy server threads"),
+        "{}",
+        churn.title
+    );
+    assert!(churn.title.contains("want a core"), "{}", churn.title);
+    // The same threads blocking on I/O twice per request (a pool behind an
+    // acceptor, a backend call): waiting on a crowded host, not churn.
+    set(&mut run, "proc.nvcsw", |_, rps| rps * 2.0);
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    // ... even when their CPU per request doubles with the neighbours.
+    set(&mut run, "proc.cpu_user", |t, rps| {
+        rps * 0.2 / 1000.0 * 100.0 * if t > 2.0 * PHASE_MS { 2.0 } else { 1.0 }
+    });
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 4.0);
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    // Two workers cannot want more than two cores.
+    let mut two = base();
+    set(&mut two, "proc.nivcsw", |_, rps| rps * 0.3);
+    set(&mut two, "proc.nvcsw", |_, rps| rps * 0.6);
+    for w in 0..2 {
+        set(
+            &mut two,
+            &format!("thread.starman:{}:{}.cpu", 100 + w, 100 + w),
+            |_, rps| rps * 0.2 / 1000.0 * 100.0 / 2.0,
+        );
+    }
+    set(&mut two, "proc.runq_delay_ms", |_, _| 1200.0);
+    assert!(!ids(&two).contains(&"scheduler-churn".to_string()));
+}
+
+#[test]
 fn scheduler_churn_names_the_threads_that_move_most() {
     let mut run = base();
     set(&mut run, "proc.migrations", |_, rps| rps * 0.5);
@@ -583,6 +641,40 @@ fn blocking_wait_discounts_queueing_behind_other_requests() {
     }
     set(&mut run, "proc.cpu_user", |_, _| 5.0);
     assert!(ids(&run).contains(&"blocking-wait".to_string()));
+}
+
+#[test]
+fn blocking_wait_judges_the_wait_per_request_not_only_its_share() {
+    // 3 ms per request at c=1 of which 0.2 ms CPU: 93% waiting, but 2.8 ms
+    // of it, what a kept-alive call to another service costs.
+    let mut run = base();
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 3.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(3.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    let f = analyze(&run);
+    let b = f
+        .iter()
+        .find(|f| f.rule == "blocking-wait")
+        .expect("a description of the wait");
+    assert_eq!(b.severity, Severity::Info, "{}", b.title);
+    assert!(b.title.contains("2.8 ms"), "{}", b.title);
+    // 45 ms per request with the same CPU: a worker held by the wait.
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        let rps = c * 1000.0 / 45.0;
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(45.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    let f = analyze(&run);
+    let b = f.iter().find(|f| f.rule == "blocking-wait").expect("wait");
+    assert_eq!(b.severity, Severity::High, "{}", b.title);
+    assert!(b.title.contains("(44 ms each)"), "{}", b.title);
 }
 
 #[test]

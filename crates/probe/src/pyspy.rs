@@ -60,6 +60,14 @@ pub struct PySpyOptions {
     pub idle: bool,
     /// Put a `thread (0x...)` root frame on each stack (py-spy --threads).
     pub threads: bool,
+    /// Read the stacks without stopping the process (py-spy
+    /// --nonblocking). On by default: stopping every thread at each
+    /// sample wakes the idle ones too (~460 voluntary switches a second
+    /// per gunicorn worker at 199 Hz), and on a crowded host each resume
+    /// waits for a core (250 ms of run-queue wait a second per worker
+    /// using 2% CPU), which the server's own series then show as its
+    /// switches and its wait. The price is a rare torn stack.
+    pub nonblocking: bool,
     /// Directory for the output file.
     pub output_dir: PathBuf,
     /// The py-spy executable.
@@ -70,7 +78,7 @@ pub struct PySpyOptions {
 
 impl PySpyOptions {
     /// 99 Hz, speedscope, subprocesses included, on-CPU samples only,
-    /// `py-spy` from PATH.
+    /// without stopping the process, `py-spy` from PATH.
     pub fn new(pid: u32, output_dir: impl Into<PathBuf>, origin: Instant) -> PySpyOptions {
         PySpyOptions {
             pid,
@@ -79,6 +87,7 @@ impl PySpyOptions {
             subprocesses: true,
             idle: false,
             threads: false,
+            nonblocking: true,
             output_dir: output_dir.into(),
             py_spy: PathBuf::from("py-spy"),
             origin,
@@ -166,6 +175,9 @@ impl PySpyRecorder {
         }
         if o.threads {
             cmd.arg("--threads");
+        }
+        if o.nonblocking {
+            cmd.arg("--nonblocking");
         }
         let started_run_ns = u64::try_from(o.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut child = cmd.spawn().map_err(|e| {

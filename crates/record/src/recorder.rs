@@ -11,6 +11,7 @@ use keisoku_probe::{
     SamplerConfig,
 };
 use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, Store};
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
 use std::thread::JoinHandle;
@@ -416,16 +417,6 @@ impl Recording {
                 self.lost(format!("storing access-log routes: {e}"));
             }
         }
-        if let Some(p) = self.profiler.take() {
-            match self.stop_profiler(p) {
-                Ok(profile) => {
-                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
-                        self.lost(format!("storing the profile: {e}"));
-                    }
-                }
-                Err(e) => self.notes.push(format!("no profile: {e}")),
-            }
-        }
         if let Some(s) = self.sampler.take() {
             let report = s.stop();
             self.notes.extend(report.notes);
@@ -440,6 +431,17 @@ impl Recording {
                 Err(_) => self
                     .notes
                     .push("the series writer stopped unexpectedly".into()),
+            }
+        }
+        // After the series are stored: py-spy's samples are placed by them.
+        if let Some(p) = self.profiler.take() {
+            match self.stop_profiler(p) {
+                Ok(profile) => {
+                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
+                        self.lost(format!("storing the profile: {e}"));
+                    }
+                }
+                Err(e) => self.notes.push(format!("no profile: {e}")),
             }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
@@ -513,6 +515,7 @@ impl Recording {
                 (profile, offset)
             }
             Profiler::PySpy(r) => {
+                let stopped_ms = self.now_ms();
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
                 let text =
@@ -523,9 +526,16 @@ impl Recording {
                 // threads stay numbered by profile, as py-spy names them.
                 profile.set_pid(self.py_pid);
                 profile.title = format!("py-spy {}", self.run);
-                // Times count from when py-spy attached.
-                let offset = i64::try_from(out.started_run_ns).unwrap_or(i64::MAX);
-                (profile, offset)
+                let started_ms = out.started_run_ns as f64 / 1e6;
+                let (cpu, thread_cpu) = self.server_cpu_series();
+                if !place_pyspy_samples(&mut profile, &cpu, &thread_cpu, started_ms, stopped_ms) {
+                    self.notes.push(format!(
+                        "py-spy: no server CPU series to place its samples by; spread evenly over its {:.1} s",
+                        (stopped_ms - started_ms) / 1000.0
+                    ));
+                }
+                // Placed on the run's clock already.
+                (profile, 0)
             }
         };
         if let Some(t) = profile.samples.time_ns.as_mut() {
@@ -543,6 +553,157 @@ impl Recording {
             .map(|ms| ms.saturating_mul(1_000_000));
         Ok(profile)
     }
+}
+
+/// CPU over time: (end of a sampler interval in ms on the run's clock,
+/// % of one core over it).
+type CpuPoints = Vec<(f64, f64)>;
+
+impl Recording {
+    /// The server's CPU (`proc.cpu_user` + `proc.cpu_system`, % of one
+    /// core) per sampler interval as stored, and each thread's with a
+    /// series (`thread.*.cpu`, by tid): (end of the interval in ms on the
+    /// run's clock, value).
+    fn server_cpu_series(&self) -> (CpuPoints, HashMap<u32, CpuPoints>) {
+        let Ok(series) = self.store.series(&self.run) else {
+            return (Vec::new(), HashMap::new());
+        };
+        let mut by_t: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        let mut threads: HashMap<u32, CpuPoints> = HashMap::new();
+        let finite = |t: &f64, v: &f64| t.is_finite() && v.is_finite() && *t >= 0.0;
+        for s in &series {
+            if s.name == "proc.cpu_user" || s.name == "proc.cpu_system" {
+                for (t, v) in s.t_ms.iter().zip(&s.v).filter(|(t, v)| finite(t, v)) {
+                    // Keyed by µs so user and system of one interval add up.
+                    let e = by_t.entry((t * 1000.0).round() as u64).or_insert((*t, 0.0));
+                    e.1 += v.max(0.0);
+                }
+            } else if let Some((th, "cpu")) = keisoku_store::SeriesThread::parse(&s.name) {
+                threads.entry(th.tid).or_default().extend(
+                    s.t_ms
+                        .iter()
+                        .zip(&s.v)
+                        .filter(|(t, v)| finite(t, v))
+                        .map(|(t, v)| (*t, v.max(0.0))),
+                );
+            }
+        }
+        (by_t.into_values().collect(), threads)
+    }
+}
+
+/// The cumulative CPU (ms of one core) at the ends of linear pieces over
+/// [from_ms, to_ms], from (end of interval ms, % of one core) points.
+fn cpu_curve(cpu: &[(f64, f64)], from_ms: f64, to_ms: f64) -> Vec<(f64, f64)> {
+    let mut curve: Vec<(f64, f64)> = vec![(from_ms, 0.0)];
+    let mut prev_t = f64::NEG_INFINITY;
+    let mut last_rate = 0.0;
+    for &(t, pct) in cpu {
+        let rate = pct / 100.0;
+        let (a, b) = (prev_t.max(from_ms), t.min(to_ms));
+        if b > a {
+            let (_, c) = curve[curve.len() - 1];
+            curve.push((b, c + rate * (b - a)));
+        }
+        prev_t = t;
+        last_rate = rate;
+    }
+    // py-spy stops after the sampler's last interval: that rate goes on.
+    if let Some(&(t, c)) = curve.last() {
+        if to_ms > t {
+            curve.push((to_ms, c + last_rate * (to_ms - t)));
+        }
+    }
+    curve
+}
+
+/// The time at which a curve reaches `f` (0-1) of its total.
+fn curve_at(curve: &[(f64, f64)], f: f64) -> f64 {
+    let total = curve.last().map_or(0.0, |&(_, c)| c);
+    let want = f * total;
+    let i = curve.partition_point(|&(_, c)| c < want).max(1);
+    let Some(&(t1, c1)) = curve.get(i) else {
+        return curve.last().map_or(0.0, |&(t, _)| t);
+    };
+    let (t0, c0) = curve[i - 1];
+    if c1 > c0 {
+        t0 + (want - c0) / (c1 - c0) * (t1 - t0)
+    } else {
+        t1
+    }
+}
+
+/// The OS thread id in a py-spy thread name (`Process 31536 Thread 31536
+/// "MainThread"`, `Thread 1946 ""`).
+fn pyspy_tid(comm: &str) -> Option<u32> {
+    let rest = &comm[comm.find("Thread ")? + "Thread ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Puts py-spy's samples on the run's clock; false when there was no CPU
+/// to place them by and they were spread evenly over py-spy's span.
+///
+/// py-spy without `--idle` skips the ticks at which a thread waits, and
+/// its speedscope output gives every kept sample the same 1/rate with no
+/// time of its own: counted from attach, a slow service's samples crowd
+/// the start of the run. Its other outputs do not say more: raw has no
+/// time, and chrometrace merges consecutive equal stacks into spans whose
+/// ends absorb the skipped waits, so how many samples a span holds is
+/// lost. On-CPU samples fall where the thread spends CPU, so each
+/// thread's samples, in their order, are placed at equal steps of its
+/// cumulative CPU between py-spy's start and stop: its own `thread.*.cpu`
+/// series when the sampler kept one for its tid (`thread_cpu`), else the
+/// server's (`cpu`; both as end of each sampler interval in ms, % of one
+/// core over it); a second with twice the CPU gets twice the samples.
+/// Placement is as fine as the sampler's interval: within a second,
+/// samples are evenly spaced.
+fn place_pyspy_samples(
+    profile: &mut keisoku_stacks::Profile,
+    cpu: &[(f64, f64)],
+    thread_cpu: &HashMap<u32, CpuPoints>,
+    from_ms: f64,
+    to_ms: f64,
+) -> bool {
+    let to_ms = to_ms.max(from_ms);
+    let process = cpu_curve(cpu, from_ms, to_ms);
+    let by_cpu = process.last().is_some_and(|&(_, c)| c > 0.0);
+    let n = profile.samples.len();
+    let thread_of: Vec<u32> = profile.samples.thread.clone().unwrap_or_else(|| vec![0; n]);
+    let mut order: Vec<usize> = (0..n).collect();
+    // A thread's samples keep their order (py-spy wrote them in time order).
+    if let Some(t) = profile.samples.time_ns.as_ref() {
+        order.sort_by_key(|&i| (thread_of[i], t[i], i));
+    } else {
+        order.sort_by_key(|&i| (thread_of[i], i));
+    }
+    let mut times = vec![0u64; n];
+    for group in order.chunk_by(|&x, &y| thread_of[x] == thread_of[y]) {
+        // A thread's own CPU when the sampler kept it (a worker that spent
+        // its first second importing has its import there, not smeared
+        // over the run), else the whole server's.
+        let own = profile
+            .threads
+            .get(thread_of[group[0]] as usize)
+            .and_then(|t| pyspy_tid(&t.comm))
+            .and_then(|tid| thread_cpu.get(&tid))
+            .map(|c| cpu_curve(c, from_ms, to_ms))
+            .filter(|c| c.last().is_some_and(|&(_, c)| c > 0.0));
+        let curve = own.as_ref().unwrap_or(&process);
+        let k = group.len() as f64;
+        for (j, &i) in group.iter().enumerate() {
+            let f = (j as f64 + 0.5) / k;
+            let t_ms = if by_cpu || own.is_some() {
+                curve_at(curve, f)
+            } else {
+                from_ms + f * (to_ms - from_ms)
+            };
+            times[i] = (t_ms.max(0.0) * 1e6) as u64;
+        }
+    }
+    profile.samples.time_ns = Some(times);
+    profile.time_origin_ns = None;
+    by_cpu
 }
 
 /// How the follower's note begins when the store failed to keep the
@@ -776,7 +937,76 @@ fn write_series(
 
 #[cfg(test)]
 mod tests {
-    use super::{remove_stale_workdirs, workdir_name, PendingSeries};
+    use super::{place_pyspy_samples, remove_stale_workdirs, workdir_name, PendingSeries};
+
+    /// A py-spy speedscope file: two threads, 4 and 2 samples at 100 Hz,
+    /// counted from attach as py-spy writes them.
+    fn pyspy_profile() -> keisoku_stacks::Profile {
+        let doc = r#"{"$schema":"https://www.speedscope.app/file-format-schema.json",
+          "profiles":[
+            {"type":"sampled","name":"Thread 1","unit":"seconds","startValue":0,"endValue":0.04,
+             "samples":[[0],[0,1],[0,1],[0]],"weights":[0.01,0.01,0.01,0.01]},
+            {"type":"sampled","name":"Thread 2","unit":"seconds","startValue":0,"endValue":0.02,
+             "samples":[[0],[0]],"weights":[0.01,0.01]}],
+          "shared":{"frames":[{"name":"handle","file":"app.py","line":1},{"name":"price","file":"app.py","line":2}]}}"#;
+        keisoku_stacks::speedscope::parse(doc.as_bytes(), "py-spy").expect("speedscope")
+    }
+
+    #[test]
+    fn pyspy_samples_fall_where_the_server_spent_cpu() {
+        let mut p = pyspy_profile();
+        // py-spy from 1 s to 5 s; the server idle until 3 s, then one core busy.
+        let cpu = [(1000.0, 0.0), (2000.0, 0.0), (3000.0, 0.0), (4000.0, 100.0)];
+        assert!(place_pyspy_samples(
+            &mut p,
+            &cpu,
+            &Default::default(),
+            1000.0,
+            5000.0
+        ));
+        let t = p.samples.time_ns.clone().expect("times");
+        let thread = p.samples.thread.clone().expect("threads");
+        for (i, ns) in t.iter().enumerate() {
+            let ms = *ns as f64 / 1e6;
+            assert!((3000.0..=5000.0).contains(&ms), "sample {i} at {ms} ms");
+        }
+        // Each thread's samples keep their order and spread over the busy time.
+        let first: Vec<f64> = (0..t.len())
+            .filter(|&i| thread[i] == thread[0])
+            .map(|i| t[i] as f64 / 1e6)
+            .collect();
+        assert_eq!(first.len(), 4);
+        assert!(first.windows(2).all(|w| w[0] < w[1]), "{first:?}");
+        assert!((first[0] - 3250.0).abs() < 1.0, "{first:?}");
+        assert!((first[3] - 4750.0).abs() < 1.0, "{first:?}");
+        // A thread with its own series follows it: thread 1 busy only in
+        // its first second (a worker importing), thread 2 the server's CPU.
+        let mut p = pyspy_profile();
+        let mut own = std::collections::HashMap::new();
+        own.insert(1u32, vec![(2000.0, 100.0), (3000.0, 0.0), (5000.0, 0.0)]);
+        assert!(place_pyspy_samples(&mut p, &cpu, &own, 1000.0, 5000.0));
+        let t = p.samples.time_ns.clone().expect("times");
+        for (i, ns) in t.iter().enumerate() {
+            let ms = *ns as f64 / 1e6;
+            let want = if thread[i] == thread[0] {
+                1000.0..=2000.0
+            } else {
+                3000.0..=5000.0
+            };
+            assert!(want.contains(&ms), "sample {i} at {ms} ms");
+        }
+        // Without a CPU series they spread over py-spy's span, and say so.
+        let mut p = pyspy_profile();
+        assert!(!place_pyspy_samples(
+            &mut p,
+            &[],
+            &Default::default(),
+            1000.0,
+            5000.0
+        ));
+        let t = p.samples.time_ns.expect("times");
+        assert!((t[0] as f64 / 1e6 - 1500.0).abs() < 1.0, "{t:?}");
+    }
     use keisoku_store::{NewRun, Store};
 
     #[test]
