@@ -46,6 +46,8 @@ pub fn fields(format: &Format, line: &[u8]) -> Option<HashMap<String, String>> {
                     .collect(),
             )
         }
+        // alp's subcommands exist only under ltsv, json and regexp.
+        Format::Builtin(_) => None,
     }
 }
 

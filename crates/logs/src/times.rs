@@ -65,9 +65,10 @@ fn new_hist() -> Histogram<u32> {
     h
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 enum Repr {
     /// No value yet.
+    #[default]
     Empty,
     /// Exactly one value (most routes of an ungrouped log).
     One(f64),
@@ -77,12 +78,6 @@ enum Repr {
     Counts(Box<FxHashMap<u64, u64>>),
     /// Too many distinct values: whole microseconds in a histogram.
     Hist(Box<Histogram<u32>>),
-}
-
-impl Default for Repr {
-    fn default() -> Self {
-        Repr::Empty
-    }
 }
 
 /// Response times of one route (see the module comment).
