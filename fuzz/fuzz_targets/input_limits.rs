@@ -4,7 +4,7 @@
 //! the line limit; route latencies held exactly answer as a histogram does.
 #![no_main]
 use keisoku_common::limits::{exceeded, Guard, Limit, Limits};
-use keisoku_logs::latency::Latencies;
+use keisoku_logs::times::Times;
 use libfuzzer_sys::fuzz_target;
 use std::io::Read;
 
@@ -59,19 +59,19 @@ fuzz_target!(|input: &[u8]| {
         }
     }
 
-    // Latencies from the same bytes: exact and histogram answers agree.
-    let mut exact = Latencies::new();
+    // Response times from the same bytes: exact and histogram answers agree.
+    let mut exact = Times::new();
     let mut hist = hdrhistogram::Histogram::<u32>::new_with_bounds(1, 2, 3).unwrap();
     hist.auto(true);
     for pair in data.chunks_exact(4).take(64) {
         let v = u64::from(u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]));
-        exact.record(v);
-        hist.record(v).unwrap();
+        exact.record(v as f64 / 1e6);
+        hist.record(keisoku_logs::times::micros(v as f64 / 1e6)).unwrap();
     }
     let buckets: Vec<(u64, u64)> = hist
         .iter_recorded()
         .map(|v| (v.value_iterated_to(), u64::from(v.count_at_value())))
         .collect();
     assert_eq!(exact.buckets(), buckets);
-    assert_eq!(exact.max(), hist.max());
+    assert_eq!(exact.max_micros(), hist.max());
 });

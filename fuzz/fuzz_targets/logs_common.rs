@@ -57,6 +57,7 @@ pub fn render_all(routes: &mut [keisoku_logs::RouteStats]) {
         show_footers: true,
         decode_uri: true,
         stddev_in_line_order: false,
+        absent_times: false,
     };
     for key in [
         "count", "uri", "method", "max", "min", "sum", "avg", "p99", "stddev", "max-body",
