@@ -365,10 +365,12 @@ impl ResponseReader {
                 Some(e) if e.is_empty() || e.eq_ignore_ascii_case(b"identity") => None,
                 // We asked for gzip and deflate only; anything else is an
                 // answer we cannot size, said rather than miscounted.
-                Some(e) => return Err(Malformed(format!(
+                Some(e) => {
+                    return Err(Malformed(format!(
                     "Content-Encoding {:?} was not asked for (--compressed asks for gzip, deflate)",
                     String::from_utf8_lossy(e)
-                ))),
+                )))
+                }
                 None => None,
             };
         }

@@ -270,7 +270,7 @@ pub(crate) fn absolute_target(t: &Target) -> String {
 }
 
 /// Transport counts of one slice (merged like the rest of a tally).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TransportTally {
     /// TLS handshakes completed.
     pub handshakes: u64,
@@ -291,22 +291,6 @@ pub struct TransportTally {
     pub decoded_bytes: u64,
     /// Answers that came compressed.
     pub compressed: u64,
-}
-
-impl Default for TransportTally {
-    fn default() -> Self {
-        TransportTally {
-            handshakes: 0,
-            resumed: 0,
-            handshake: None,
-            negotiated: None,
-            resumption: false,
-            redirects: 0,
-            encoded_bytes: 0,
-            decoded_bytes: 0,
-            compressed: 0,
-        }
-    }
 }
 
 impl TransportTally {
