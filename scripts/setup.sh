@@ -92,3 +92,10 @@ if ! python3 -c 'import flask, werkzeug.middleware.profiler' 2>/dev/null; then
   python3 -m pip install -q 'flask>=3,<4' 2>/dev/null ||
     python3 -m pip install -q --break-system-packages 'flask>=3,<4'
 fi
+
+# ---- transports (issue 18, tls18) -------------------------------------------------------------
+# crates/keisoku/tests/bench_tls.rs makes its CA, server and client certificates with the openssl
+# CLI at test time (nginx-light above has the ssl module); bench/loadgen-tls.sh needs it too.
+command -v openssl >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssl >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install openssl failed" >&2; exit 1; }; }

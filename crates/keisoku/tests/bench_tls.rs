@@ -516,3 +516,32 @@ fn proxies_from_the_flag_and_the_environment() {
     assert!(!seen.contains("/direct"), "{seen}");
     drop(proxy);
 }
+
+/// `keisoku run` stores the handshake numbers with each phase (the system
+/// trust store is pointed at the test CA with SSL_CERT_FILE, as OpenSSL
+/// and rustls-native-certs read it).
+#[test]
+fn stored_run_keeps_tls_handshakes_per_phase() {
+    let ng = Nginx::start();
+    let store = ng.path("runs.db");
+    let url = format!("https://localhost:{}/stored", ng.tls);
+    let out = Command::new(BIN)
+        .args(["run", "--target", &url, "-n", "30", "-c", "2", "-t", "1"])
+        .args(["--profile", "none", "--name", "tls-run", "--store"])
+        .arg(&store)
+        .env("SSL_CERT_FILE", ng.path("ca.pem"))
+        .env_remove("https_proxy")
+        .env_remove("HTTPS_PROXY")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&common::export(&store, "tls-run", "json")).unwrap();
+    let phase = &json["results"]["phases"][0];
+    assert_eq!(u(phase, "/transport/tls/handshakes"), 2, "{phase}");
+    assert_eq!(phase["transport"]["tls"]["alpn"], "http/1.1");
+}
