@@ -102,3 +102,10 @@ fi
     { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends apache2 caddy >/tmp/keisoku-apt.log 2>&1; } ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install apache2 caddy failed" >&2; exit 1; }; }
+
+# ---- transports (issue 18, tls18) -------------------------------------------------------------
+# crates/keisoku/tests/bench_tls.rs makes its CA, server and client certificates with the openssl
+# CLI at test time (nginx-light above has the ssl module); bench/loadgen-tls.sh needs it too.
+command -v openssl >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssl >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install openssl failed" >&2; exit 1; }; }

@@ -9,7 +9,9 @@
 use crate::http::{Feed, ResponseReader};
 use crate::plan::Target;
 use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
+use crate::transport::{Endpoint, FdIo, Link};
 use hdrhistogram::Histogram;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -81,6 +83,12 @@ pub(crate) struct WorkerSpec<'a> {
     pub pin: Option<usize>,
     /// Histogram range, µs.
     pub high_us: u64,
+    /// How each target is reached (address, TLS, tunnel), per target.
+    pub links: &'a [Link],
+    /// `--follow`: redirects to follow per request.
+    pub follow: u32,
+    /// `--compressed`: decode gzip/deflate bodies.
+    pub compressed: bool,
 }
 
 /// One second of one worker (or, merged, of the run).
@@ -161,6 +169,10 @@ enum St {
     Idle,
     Writing,
     Reading,
+    /// TLS handshake in progress (after the TCP connect or the tunnel).
+    Handshaking,
+    /// CONNECT sent to the proxy, its answer awaited.
+    Tunneling,
 }
 
 struct Conn {
@@ -183,6 +195,14 @@ struct Conn {
     sent: Instant,
     deadline: Instant,
     resp_bytes: u64,
+    /// The TLS session of an `https://` link, driven sans-IO on `fd`.
+    tls: Option<Box<rustls::ClientConnection>>,
+    /// When the TLS handshake (or the tunnel) started.
+    hs_start: Instant,
+    /// Redirects followed by the request in flight.
+    hops: u32,
+    /// The request being sent when following a redirect (else the target's).
+    redirect: Option<Vec<u8>>,
 }
 
 struct Worker<'a, 's> {
@@ -258,6 +278,10 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
                 sent: now,
                 deadline: now,
                 resp_bytes: 0,
+                tls: None,
+                hs_start: now,
+                hops: 0,
+                redirect: None,
             })
             .collect(),
         free: Vec::with_capacity(spec.connections),
@@ -504,7 +528,8 @@ impl Worker<'_, '_> {
 
     /// Opens a socket to target `t`'s address and starts a non-blocking connect.
     fn connect(&mut self, i: usize, t: usize, now: Instant) {
-        let addr = self.spec.targets[t].addr;
+        let spec = self.spec;
+        let addr = &spec.links[t].endpoint;
         let c = &mut self.conns[i];
         c.gen = c.gen.wrapping_add(1);
         c.peer = t;
@@ -513,6 +538,7 @@ impl Worker<'_, '_> {
         c.deadline = now + self.spec.timeout;
         match open_socket(addr) {
             Ok((fd, done)) => {
+                let c = &mut self.conns[i];
                 c.fd = fd;
                 let mut ev = libc::epoll_event {
                     events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET)
@@ -545,6 +571,37 @@ impl Worker<'_, '_> {
     }
 
     fn connected(&mut self, i: usize, now: Instant) {
+        let spec = self.spec;
+        let link = &spec.links[self.conns[i].peer.min(spec.links.len() - 1)];
+        if let Some(connect) = &link.tunnel {
+            let c = &mut self.conns[i];
+            c.hs_start = now;
+            c.st = St::Tunneling;
+            c.blen = 0;
+            // SAFETY: the slice is valid; fd is an open, just-connected socket.
+            let n = unsafe {
+                libc::send(
+                    c.fd,
+                    connect.as_ptr().cast(),
+                    connect.len(),
+                    libc::MSG_NOSIGNAL,
+                )
+            };
+            if n < 0 || n as usize != connect.len() {
+                let e = std::io::Error::last_os_error();
+                self.fail(i, ErrorKind::Other, format!("proxy CONNECT: send: {e}"));
+            }
+            return;
+        }
+        if link.tls.is_some() {
+            self.start_tls(i, now);
+            return;
+        }
+        self.ready(i, now);
+    }
+
+    /// The connection can carry requests: send the one waiting, if any.
+    fn ready(&mut self, i: usize, now: Instant) {
         let c = &mut self.conns[i];
         c.st = St::Idle;
         if c.has_request {
@@ -566,16 +623,17 @@ impl Worker<'_, '_> {
         c.deadline = now + timeout;
         c.woff = 0;
         c.resp_bytes = 0;
-        c.reader = ResponseReader::new(head);
+        c.reader = ResponseReader::new(head).with(self.spec.follow > 0, self.spec.compressed);
+        c.hops = 0;
+        c.redirect = None;
         self.inflight += 1;
         let inflight = self.inflight as u64;
         let sec = self.second(now);
         sec.inflight_peak = sec.inflight_peak.max(inflight);
         sec.inflight_end = Some(inflight);
         let c = &mut self.conns[i];
-        let same_peer = c.peer == t
-            || self.spec.targets[c.peer.min(self.spec.targets.len() - 1)].addr
-                == self.spec.targets[t].addr;
+        let links = self.spec.links;
+        let same_peer = c.peer == t || links[c.peer.min(links.len() - 1)].group == links[t].group;
         match c.st {
             St::Idle if same_peer => {
                 c.st = St::Writing;
@@ -593,24 +651,30 @@ impl Worker<'_, '_> {
         let err = ev & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
         let readable = ev & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 || err;
         let writable = ev & libc::EPOLLOUT as u32 != 0 || err;
-        match self.conns[i].st {
+        let st = self.conns[i].st;
+        match st {
             St::Connecting if writable || readable => {
                 let fd = self.conns[i].fd;
                 match socket_error(fd) {
                     None => self.connected(i, Instant::now()),
                     Some(e) => {
-                        let addr = self.spec.targets
-                            [self.conns[i].peer.min(self.spec.targets.len() - 1)]
-                        .addr;
+                        let addr = &self.spec.links
+                            [self.conns[i].peer.min(self.spec.links.len() - 1)]
+                        .endpoint;
                         self.fail(i, connect_error_kind(&e), format!("connect {addr}: {e}"));
                     }
                 }
             }
+            St::Handshaking if writable || readable => self.handshake(i),
+            St::Tunneling if readable => self.tunnel_answer(i),
             St::Writing if writable => self.write(i),
             St::Reading if readable => self.read(
                 i,
                 ev & (libc::EPOLLRDHUP | libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0,
             ),
+            St::Idle if readable && self.conns[i].tls.is_some() && self.tls_idle_read(i) => {
+                // TLS records on an idle connection (session tickets): still open.
+            }
             St::Idle if readable => {
                 // The server closed (or wrote to) an idle keep-alive connection.
                 self.close(i);
@@ -623,9 +687,14 @@ impl Worker<'_, '_> {
     }
 
     fn write(&mut self, i: usize) {
-        let req = &self.spec.requests[self.conns[i].target];
+        if self.conns[i].tls.is_some() {
+            self.tls_write(i);
+            return;
+        }
+        let spec = self.spec;
         loop {
             let c = &mut self.conns[i];
+            let req = c.redirect.as_deref().unwrap_or(&spec.requests[c.target]);
             let rest = &req[c.woff..];
             // SAFETY: rest is a valid slice; fd is an open socket.
             let n =
@@ -654,6 +723,10 @@ impl Worker<'_, '_> {
     /// hung up, so the end of stream is already queued and must be read now
     /// (edge-triggered: no further edge will announce it).
     fn read(&mut self, i: usize, peer_closed: bool) {
+        if self.conns[i].tls.is_some() {
+            self.tls_read(i, peer_closed);
+            return;
+        }
         loop {
             let c = &mut self.conns[i];
             if c.blen == c.buf.len() {
@@ -724,6 +797,15 @@ impl Worker<'_, '_> {
 
     /// A response is complete: record it and give the connection its next job.
     fn complete(&mut self, i: usize, must_close: bool) {
+        if self.spec.follow > 0 && self.follow(i, must_close) {
+            return;
+        }
+        if let Some(decoded) = self.conns[i].reader.decoded_bytes {
+            let tr = &mut self.tally.transport;
+            tr.compressed += 1;
+            tr.encoded_bytes += self.conns[i].reader.encoded_bytes;
+            tr.decoded_bytes += decoded;
+        }
         let now = Instant::now();
         self.inflight -= 1;
         let open = self.open;
@@ -933,6 +1015,7 @@ impl Worker<'_, '_> {
         c.gen = c.gen.wrapping_add(1);
         c.st = St::Closed;
         c.blen = 0;
+        c.tls = None;
     }
 
     /// Times out overdue requests and revives connections whose backoff ended.
@@ -944,9 +1027,12 @@ impl Worker<'_, '_> {
                 self.conns[i].has_request,
             );
             match st {
-                St::Connecting | St::Writing | St::Reading if now >= deadline => {
+                St::Connecting | St::Writing | St::Reading | St::Handshaking | St::Tunneling
+                    if now >= deadline =>
+                {
                     if has_request {
-                        let kind = if st == St::Connecting {
+                        let kind = if matches!(st, St::Connecting | St::Handshaking | St::Tunneling)
+                        {
                             ErrorKind::ConnectTimeout
                         } else {
                             ErrorKind::ReadTimeout
@@ -1003,6 +1089,515 @@ impl Worker<'_, '_> {
     }
 }
 
+/// The transport side of a connection: TLS driven sans-IO on the socket,
+/// the CONNECT tunnel of a proxy, redirects. Kept apart from request
+/// scheduling so the plain HTTP path stays as it was.
+impl Worker<'_, '_> {
+    /// Starts the TLS session on a connected socket (or an open tunnel).
+    fn start_tls(&mut self, i: usize, now: Instant) {
+        let spec = self.spec;
+        let link = &spec.links[self.conns[i].peer.min(spec.links.len() - 1)];
+        let Some(tls) = &link.tls else {
+            self.ready(i, now);
+            return;
+        };
+        match rustls::ClientConnection::new(tls.config.clone(), tls.name.clone()) {
+            Ok(conn) => {
+                let c = &mut self.conns[i];
+                c.tls = Some(Box::new(conn));
+                c.hs_start = now;
+                c.st = St::Handshaking;
+                self.handshake(i);
+            }
+            Err(e) => self.fail(i, ErrorKind::Other, format!("TLS: {e}")),
+        }
+    }
+
+    /// Advances the handshake as far as the socket allows; once it is
+    /// done, counts it and lets the connection carry requests.
+    fn handshake(&mut self, i: usize) {
+        let spec = self.spec;
+        loop {
+            let c = &mut self.conns[i];
+            let endpoint = &spec.links[c.peer.min(spec.links.len() - 1)].endpoint;
+            match tls_flush(c) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    self.fail(
+                        i,
+                        ErrorKind::Reset,
+                        format!("TLS handshake with {endpoint}: send: {e}"),
+                    );
+                    return;
+                }
+            }
+            let Some(tls) = c.tls.as_mut() else { return };
+            if !tls.is_handshaking() {
+                let now = Instant::now();
+                let us = now.saturating_duration_since(c.hs_start).as_micros() as u64;
+                let resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+                let version = tls
+                    .protocol_version()
+                    .map(|v| format!("{v:?}"))
+                    .unwrap_or_default();
+                let alpn = tls
+                    .alpn_protocol()
+                    .map(|p| String::from_utf8_lossy(p).into_owned());
+                let offered = spec.links[c.peer.min(spec.links.len() - 1)]
+                    .tls
+                    .as_ref()
+                    .is_some_and(|l| l.resume);
+                self.tally
+                    .transport
+                    .handshake(us, resumed, &version, alpn, offered);
+                self.ready(i, now);
+                return;
+            }
+            let mut io = FdIo {
+                fd: c.fd,
+                short: false,
+            };
+            match tls.read_tls(&mut io) {
+                Ok(0) => {
+                    self.fail(
+                        i,
+                        ErrorKind::Other,
+                        format!("TLS handshake with {endpoint}: the server closed the connection"),
+                    );
+                    return;
+                }
+                Ok(_) => {
+                    if let Err(e) = tls.process_new_packets() {
+                        // Send our alert, so the server logs why.
+                        let _ = tls_flush(c);
+                        let why = crate::tls::explain(&e);
+                        self.fail(
+                            i,
+                            ErrorKind::Other,
+                            format!("TLS handshake with {endpoint}: {why}"),
+                        );
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail(
+                        i,
+                        ErrorKind::Reset,
+                        format!("TLS handshake with {endpoint}: recv: {e}"),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Hands the request to rustls and sends the records it makes.
+    fn tls_write(&mut self, i: usize) {
+        let spec = self.spec;
+        loop {
+            let c = &mut self.conns[i];
+            let req = c.redirect.as_deref().unwrap_or(&spec.requests[c.target]);
+            let Some(tls) = c.tls.as_mut() else { return };
+            let len = req.len();
+            if c.woff < len {
+                match tls.writer().write(&req[c.woff..]) {
+                    Ok(n) => c.woff += n,
+                    Err(e) => {
+                        self.fail(i, ErrorKind::Other, format!("TLS: {e}"));
+                        return;
+                    }
+                }
+            }
+            match tls_flush(c) {
+                Ok(true) if c.woff >= len => {
+                    c.st = St::Reading;
+                    return;
+                }
+                // rustls took part of the request (its buffer was full) and
+                // all of it is sent now: hand it the rest.
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    self.fail(i, ErrorKind::Reset, format!("send: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads TLS records, decrypts, and feeds the plaintext to the
+    /// response reader, as `read` does for a plain socket.
+    fn tls_read(&mut self, i: usize, peer_closed: bool) {
+        loop {
+            let c = &mut self.conns[i];
+            let Some(tls) = c.tls.as_mut() else { return };
+            let mut io = FdIo {
+                fd: c.fd,
+                short: false,
+            };
+            let mut eof = false;
+            let mut drained = false;
+            match tls.read_tls(&mut io) {
+                Ok(0) => eof = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => drained = true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.fail(i, ErrorKind::Reset, format!("recv: {e}"));
+                    return;
+                }
+            }
+            if let Err(e) = tls.process_new_packets() {
+                let _ = tls_flush(c);
+                self.fail(i, ErrorKind::Other, format!("TLS: {e}"));
+                return;
+            }
+            loop {
+                let c = &mut self.conns[i];
+                if c.blen == c.buf.len() {
+                    if c.buf.len() >= 4 * crate::http::MAX_LINE {
+                        self.fail(
+                            i,
+                            ErrorKind::Malformed,
+                            "response line or head too long".into(),
+                        );
+                        return;
+                    }
+                    let grown = c.buf.len() * 2;
+                    c.buf.resize(grown, 0);
+                }
+                let Some(tls) = c.tls.as_mut() else { return };
+                match tls.reader().read(&mut c.buf[c.blen..]) {
+                    // close_notify: the server ended the stream cleanly.
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        c.blen += n;
+                        c.resp_bytes += n as u64;
+                        match c.reader.feed(&c.buf[..c.blen]) {
+                            Ok(Feed::Done { consumed }) => {
+                                let leftover = c.blen > consumed;
+                                c.blen = 0;
+                                self.complete(i, leftover);
+                                return;
+                            }
+                            Ok(Feed::More { consumed }) => {
+                                c.buf.copy_within(consumed..c.blen, 0);
+                                c.blen -= consumed;
+                            }
+                            Err(m) => {
+                                self.fail(i, ErrorKind::Malformed, m.0);
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    // Closed without close_notify: as a plain EOF (many
+                    // servers do this after Connection: close).
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                        eof = true;
+                        break;
+                    }
+                    Err(e) => {
+                        self.fail(i, ErrorKind::Other, format!("TLS: {e}"));
+                        return;
+                    }
+                }
+            }
+            let c = &mut self.conns[i];
+            if eof {
+                if c.reader.eof() {
+                    self.complete(i, true);
+                } else {
+                    let why = if c.resp_bytes == 0 {
+                        "connection closed before any response byte"
+                    } else {
+                        "connection closed mid-response"
+                    };
+                    self.fail(i, ErrorKind::Reset, why.into());
+                }
+                return;
+            }
+            if let Err(e) = tls_flush(c) {
+                self.fail(i, ErrorKind::Reset, format!("send: {e}"));
+                return;
+            }
+            if drained || (io.short && !peer_closed) {
+                return;
+            }
+        }
+    }
+
+    /// TLS records on an idle connection: session tickets keep it open;
+    /// anything else (close_notify, data nobody asked for, EOF) does not.
+    fn tls_idle_read(&mut self, i: usize) -> bool {
+        let c = &mut self.conns[i];
+        let Some(tls) = c.tls.as_mut() else {
+            return false;
+        };
+        loop {
+            let mut io = FdIo {
+                fd: c.fd,
+                short: false,
+            };
+            match tls.read_tls(&mut io) {
+                Ok(0) => return false,
+                Ok(_) => match tls.process_new_packets() {
+                    Ok(st) if st.plaintext_bytes_to_read() == 0 && !st.peer_has_closed() => {}
+                    _ => return false,
+                },
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Reads the proxy's answer to CONNECT; 200 opens the tunnel for TLS.
+    fn tunnel_answer(&mut self, i: usize) {
+        loop {
+            let c = &mut self.conns[i];
+            if c.blen == c.buf.len() {
+                self.fail(
+                    i,
+                    ErrorKind::Malformed,
+                    "proxy CONNECT answer too long".into(),
+                );
+                return;
+            }
+            let space = c.buf.len() - c.blen;
+            // SAFETY: writes at most `space` bytes into the owned buffer past blen.
+            let n = unsafe { libc::recv(c.fd, c.buf.as_mut_ptr().add(c.blen).cast(), space, 0) };
+            if n == 0 {
+                self.fail(
+                    i,
+                    ErrorKind::Reset,
+                    "the proxy closed the connection before answering CONNECT".into(),
+                );
+                return;
+            }
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN) => return,
+                    Some(libc::EINTR) => continue,
+                    _ => {
+                        self.fail(i, ErrorKind::Reset, format!("proxy CONNECT: recv: {e}"));
+                        return;
+                    }
+                }
+            }
+            c.blen += n as usize;
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut resp = httparse::Response::new(&mut headers);
+            match resp.parse(&c.buf[..c.blen]) {
+                Ok(httparse::Status::Partial) => continue,
+                Ok(httparse::Status::Complete(len)) => {
+                    let code = resp.code.unwrap_or(0);
+                    if !(200..300).contains(&code) {
+                        let reason = resp.reason.unwrap_or("").to_string();
+                        self.fail(
+                            i,
+                            ErrorKind::Other,
+                            format!("the proxy answered CONNECT with {code} {reason}"),
+                        );
+                        return;
+                    }
+                    if c.blen > len {
+                        self.fail(
+                            i,
+                            ErrorKind::Malformed,
+                            "the proxy sent bytes after its CONNECT answer".into(),
+                        );
+                        return;
+                    }
+                    c.blen = 0;
+                    self.start_tls(i, Instant::now());
+                    return;
+                }
+                Err(e) => {
+                    self.fail(
+                        i,
+                        ErrorKind::Malformed,
+                        format!("proxy CONNECT answer: {e}"),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `--follow`: a redirect answer sends the next request of the chain
+    /// (on the same connection when it stays open) instead of being
+    /// counted. Returns false when the answer is final.
+    fn follow(&mut self, i: usize, must_close: bool) -> bool {
+        let spec = self.spec;
+        let c = &mut self.conns[i];
+        let status = c.reader.status;
+        if !matches!(status, 301 | 302 | 303 | 307 | 308) || c.hops >= spec.follow {
+            return false;
+        }
+        let Some(location) = c.reader.location.take() else {
+            return false;
+        };
+        let t = c.target;
+        let base = c.redirect.as_deref().unwrap_or(&spec.requests[t]);
+        let absolute = spec.links[t].absolute_form;
+        let next = match redirect_request(base, &spec.targets[t], &location, status, absolute) {
+            Ok(next) => next,
+            Err(why) => {
+                // The answer arrived; the connection is not the culprit.
+                c.reused = true;
+                self.fail(i, ErrorKind::Other, why);
+                return true;
+            }
+        };
+        let keep = !must_close && c.reader.keep_alive && spec.keepalive;
+        let head = next.starts_with(b"HEAD ");
+        c.redirect = Some(next);
+        c.hops += 1;
+        c.woff = 0;
+        c.reader = ResponseReader::new(head).with(true, spec.compressed);
+        self.tally.transport.redirects += 1;
+        let now = Instant::now();
+        if keep {
+            c.reused = true;
+            c.st = St::Writing;
+            self.write(i);
+        } else {
+            self.close(i);
+            self.connect(i, t, now);
+        }
+        true
+    }
+}
+
+/// Sends what rustls has queued: `Ok(true)` when all of it is out,
+/// `Ok(false)` when the socket is full (EPOLLOUT resumes).
+fn tls_flush(c: &mut Conn) -> std::io::Result<bool> {
+    let Some(tls) = c.tls.as_mut() else {
+        return Ok(true);
+    };
+    let mut io = FdIo {
+        fd: c.fd,
+        short: false,
+    };
+    while tls.wants_write() {
+        match tls.write_tls(&mut io) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// The request that follows a redirect to `location`: the same headers,
+/// the new path; 303 (and 301/302 after a POST, as browsers and curl do)
+/// turn into a GET without body. Redirects leave the target's origin only
+/// by error: the connection, its TLS name and the Host header are the
+/// target's, so another origin would be measured against the wrong server.
+fn redirect_request(
+    base: &[u8],
+    target: &Target,
+    location: &str,
+    status: u16,
+    absolute_form: bool,
+) -> Result<Vec<u8>, String> {
+    let path = if let Some(rest) = location.strip_prefix("//") {
+        let scheme = if target.tls { "https:" } else { "http:" };
+        same_origin_path(target, &format!("{scheme}//{rest}"), location)?
+    } else if location.contains("://") {
+        same_origin_path(target, location, location)?
+    } else if location.starts_with('/') {
+        location.to_string()
+    } else {
+        // Relative to the current path's directory (RFC 3986 §5.2.3).
+        let current = std::str::from_utf8(request_target(base)).unwrap_or("/");
+        let current = current.split('?').next().unwrap_or("/");
+        let dir = current.rfind('/').map_or("/", |k| &current[..=k]);
+        format!("{dir}{location}")
+    };
+    if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+        return Err(format!(
+            "redirect Location {location:?} has spaces or control characters"
+        ));
+    }
+    let line_end = base
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .ok_or("request without a request line")?;
+    let head_end = base
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("request without an end of head")?;
+    let method = base[..line_end]
+        .split(|b| *b == b' ')
+        .next()
+        .unwrap_or(b"GET");
+    let to_get =
+        method != b"HEAD" && (status == 303 || (matches!(status, 301 | 302) && method == b"POST"));
+    let mut out = Vec::with_capacity(base.len() + path.len());
+    out.extend_from_slice(if to_get { b"GET" } else { method });
+    out.push(b' ');
+    if absolute_form {
+        out.extend_from_slice(format!("http://{}", target.authority).as_bytes());
+    }
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    for line in base[line_end + 2..head_end + 2].split(|b| *b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        let name = line.split(|b| *b == b':').next().unwrap_or(b"");
+        if to_get
+            && (name.eq_ignore_ascii_case(b"content-length")
+                || name.eq_ignore_ascii_case(b"transfer-encoding")
+                || name.eq_ignore_ascii_case(b"content-type"))
+        {
+            continue;
+        }
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out.extend_from_slice(b"\r\n");
+    if !to_get {
+        out.extend_from_slice(&base[head_end + 4..]);
+    }
+    Ok(out)
+}
+
+/// The request line's target (second word) of a request.
+fn request_target(req: &[u8]) -> &[u8] {
+    let line = req.split(|b| *b == b'\r').next().unwrap_or(b"");
+    line.split(|b| *b == b' ').nth(1).unwrap_or(b"/")
+}
+
+fn same_origin_path(target: &Target, url: &str, location: &str) -> Result<String, String> {
+    let other = || {
+        format!(
+            "redirect to another origin not followed: {location} (--follow stays on {}://{})",
+            if target.tls { "https" } else { "http" },
+            target.authority
+        )
+    };
+    let u = crate::plan::parse_url(url).map_err(|_| other())?;
+    if u.tls == target.tls
+        && u.host.eq_ignore_ascii_case(&target.host)
+        && u.port == target.addr.port()
+    {
+        Ok(u.path)
+    } else {
+        Err(other())
+    }
+}
+
 /// Requests a schedule with period `iv` would have issued in `[from, to)`.
 fn unsent_between(from: Instant, to: Instant, iv: Duration) -> u64 {
     let span = to.saturating_duration_since(from).as_secs_f64();
@@ -1018,9 +1613,60 @@ fn connect_error_kind(e: &std::io::Error) -> ErrorKind {
     }
 }
 
+/// A non-blocking socket with a connect in progress; `true` when the
+/// connect already completed.
+fn open_socket(endpoint: &Endpoint) -> std::io::Result<(i32, bool)> {
+    match endpoint {
+        Endpoint::Tcp(addr) => open_tcp(*addr),
+        Endpoint::Unix(path) => open_unix(path),
+    }
+}
+
+/// A non-blocking Unix stream socket connected to `path`. A listener whose
+/// backlog is full answers EAGAIN at once (not EINPROGRESS): that is a
+/// failed connect, retried after the backoff like a refused one.
+fn open_unix(path: &std::path::Path) -> std::io::Result<(i32, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: sockaddr_un is plain old data; all-zero is a valid value.
+    let mut sun: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= sun.sun_path.len() || bytes.contains(&0) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "Unix socket path too long or contains NUL",
+        ));
+    }
+    for (d, s) in sun.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: plain syscalls on values we construct; fd is closed on error.
+    unsafe {
+        let fd = libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        );
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+        let rc = libc::connect(fd, (&sun as *const libc::sockaddr_un).cast(), len);
+        if rc == 0 {
+            return Ok((fd, true));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINPROGRESS) {
+            return Ok((fd, false));
+        }
+        libc::close(fd);
+        Err(e)
+    }
+}
+
 /// A non-blocking TCP socket with a connect in progress; `true` when the
 /// connect already completed.
-fn open_socket(addr: SocketAddr) -> std::io::Result<(i32, bool)> {
+fn open_tcp(addr: SocketAddr) -> std::io::Result<(i32, bool)> {
     let domain = if addr.is_ipv4() {
         libc::AF_INET
     } else {
@@ -1165,5 +1811,69 @@ fn pin_to(core: usize) {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(core, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(url: &str) -> Target {
+        Target::new("GET", url, Vec::new(), 1).expect("target")
+    }
+
+    fn next(base: &str, url: &str, loc: &str, status: u16) -> Result<String, String> {
+        redirect_request(base.as_bytes(), &target(url), loc, status, false)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    #[test]
+    fn redirects_keep_headers_and_change_the_path() {
+        let get = "GET /a/b?x=1 HTTP/1.1\r\nHost: 127.0.0.1:9\r\nX-A: 1\r\n\r\n";
+        let u = "http://127.0.0.1:9/a/b?x=1";
+        assert_eq!(
+            next(get, u, "/c", 302).unwrap(),
+            "GET /c HTTP/1.1\r\nHost: 127.0.0.1:9\r\nX-A: 1\r\n\r\n"
+        );
+        assert!(next(get, u, "d?y", 301)
+            .unwrap()
+            .starts_with("GET /a/d?y HTTP/1.1\r\n"));
+        assert!(next(get, u, "http://127.0.0.1:9/e", 307)
+            .unwrap()
+            .starts_with("GET /e "));
+        let e = next(get, u, "http://127.0.0.1:10/e", 307).unwrap_err();
+        assert!(e.contains("another origin"), "{e}");
+        assert!(next(get, u, "https://127.0.0.1:9/e", 302).is_err());
+        assert!(next(get, u, "//127.0.0.1:9/f", 302)
+            .unwrap()
+            .starts_with("GET /f "));
+    }
+
+    #[test]
+    fn methods_change_as_browsers_do() {
+        let post = "POST /form HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc";
+        let u = "http://127.0.0.1:9/form";
+        assert_eq!(
+            next(post, u, "/done", 303).unwrap(),
+            "GET /done HTTP/1.1\r\nHost: h\r\n\r\n"
+        );
+        assert_eq!(
+            next(post, u, "/done", 302).unwrap(),
+            "GET /done HTTP/1.1\r\nHost: h\r\n\r\n"
+        );
+        assert_eq!(
+            next(post, u, "/again", 307).unwrap(),
+            "POST /again HTTP/1.1\r\nHost: h\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        let t = target(u);
+        let abs = redirect_request(
+            b"GET http://127.0.0.1:9/form HTTP/1.1\r\n\r\n",
+            &t,
+            "/x",
+            302,
+            true,
+        )
+        .unwrap();
+        assert!(abs.starts_with(b"GET http://127.0.0.1:9/x HTTP/1.1\r\n"));
     }
 }

@@ -1,7 +1,11 @@
 //! Incremental HTTP/1.x response reader: `httparse` for the head, then
 //! content-length, chunked or read-until-close bodies. Body bytes are
 //! counted and dropped, never stored, so one small buffer per connection
-//! serves any response size.
+//! serves any response size. With `--compressed` a gzip or deflate body is
+//! decoded as it streams (into a counter, not a buffer), so its decoded
+//! size is known; with `--follow` a redirect's `Location` is kept.
+
+use std::io::Write;
 
 /// Longest response head or chunk-size/trailer line accepted.
 pub const MAX_LINE: usize = 64 * 1024;
@@ -47,8 +51,55 @@ pub enum Feed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Malformed(pub String);
 
+/// Counts what a decoder writes, keeping nothing.
+#[derive(Debug, Default)]
+struct Count(u64);
+
+impl Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A streaming decoder for one `Content-Encoding`.
+enum Decoder {
+    Gzip(flate2::write::GzDecoder<Count>),
+    /// HTTP's `deflate` is the zlib format (RFC 9110 §8.4.1.2).
+    Deflate(flate2::write::ZlibDecoder<Count>),
+}
+
+impl std::fmt::Debug for Decoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Decoder::Gzip(_) => "gzip",
+            Decoder::Deflate(_) => "deflate",
+        })
+    }
+}
+
+impl Decoder {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Decoder::Gzip(d) => d.write_all(b),
+            Decoder::Deflate(d) => d.write_all(b),
+        }
+    }
+
+    /// Flushes the decoder; the decoded byte count.
+    fn finish(&mut self) -> std::io::Result<u64> {
+        match self {
+            Decoder::Gzip(d) => d.try_finish().map(|_| d.get_ref().0),
+            Decoder::Deflate(d) => d.try_finish().map(|_| d.get_ref().0),
+        }
+    }
+}
+
 /// The state of one response being read.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ResponseReader {
     state: Body,
     head_request: bool,
@@ -56,6 +107,18 @@ pub struct ResponseReader {
     pub status: u16,
     /// Whether the connection may carry another request after this response.
     pub keep_alive: bool,
+    /// Keep the `Location` of a 3xx answer (`--follow`).
+    want_location: bool,
+    /// The `Location` header of a 3xx answer, when asked for.
+    pub location: Option<String>,
+    /// Decode gzip/deflate bodies (`--compressed`).
+    decode: bool,
+    decoder: Option<Box<Decoder>>,
+    /// Body bytes as received (of a decoded answer).
+    pub encoded_bytes: u64,
+    /// Body bytes after decoding, once the answer is complete; `None` when
+    /// the body was not compressed.
+    pub decoded_bytes: Option<u64>,
 }
 
 impl ResponseReader {
@@ -67,7 +130,43 @@ impl ResponseReader {
             head_request,
             status: 0,
             keep_alive: true,
+            want_location: false,
+            location: None,
+            decode: false,
+            decoder: None,
+            encoded_bytes: 0,
+            decoded_bytes: None,
         }
+    }
+
+    /// Also keeps a 3xx answer's `Location` (for `--follow`) and decodes
+    /// gzip/deflate bodies (for `--compressed`).
+    pub fn with(mut self, location: bool, decode: bool) -> ResponseReader {
+        self.want_location = location;
+        self.decode = decode;
+        self
+    }
+
+    /// Passes body bytes through the decoder, if the body is encoded.
+    fn body(&mut self, b: &[u8]) -> Result<(), Malformed> {
+        if let Some(d) = &mut self.decoder {
+            self.encoded_bytes += b.len() as u64;
+            d.write(b)
+                .map_err(|e| Malformed(format!("{d:?} body does not decode: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The body is complete: the decoder's total.
+    fn finish_body(&mut self) -> Result<(), Malformed> {
+        if let Some(d) = &mut self.decoder {
+            let n = d
+                .finish()
+                .map_err(|e| Malformed(format!("{d:?} body does not decode: {e}")))?;
+            self.decoded_bytes = Some(n);
+            self.decoder = None;
+        }
+        Ok(())
     }
 
     /// True once a head has been parsed.
@@ -87,7 +186,10 @@ impl ResponseReader {
         loop {
             let rest = &buf[pos..];
             match self.state {
-                Body::Done => return Ok(Feed::Done { consumed: pos }),
+                Body::Done => {
+                    self.finish_body()?;
+                    return Ok(Feed::Done { consumed: pos });
+                }
                 Body::Head => {
                     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                     let mut resp = httparse::Response::new(&mut headers);
@@ -113,6 +215,7 @@ impl ResponseReader {
                 }
                 Body::Length(n) => {
                     let take = (rest.len() as u64).min(n);
+                    self.body(&rest[..take as usize])?;
                     pos += take as usize;
                     self.state = if take == n {
                         Body::Done
@@ -142,6 +245,7 @@ impl ResponseReader {
                 },
                 Body::ChunkData(n) => {
                     let take = (rest.len() as u64).min(n);
+                    self.body(&rest[..take as usize])?;
                     pos += take as usize;
                     if take == n {
                         self.state = Body::ChunkCrlf(2);
@@ -179,6 +283,7 @@ impl ResponseReader {
                     }
                 },
                 Body::UntilClose => {
+                    self.body(rest)?;
                     return Ok(Feed::More {
                         consumed: buf.len(),
                     });
@@ -192,7 +297,8 @@ impl ResponseReader {
     pub fn eof(&mut self) -> bool {
         if self.state == Body::UntilClose {
             self.state = Body::Done;
-            true
+            // A truncated compressed stream is a cut body, not a complete one.
+            self.finish_body().is_ok()
         } else {
             self.state == Body::Done
         }
@@ -208,6 +314,7 @@ impl ResponseReader {
         let mut length: Option<u64> = None;
         let mut chunked = false;
         let mut conn_close = version == 0;
+        let mut encoding: Option<&[u8]> = None;
         for h in headers {
             if h.name.eq_ignore_ascii_case("content-length") {
                 let v = std::str::from_utf8(h.value)
@@ -224,6 +331,15 @@ impl ResponseReader {
                     .split(|b| *b == b',')
                     .next_back()
                     .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("content-encoding") {
+                encoding = Some(h.value.trim_ascii());
+            } else if self.want_location
+                && (300..400).contains(&status)
+                && h.name.eq_ignore_ascii_case("location")
+            {
+                self.location = std::str::from_utf8(h.value)
+                    .ok()
+                    .map(|v| v.trim().to_string());
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|b| *b == b',') {
                     let t = token.trim_ascii();
@@ -236,6 +352,28 @@ impl ResponseReader {
             }
         }
         self.keep_alive = !conn_close;
+        if self.decode {
+            self.decoder = match encoding {
+                Some(e) if e.eq_ignore_ascii_case(b"gzip") || e.eq_ignore_ascii_case(b"x-gzip") => {
+                    Some(Box::new(Decoder::Gzip(flate2::write::GzDecoder::new(
+                        Count::default(),
+                    ))))
+                }
+                Some(e) if e.eq_ignore_ascii_case(b"deflate") => Some(Box::new(Decoder::Deflate(
+                    flate2::write::ZlibDecoder::new(Count::default()),
+                ))),
+                Some(e) if e.is_empty() || e.eq_ignore_ascii_case(b"identity") => None,
+                // We asked for gzip and deflate only; anything else is an
+                // answer we cannot size, said rather than miscounted.
+                Some(e) => {
+                    return Err(Malformed(format!(
+                    "Content-Encoding {:?} was not asked for (--compressed asks for gzip, deflate)",
+                    String::from_utf8_lossy(e)
+                )))
+                }
+                None => None,
+            };
+        }
         self.state = if self.head_request
             || status == 204
             || status == 304
@@ -254,6 +392,10 @@ impl ResponseReader {
             self.keep_alive = false;
             Body::UntilClose
         };
+        if self.state == Body::Done {
+            // No body follows (HEAD, 204, 304, empty): nothing to decode.
+            self.decoder = None;
+        }
         Ok(())
     }
 }
@@ -359,6 +501,65 @@ mod tests {
         r.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
             .unwrap();
         assert!(!r.eof(), "a short content-length body is cut, not complete");
+    }
+
+    #[test]
+    fn compressed_bodies_are_decoded_in_any_split() {
+        let plain = "hello, compressed world ".repeat(40);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(plain.as_bytes()).unwrap();
+        let gz = gz.finish().unwrap();
+        let mut msg = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            gz.len()
+        )
+        .into_bytes();
+        msg.extend_from_slice(&gz);
+        for step in [1, 7, 100, msg.len()] {
+            let mut r = ResponseReader::new(false).with(false, true);
+            let mut buf: Vec<u8> = Vec::new();
+            let mut done = false;
+            for piece in msg.chunks(step) {
+                buf.extend_from_slice(piece);
+                match r.feed(&buf).unwrap() {
+                    Feed::More { consumed } => {
+                        buf.drain(..consumed);
+                    }
+                    Feed::Done { .. } => {
+                        done = true;
+                        break;
+                    }
+                }
+            }
+            assert!(done, "step {step}");
+            assert_eq!(r.decoded_bytes, Some(plain.len() as u64), "step {step}");
+            assert_eq!(r.encoded_bytes, gz.len() as u64);
+        }
+        // Without --compressed the same answer is counted, not decoded.
+        let (r, _) = read_all(&msg, 50, false).unwrap();
+        assert_eq!(r.decoded_bytes, None);
+        // A body that is not gzip says so.
+        let bad = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd";
+        let mut r = ResponseReader::new(false).with(false, true);
+        assert!(r.feed(bad).is_err());
+        let br = b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Length: 0\r\n\r\n";
+        let mut r = ResponseReader::new(false).with(false, true);
+        assert!(r.feed(br).unwrap_err().0.contains("not asked for"));
+    }
+
+    #[test]
+    fn location_is_kept_only_when_asked_and_only_for_3xx() {
+        let msg = b"HTTP/1.1 302 Found\r\nLocation:  /next?a=1 \r\nContent-Length: 0\r\n\r\n";
+        let mut r = ResponseReader::new(false).with(true, false);
+        r.feed(msg).unwrap();
+        assert_eq!(r.location.as_deref(), Some("/next?a=1"));
+        let mut r = ResponseReader::new(false);
+        r.feed(msg).unwrap();
+        assert_eq!(r.location, None);
+        let ok = b"HTTP/1.1 201 Created\r\nLocation: /x\r\nContent-Length: 0\r\n\r\n";
+        let mut r = ResponseReader::new(false).with(true, false);
+        r.feed(ok).unwrap();
+        assert_eq!(r.location, None);
     }
 
     #[test]

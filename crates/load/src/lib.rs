@@ -27,6 +27,8 @@ pub mod render;
 pub mod report;
 pub mod slo;
 pub mod spec;
+pub mod tls;
+pub mod transport;
 
 pub use error::LoadError;
 pub use knee::knee;
@@ -123,7 +125,8 @@ impl RunControl {
 pub fn run(plan: &Plan, ctl: &RunControl) -> Result<Report, LoadError> {
     plan.validate()?;
     raise_fd_limit(plan);
-    let mut runner = Runner::new(plan, ctl);
+    let links = transport::links(&plan.targets, &plan.transport)?;
+    let mut runner = Runner::new(plan, ctl, links);
     runner.warmup()?;
     for (i, spec) in plan.phases.iter().enumerate() {
         if ctl.stopped() {
@@ -175,9 +178,10 @@ pub fn find_max(
         ));
     }
     raise_fd_limit(plan);
+    let links = transport::links(&plan.targets, &plan.transport)?;
     let template = plan.phases[0].clone();
     let total = search.max_phases();
-    let mut runner = Runner::new(plan, ctl);
+    let mut runner = Runner::new(plan, ctl, links);
     runner.warmup()?;
     let try_rate = |runner: &mut Runner, rate: f64| -> Result<Option<bool>, LoadError> {
         if ctl.stopped() {
@@ -308,10 +312,12 @@ struct Runner<'a> {
     reasons: Vec<(ErrorKind, String)>,
     partial: bool,
     max_rate_search: bool,
+    /// How each target is reached (see [`transport::links`]).
+    links: Vec<transport::Link>,
 }
 
 impl<'a> Runner<'a> {
-    fn new(plan: &'a Plan, ctl: &'a RunControl) -> Runner<'a> {
+    fn new(plan: &'a Plan, ctl: &'a RunControl, links: Vec<transport::Link>) -> Runner<'a> {
         let open = plan.model == Model::Open;
         let longest: Duration = plan
             .phases
@@ -340,11 +346,24 @@ impl<'a> Runner<'a> {
             ctl,
             run_start: Instant::now(),
             started_unix_ms,
-            requests: plan
-                .targets
-                .iter()
-                .map(|t| build_request(t, &plan.headers, plan.keepalive))
-                .collect(),
+            requests: {
+                let headers = transport_headers(&plan.headers, &plan.transport);
+                plan.targets
+                    .iter()
+                    .zip(&links)
+                    .map(|(t, link)| {
+                        if link.absolute_form {
+                            let t = Target {
+                                path: transport::absolute_target(t),
+                                ..t.clone()
+                            };
+                            build_request(&t, &headers, plan.keepalive)
+                        } else {
+                            build_request(t, &headers, plan.keepalive)
+                        }
+                    })
+                    .collect()
+            },
             rotation: rotation(&plan.targets),
             high_us,
             warmup: None,
@@ -363,6 +382,7 @@ impl<'a> Runner<'a> {
             reasons: Vec::new(),
             partial: false,
             max_rate_search: false,
+            links,
         }
     }
 
@@ -474,6 +494,9 @@ impl<'a> Runner<'a> {
                     keepalive: plan.keepalive,
                     pin: plan.pin.then_some(t % cores.max(1)),
                     high_us: self.high_us,
+                    links: &self.links,
+                    follow: plan.transport.follow,
+                    compressed: plan.transport.compressed,
                 }
             })
             .collect();
@@ -746,6 +769,23 @@ fn raise_fd_limit(plan: &Plan) {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// The plan's headers plus what the transport asks for: `--compressed`
+/// adds `Accept-Encoding: gzip, deflate` unless `-H` already sets one.
+fn transport_headers(
+    headers: &[(String, String)],
+    t: &transport::Transport,
+) -> Vec<(String, String)> {
+    let mut out = headers.to_vec();
+    if t.compressed
+        && !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
+    {
+        out.push(("Accept-Encoding".into(), "gzip, deflate".into()));
+    }
+    out
 }
 
 /// The exact bytes of one request.

@@ -25,6 +25,11 @@ pub struct Target {
     pub body: Vec<u8>,
     /// Relative weight for rotation (URLs given on the command line weigh 1).
     pub weight: u32,
+    /// `https://`: the connection speaks TLS.
+    pub tls: bool,
+    /// Host name or address as written (no brackets, no port): the TLS
+    /// server name and the CONNECT authority's host.
+    pub host: String,
 }
 
 impl Target {
@@ -55,6 +60,8 @@ impl Target {
             path: parsed.path,
             body,
             weight,
+            tls: parsed.tls,
+            host: parsed.host,
         })
     }
 }
@@ -70,19 +77,21 @@ pub struct ParsedUrl {
     pub authority: String,
     /// Path and query, `/` when absent.
     pub path: String,
+    /// `https://`.
+    pub tls: bool,
 }
 
-/// Parses `http://host[:port][/path][?query]`. HTTPS is refused with a
-/// clear message rather than silently sent as plain text.
+/// Parses `http[s]://host[:port][/path][?query]` (port 80 or 443 when absent).
 pub fn parse_url(url: &str) -> Result<ParsedUrl, LoadError> {
     let bad = |why: &str| LoadError::BadInput(format!("bad URL {url:?}: {why}"));
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.starts_with("https://") {
-        return Err(bad("https is not supported (plain HTTP/1.1 only)"));
+    let (rest, tls) = if let Some(r) = url.strip_prefix("http://") {
+        (r, false)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, true)
     } else {
-        return Err(bad("expected http://host[:port]/path"));
+        return Err(bad("expected http://host[:port]/path or https://..."));
     };
+    let default_port = if tls { 443 } else { 80 };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -107,14 +116,14 @@ pub fn parse_url(url: &str) -> Result<ParsedUrl, LoadError> {
         let after = &v6[end + 1..];
         let port = match after.strip_prefix(':') {
             Some(p) => parse_port(p).ok_or_else(|| bad("bad port"))?,
-            None if after.is_empty() => 80,
+            None if after.is_empty() => default_port,
             None => return Err(bad("junk after ']'")),
         };
         (host.to_string(), port)
     } else {
         match authority.rsplit_once(':') {
             Some((h, p)) => (h.to_string(), parse_port(p).ok_or_else(|| bad("bad port"))?),
-            None => (authority.to_string(), 80),
+            None => (authority.to_string(), default_port),
         }
     };
     if host.is_empty()
@@ -129,6 +138,7 @@ pub fn parse_url(url: &str) -> Result<ParsedUrl, LoadError> {
         port,
         authority: authority.to_string(),
         path,
+        tls,
     })
 }
 
@@ -345,6 +355,9 @@ pub struct Plan {
     pub timeout: Duration,
     /// Reuse connections (HTTP/1.1 keep-alive).
     pub keepalive: bool,
+    /// How connections reach the targets: TLS, Unix socket, proxy,
+    /// redirects, compression.
+    pub transport: crate::transport::Transport,
 }
 
 impl Plan {
@@ -366,6 +379,7 @@ impl Plan {
             pin: false,
             timeout: Duration::from_secs(10),
             keepalive: true,
+            transport: crate::transport::Transport::default(),
         }
     }
 
@@ -458,8 +472,11 @@ mod tests {
         assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("::1", 9, "/a"));
         let u = parse_url("http://h?q").unwrap();
         assert_eq!(u.path, "/?q");
+        // https was refused before TLS existed; now it parses with port 443.
+        let u = parse_url("https://x/").unwrap();
+        assert_eq!((u.port, u.tls), (443, true));
+        assert!(!parse_url("http://x/").unwrap().tls);
         for bad in [
-            "https://x/",
             "ftp://x",
             "x",
             "http://",

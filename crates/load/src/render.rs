@@ -143,11 +143,60 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
             s.connects, s.server_closed
         );
     }
+    if let Some(t) = &s.transport {
+        out.push_str(&transport_lines(t));
+    }
     if s.unfinished > 0 {
         let _ = writeln!(
             out,
             "  unfinished  {} requests still unanswered when the duration ended (neither responses nor errors)",
             s.unfinished
+        );
+    }
+    out
+}
+
+/// TLS handshakes (apart from request latency), redirects followed,
+/// decoded sizes.
+fn transport_lines(t: &crate::transport::TransportStats) -> String {
+    let mut out = String::new();
+    if let Some(tls) = &t.tls {
+        let h = &tls.handshake_ms;
+        let _ = writeln!(
+            out,
+            "  tls       {} handshakes, {} resumed (resumption {}), {}{}, handshake mean {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            tls.handshakes,
+            tls.resumed,
+            if tls.resumption { "on" } else { "off: --no-tls-resume" },
+            tls.version.as_deref().unwrap_or("?"),
+            tls.alpn
+                .as_deref()
+                .map(|a| format!(", ALPN {a}"))
+                .unwrap_or_default(),
+            h.mean,
+            h.p99,
+            h.max
+        );
+    }
+    if t.redirects_followed > 0 {
+        let _ = writeln!(
+            out,
+            "  redirects {} followed (the final answers are the responses counted above; latency runs from the first send)",
+            t.redirects_followed
+        );
+    }
+    if t.compressed_responses > 0 {
+        let ratio = if t.body_bytes_encoded > 0 {
+            t.body_bytes_decoded as f64 / t.body_bytes_encoded as f64
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "  compressed {} answers: bodies {} on the wire, {} decoded ({ratio:.1}x)",
+            t.compressed_responses,
+            bytes(t.body_bytes_encoded as f64),
+            bytes(t.body_bytes_decoded as f64),
         );
     }
     out

@@ -296,6 +296,10 @@ pub struct Stats {
     /// The latency histogram (µs), for storage and further slicing.
     #[serde(skip)]
     pub histogram: Histogram<u64>,
+    /// TLS handshakes, redirects followed, decoded sizes; absent for plain
+    /// HTTP runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<crate::transport::TransportStats>,
 }
 
 impl Stats {
@@ -346,6 +350,8 @@ pub struct Tally {
     /// Requests still unanswered when the duration (plus a short grace)
     /// ended: neither responses nor errors, because their outcome is unknown.
     pub unfinished: u64,
+    /// TLS handshakes, redirects, compression.
+    pub transport: crate::transport::TransportTally,
 }
 
 impl Tally {
@@ -372,6 +378,7 @@ impl Tally {
             connects: 0,
             server_closed: 0,
             unfinished: 0,
+            transport: crate::transport::TransportTally::default(),
         }
     }
 
@@ -390,6 +397,7 @@ impl Tally {
         self.connects += o.connects;
         self.server_closed += o.server_closed;
         self.unfinished += o.unfinished;
+        self.transport.merge(&o.transport);
         add_hist(&mut self.latency, &o.latency);
         match (&mut self.service, &o.service) {
             (Some(a), Some(b)) => add_hist(a, b),
@@ -451,6 +459,7 @@ impl Tally {
             service_ms: self.service.as_ref().map(LatencySummary::from_histogram),
             schedule: self.schedule.clone(),
             histogram: self.latency.clone(),
+            transport: self.transport.stats(),
         }
     }
 }
