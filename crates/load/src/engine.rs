@@ -9,6 +9,7 @@
 use crate::http::{Feed, ResponseReader};
 use crate::plan::Target;
 use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
+use crate::template::{ConnDraw, Counters, Data, RequestTemplate, Rng};
 use hdrhistogram::Histogram;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -64,8 +65,14 @@ impl Shared {
 pub(crate) struct WorkerSpec<'a> {
     pub index: usize,
     pub targets: &'a [Target],
-    /// Request bytes per target.
+    /// Request bytes per target (empty for a templated target).
     pub requests: &'a [Vec<u8>],
+    /// Per target: the template its requests are rendered from, if they vary.
+    pub templates: &'a [Option<RequestTemplate>],
+    /// `{{seq}}` and the shared CSV row cursor.
+    pub counters: &'a Counters,
+    /// `--data` rows.
+    pub data: Option<&'a Data>,
     /// Target indices in rotation order (weighted).
     pub rotation: &'a [usize],
     pub connections: usize,
@@ -183,6 +190,11 @@ struct Conn {
     sent: Instant,
     deadline: Instant,
     resp_bytes: u64,
+    /// The request rendered for a templated target, and what rendering
+    /// keeps per connection (its CSV row).
+    draw: ConnDraw,
+    /// The request in flight was rendered into `draw.buf`.
+    templated: bool,
 }
 
 struct Worker<'a, 's> {
@@ -216,6 +228,8 @@ struct Worker<'a, 's> {
     pub_requests: u64,
     pub_errors: u64,
     head: Vec<bool>,
+    /// Random values of templates.
+    rng: Rng,
 }
 
 /// Runs one worker to the end of the phase (or until stopped).
@@ -258,6 +272,8 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
                 sent: now,
                 deadline: now,
                 resp_bytes: 0,
+                draw: ConnDraw::default(),
+                templated: false,
             })
             .collect(),
         free: Vec::with_capacity(spec.connections),
@@ -290,6 +306,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         pub_requests: 0,
         pub_errors: 0,
         head: spec.targets.iter().map(|t| t.method == "HEAD").collect(),
+        rng: Rng::new(spec.index),
     };
     w.run();
     let wall_s = wall0.elapsed().as_secs_f64();
@@ -559,6 +576,16 @@ impl Worker<'_, '_> {
         let head = self.head[t];
         let timeout = self.spec.timeout;
         let c = &mut self.conns[i];
+        c.templated = false;
+        if let Some(Some(tpl)) = self.spec.templates.get(t) {
+            tpl.render(
+                &mut c.draw,
+                self.spec.counters,
+                self.spec.data,
+                &mut self.rng,
+            );
+            c.templated = true;
+        }
         c.has_request = true;
         c.target = t;
         c.intended = intended;
@@ -623,9 +650,10 @@ impl Worker<'_, '_> {
     }
 
     fn write(&mut self, i: usize) {
-        let req = &self.spec.requests[self.conns[i].target];
+        let fixed = &self.spec.requests[self.conns[i].target];
         loop {
             let c = &mut self.conns[i];
+            let req = if c.templated { &c.draw.buf } else { fixed };
             let rest = &req[c.woff..];
             // SAFETY: rest is a valid slice; fd is an open socket.
             let n =

@@ -27,6 +27,7 @@ pub mod render;
 pub mod report;
 pub mod slo;
 pub mod spec;
+pub mod template;
 
 pub use error::LoadError;
 pub use knee::knee;
@@ -123,7 +124,7 @@ impl RunControl {
 pub fn run(plan: &Plan, ctl: &RunControl) -> Result<Report, LoadError> {
     plan.validate()?;
     raise_fd_limit(plan);
-    let mut runner = Runner::new(plan, ctl);
+    let mut runner = Runner::new(plan, ctl)?;
     runner.warmup()?;
     for (i, spec) in plan.phases.iter().enumerate() {
         if ctl.stopped() {
@@ -177,7 +178,7 @@ pub fn find_max(
     raise_fd_limit(plan);
     let template = plan.phases[0].clone();
     let total = search.max_phases();
-    let mut runner = Runner::new(plan, ctl);
+    let mut runner = Runner::new(plan, ctl)?;
     runner.warmup()?;
     let try_rate = |runner: &mut Runner, rate: f64| -> Result<Option<bool>, LoadError> {
         if ctl.stopped() {
@@ -297,6 +298,10 @@ struct Runner<'a> {
     run_start: Instant,
     started_unix_ms: u64,
     requests: Vec<Vec<u8>>,
+    /// Per target: its compiled template when its requests vary.
+    templates: Vec<Option<template::RequestTemplate>>,
+    /// `{{seq}}` and the shared row cursor, across threads and phases.
+    counters: template::Counters,
     rotation: Vec<usize>,
     high_us: u64,
     warmup: Option<Span>,
@@ -311,7 +316,26 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    fn new(plan: &'a Plan, ctl: &'a RunControl) -> Runner<'a> {
+    fn new(plan: &'a Plan, ctl: &'a RunControl) -> Result<Runner<'a>, LoadError> {
+        let mut requests = Vec::with_capacity(plan.targets.len());
+        let mut templates = Vec::with_capacity(plan.targets.len());
+        for t in &plan.targets {
+            match build_request(t, &plan.headers, plan.keepalive, plan.data.as_ref())? {
+                Request::Fixed(bytes) => {
+                    requests.push(bytes);
+                    templates.push(None);
+                }
+                Request::Templated(tpl) => {
+                    requests.push(Vec::new());
+                    templates.push(Some(tpl));
+                }
+            }
+        }
+        if plan.data.is_some() && !templates.iter().flatten().any(|t| t.uses_csv()) {
+            return Err(LoadError::BadInput(
+                "--data: no request reads it; use {{csv.COLUMN}} in a URL, header or body".into(),
+            ));
+        }
         let open = plan.model == Model::Open;
         let longest: Duration = plan
             .phases
@@ -335,16 +359,14 @@ impl<'a> Runner<'a> {
         if let Some(cb) = &ctl.live {
             cb(Live::Started(started_unix_ms));
         }
-        Runner {
+        Ok(Runner {
             plan,
             ctl,
             run_start: Instant::now(),
             started_unix_ms,
-            requests: plan
-                .targets
-                .iter()
-                .map(|t| build_request(t, &plan.headers, plan.keepalive))
-                .collect(),
+            requests,
+            templates,
+            counters: template::Counters::default(),
             rotation: rotation(&plan.targets),
             high_us,
             warmup: None,
@@ -363,7 +385,7 @@ impl<'a> Runner<'a> {
             reasons: Vec::new(),
             partial: false,
             max_rate_search: false,
-        }
+        })
     }
 
     fn warmup(&mut self) -> Result<(), LoadError> {
@@ -462,6 +484,9 @@ impl<'a> Runner<'a> {
                     index: t,
                     targets: &plan.targets,
                     requests: &self.requests,
+                    templates: &self.templates,
+                    counters: &self.counters,
+                    data: plan.data.as_ref(),
                     rotation: &self.rotation,
                     connections: conns,
                     rate: spec
@@ -748,31 +773,80 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// The exact bytes of one request.
-fn build_request(t: &Target, headers: &[(String, String)], keepalive: bool) -> Vec<u8> {
-    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut r = format!("{} {} HTTP/1.1\r\n", t.method, t.path);
+/// The default `User-Agent`, so a server's access log can tell keisoku's
+/// requests apart (`-H 'User-Agent: ...'` replaces it).
+pub const USER_AGENT: &str = concat!("keisoku/", env!("CARGO_PKG_VERSION"));
+
+/// One target's request: its exact bytes when nothing in it varies, or
+/// its compiled template.
+pub(crate) enum Request {
+    Fixed(Vec<u8>),
+    Templated(template::RequestTemplate),
+}
+
+/// Builds the request of target `t`: the plan's headers (the target's own
+/// replace those of the same name), `Host` and `User-Agent` unless given,
+/// `Content-Length` from the (rendered) body. Templates are compiled here,
+/// so a placeholder that is not understood is refused before any request.
+pub(crate) fn build_request(
+    t: &Target,
+    headers: &[(String, String)],
+    keepalive: bool,
+    data: Option<&template::Data>,
+) -> Result<Request, LoadError> {
+    use template::{Place, Template};
+    let what = || format!("request {} {}", t.method, t.url);
+    let bad = |e: String| LoadError::BadInput(format!("{}: {e}", what()));
+    let mut merged: Vec<&(String, String)> = headers
+        .iter()
+        .filter(|(n, _)| !t.headers.iter().any(|(tn, _)| tn.eq_ignore_ascii_case(n)))
+        .collect();
+    merged.extend(t.headers.iter());
+    let has = |name: &str| merged.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let mut head = Template::literal(format!("{} ", t.method).as_bytes());
+    head.append(Template::compile(t.path.as_bytes(), Place::Url, data).map_err(bad)?);
+    head.append(Template::literal(b" HTTP/1.1\r\n"));
     if !has("host") {
-        r.push_str(&format!("Host: {}\r\n", t.authority));
+        head.append(Template::literal(
+            format!("Host: {}\r\n", t.authority).as_bytes(),
+        ));
     }
-    for (n, v) in headers {
+    for (n, v) in &merged {
         if n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("connection") {
             continue;
         }
-        r.push_str(&format!("{n}: {v}\r\n"));
+        head.append(Template::literal(format!("{n}: ").as_bytes()));
+        head.append(
+            Template::compile(v.as_bytes(), Place::Header, data)
+                .map_err(|e| bad(format!("header {n}: {e}")))?,
+        );
+        head.append(Template::literal(b"\r\n"));
     }
-    if !has("transfer-encoding")
-        && (!t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH"))
-    {
-        r.push_str(&format!("Content-Length: {}\r\n", t.body.len()));
+    if !has("user-agent") {
+        head.append(Template::literal(
+            format!("User-Agent: {USER_AGENT}\r\n").as_bytes(),
+        ));
     }
-    if !keepalive {
-        r.push_str("Connection: close\r\n");
+    let body =
+        Template::compile(&t.body, Place::Body, data).map_err(|e| bad(format!("body: {e}")))?;
+    let content_length = !has("transfer-encoding")
+        && (!t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH"));
+    if has("transfer-encoding") && !body.is_literal() {
+        return Err(bad(
+            "templates in a chunked body are not supported (drop Transfer-Encoding: chunked)"
+                .into(),
+        ));
     }
-    r.push_str("\r\n");
-    let mut bytes = r.into_bytes();
-    bytes.extend_from_slice(&t.body);
-    bytes
+    let tail = if keepalive {
+        b"\r\n".to_vec()
+    } else {
+        b"Connection: close\r\n\r\n".to_vec()
+    };
+    let req = template::RequestTemplate::new(head, body, content_length, tail);
+    Ok(match req.fixed() {
+        Some(bytes) => Request::Fixed(bytes),
+        None => Request::Templated(req),
+    })
 }
 
 /// Most slots in one rotation: weights whose reduced sum exceeds it are
@@ -829,20 +903,71 @@ mod tests {
         Target::new(method, url, body.to_vec(), w).unwrap()
     }
 
+    fn bytes(t: &Target, headers: &[(String, String)], keepalive: bool) -> String {
+        match build_request(t, headers, keepalive, None).unwrap() {
+            Request::Fixed(b) => String::from_utf8(b).unwrap(),
+            Request::Templated(_) => panic!("a plain request compiled to a template"),
+        }
+    }
+
+    /// Since issue 18 every request names keisoku in `User-Agent` unless
+    /// a header replaces it (before, none was sent).
     #[test]
     fn request_bytes() {
         let t = target("POST", "http://127.0.0.1:8080/bid?x=1", b"{}", 1);
-        let r = build_request(&t, &[("X-A".into(), "1".into())], false);
         assert_eq!(
-            String::from_utf8(r).unwrap(),
-            "POST /bid?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+            bytes(&t, &[("X-A".into(), "1".into())], false),
+            format!("POST /bid?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nUser-Agent: {USER_AGENT}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
         );
         let t = target("GET", "http://127.0.0.1:8080/", b"", 1);
-        let r = build_request(&t, &[("host".into(), "example".into())], true);
         assert_eq!(
-            String::from_utf8(r).unwrap(),
-            "GET / HTTP/1.1\r\nhost: example\r\n\r\n"
+            bytes(
+                &t,
+                &[
+                    ("host".into(), "example".into()),
+                    ("user-agent".into(), "me".into())
+                ],
+                true
+            ),
+            "GET / HTTP/1.1\r\nhost: example\r\nuser-agent: me\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn target_headers_replace_plan_headers_and_templates_compile() {
+        let mut t = target(
+            "GET",
+            "http://127.0.0.1:8080/u/{{seq}}?q={{rand_int 1 9}}",
+            b"",
+            1,
+        );
+        assert_eq!(t.path, "/u/{{seq}}?q={{rand_int 1 9}}");
+        t.headers.push(("X-A".into(), "mine".into()));
+        let plan_headers = [("x-a".into(), "plan".into()), ("X-B".into(), "b".into())];
+        let Request::Templated(tpl) = build_request(&t, &plan_headers, true, None).unwrap() else {
+            panic!("a templated URL compiled to fixed bytes");
+        };
+        let mut cd = template::ConnDraw::default();
+        tpl.render(
+            &mut cd,
+            &template::Counters::default(),
+            None,
+            &mut template::Rng::new(0),
+        );
+        let s = String::from_utf8(cd.buf).unwrap();
+        assert!(s.starts_with("GET /u/1?q="), "{s}");
+        assert!(
+            s.contains("X-B: b\r\nX-A: mine\r\n") && !s.contains("plan"),
+            "{s}"
+        );
+        let bad = target("GET", "http://127.0.0.1:8080/{{nope}}", b"", 1);
+        let e = build_request(&bad, &[], true, None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unknown template {{nope}}"), "{e}");
+        assert!(Target::new("GET", "http://{{seq}}:1/", Vec::new(), 1).is_err());
+        assert!(Target::new("GET", "http://127.0.0.1:{{seq}}/", Vec::new(), 1).is_err());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! options and refuse bad ones with the same words.
 
 use crate::plan::{default_threads, parse_duration, parse_header, parse_sweep, parse_targets_file};
+use crate::template::{Data, DataMode};
 use crate::{LoadError, Model, PhaseSpec, Plan, Report, RunControl, Search, Slo, Target};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -50,6 +51,14 @@ pub struct LoadSpec {
     pub slo: Option<String>,
     /// `--find-max`: search for the highest rate meeting the SLO.
     pub find_max: bool,
+    /// `--data`: a CSV file whose columns `{{csv.COLUMN}}` templates read.
+    pub data: Option<PathBuf>,
+    /// `--data-mode`: how requests take rows (see [`DataMode::parse`]);
+    /// `None` is shared-sequential.
+    pub data_mode: Option<String>,
+    /// `--stages`: linear ramps `DUR:LEVEL,...` (rates in the open model,
+    /// connections in the closed model).
+    pub stages: Option<String>,
 }
 
 /// Connections of the closed model unless told otherwise (the flag's default too).
@@ -79,6 +88,9 @@ impl Default for LoadSpec {
             step_duration: None,
             slo: None,
             find_max: false,
+            data: None,
+            data_mode: None,
+            stages: None,
         }
     }
 }
@@ -201,6 +213,20 @@ impl LoadSpec {
                 t.body = chunk(&t.body);
             }
         }
+        let mode = match &a.data_mode {
+            Some(m) => DataMode::parse(m).map_err(|e| bad(format!("--data-mode: {e}")))?,
+            None => DataMode::default(),
+        };
+        if let Some(f) = &a.data {
+            let text =
+                keisoku_common::limits::read_whole_string(f, &keisoku_common::Limits::current())
+                    .map_err(|e| bad(format!("--data: {}: {e}", f.display())))?;
+            let data = Data::parse(&f.display().to_string(), &text, mode)
+                .map_err(|e| bad(format!("--data: {e}")))?;
+            plan.data = Some(data);
+        } else if a.data_mode.is_some() {
+            return Err(bad("--data-mode needs --data FILE.csv"));
+        }
         plan.threads = a.threads.unwrap_or_else(default_threads);
         plan.pin = a.pin;
         plan.timeout = duration_flag("--timeout", &a.timeout)?;
@@ -298,6 +324,11 @@ impl LoadSpec {
             None => None,
         };
         plan.validate()?;
+        // Templates are compiled now so a placeholder that is not understood
+        // is refused before the load starts (and before --json is opened).
+        for t in &plan.targets {
+            crate::build_request(t, &plan.headers, plan.keepalive, plan.data.as_ref())?;
+        }
         let needed = plan.phases.iter().map(|p| p.connections).max().unwrap_or(0);
         ensure_open_files(needed as u64 + FILES_BESIDES_CONNECTIONS)?;
         Ok(Job { plan, slo, search })

@@ -49,7 +49,8 @@ pub struct LoadArgs {
     /// Open a new connection for every request.
     #[arg(long)]
     no_keepalive: bool,
-    /// Requests from a file, one per line: [weight] METHOD URL [@bodyfile].
+    /// Requests from a file, one per line: [weight] METHOD URL [@bodyfile], each
+    /// optionally followed by its own 'Name: value' header lines.
     #[arg(long, value_name = "FILE")]
     targets: Option<PathBuf>,
     /// One phase per connection count A, A+STEP, ... B.
@@ -68,6 +69,13 @@ pub struct LoadArgs {
     /// (within --sweep-rate A..B:STEP, or up to --rate in steps of a twentieth).
     #[arg(long, requires = "slo")]
     find_max: bool,
+    /// CSV file (header row names the columns) read by {{csv.COLUMN}} templates.
+    #[arg(long, value_name = "FILE.csv")]
+    data: Option<PathBuf>,
+    /// How requests take --data rows: shared-sequential (default), shared-random,
+    /// connection-sequential or connection-random (a connection keeps its row).
+    #[arg(long, value_name = "MODE", requires = "data")]
+    data_mode: Option<String>,
 }
 
 impl LoadArgs {
@@ -92,6 +100,9 @@ impl LoadArgs {
             step_duration: self.step_duration.clone(),
             slo: self.slo.clone(),
             find_max: self.find_max,
+            data: self.data.clone(),
+            data_mode: self.data_mode.clone(),
+            stages: None,
         }
     }
 }
