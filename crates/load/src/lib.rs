@@ -27,6 +27,7 @@ pub mod render;
 pub mod report;
 pub mod slo;
 pub mod spec;
+pub mod stages;
 pub mod template;
 
 pub use error::LoadError;
@@ -442,6 +443,7 @@ impl<'a> Runner<'a> {
             end_ms: ms(end),
             stats: tally.stats(wall),
             slo: None,
+            ramp: spec.ramp,
         };
         if let Some(cb) = &self.ctl.live {
             cb(Live::Phase(&phase));
@@ -492,6 +494,13 @@ impl<'a> Runner<'a> {
                     rate: spec
                         .rate
                         .map(|r| r * conns as f64 / spec.connections as f64),
+                    ramp: spec.ramp.map(|r| {
+                        let share = conns as f64 / spec.connections as f64;
+                        stages::Ramp {
+                            from: r.from * share,
+                            to: r.to * share,
+                        }
+                    }),
                     phase_start,
                     end,
                     run_start: self.run_start,
@@ -680,8 +689,15 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        if plan.model == Model::Closed {
+            notes.extend(
+                self.phases
+                    .iter()
+                    .filter_map(|p| closed_stall_hint(p, &self.timeline)),
+            );
+        }
         // Find-max phases are not a monotone sweep: no knee for them.
-        let knee = if self.max_rate_search {
+        let knee = if self.max_rate_search || self.phases.iter().any(|p| p.ramp.is_some()) {
             None
         } else {
             knee::knee(&self.phases)
@@ -722,6 +738,51 @@ impl<'a> Runner<'a> {
                 .collect(),
         }
     }
+}
+
+/// A closed-model phase whose server stalled: its slowest response took
+/// over 20 times the median and at least 100 ms, or one of its whole
+/// seconds answered under a fifth of the median second. The closed model's
+/// connections wait with the server, so few requests see the stall and the
+/// percentiles hide it (coordinated omission); the open model charges it.
+fn closed_stall_hint(p: &PhaseReport, timeline: &Timeline) -> Option<String> {
+    let l = &p.stats.latency_ms;
+    let slow_max = l.max >= 100.0 && l.max > 20.0 * l.p50.max(0.001);
+    // Whole seconds inside the phase only: the first and last are partial.
+    let first = (p.start_ms / 1000.0).ceil() as u64;
+    let last = (p.end_ms / 1000.0).floor() as u64;
+    let counts: Vec<u64> = (first..last)
+        .map(|t| timeline.seconds.get(&t).map_or(0, |s| s.tally.requests))
+        .collect();
+    let mut sorted = counts.clone();
+    sorted.sort_unstable();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+    let dip = (counts.len() >= 3 && median >= 10)
+        .then(|| counts.iter().enumerate().min_by_key(|(_, n)| **n))
+        .flatten()
+        .filter(|(_, n)| (**n as f64) < median as f64 / 5.0)
+        .map(|(i, n)| (first + i as u64, *n));
+    if !slow_max && dip.is_none() {
+        return None;
+    }
+    let mut why = Vec::new();
+    if slow_max {
+        why.push(format!(
+            "the slowest response took {:.0} ms, {:.0}x the median",
+            l.max,
+            l.max / l.p50.max(0.001)
+        ));
+    }
+    if let Some((t, n)) = dip {
+        why.push(format!(
+            "second {t} answered {n} requests against a median of {median}"
+        ));
+    }
+    Some(format!(
+        "phase {}: the server seems to have stalled ({}); in the closed model the connections wait with it, so few requests see the stall and the percentiles above hide it. Measure with the open model (-R RATE) to charge the stall to every request it delayed",
+        p.label,
+        why.join("; ")
+    ))
 }
 
 /// Judges every phase and the whole run against `slo`, filling

@@ -358,11 +358,19 @@ pub struct PhaseSpec {
     pub duration: Duration,
     /// Stop after this many responses instead of after `duration`.
     pub requests: Option<u64>,
+    /// A `--stages` ramp: the level moves linearly from `from` to `to`
+    /// (the rate in the open model, where `rate` is `to`; connections in
+    /// the closed model, where `connections` is the larger of the two).
+    pub ramp: Option<crate::stages::Ramp>,
 }
 
 impl PhaseSpec {
     /// Short label, `c=10` or `r=4000`.
     pub fn label(&self) -> String {
+        if let Some(r) = self.ramp {
+            let what = if self.rate.is_some() { "r" } else { "c" };
+            return format!("{what}={}..{}", fmt_num(r.from), fmt_num(r.to));
+        }
         match self.rate {
             Some(r) => format!("r={}", fmt_num(r)),
             None => format!("c={}", self.connections),
@@ -371,6 +379,9 @@ impl PhaseSpec {
 
     /// The load level this phase varies (connections or rate).
     pub fn load(&self) -> f64 {
+        if let Some(r) = self.ramp {
+            return r.to;
+        }
         self.rate.unwrap_or(self.connections as f64)
     }
 }
@@ -429,6 +440,7 @@ impl Plan {
                 rate: None,
                 duration: Duration::from_secs(10),
                 requests: None,
+                ramp: None,
             }],
             warmup: Duration::ZERO,
             threads: default_threads(),
@@ -463,6 +475,7 @@ impl Plan {
             }
             match (self.model, p.rate) {
                 (Model::Open, Some(r)) if r > 0.0 && r.is_finite() => {}
+                (Model::Open, Some(r)) if p.ramp.is_some() && r == 0.0 => {}
                 (Model::Open, _) => return bad("the open model needs a positive --rate"),
                 (Model::Closed, Some(_)) => return bad("a rate was given for the closed model"),
                 (Model::Closed, None) => {}

@@ -59,6 +59,13 @@ pub struct LoadArgs {
     /// One phase per rate A, A+STEP, ... B (open model).
     #[arg(long, value_name = "A..B:STEP", conflicts_with = "requests")]
     sweep_rate: Option<String>,
+    /// Open model ramps: each stage DUR:RPS moves the rate linearly from the
+    /// previous stage's (0 first) to RPS, e.g. 30s:100,2m:1000,30s:0; judged per stage.
+    #[arg(long, visible_alias = "stages", value_name = "DUR:RPS,...")]
+    stages_rate: Option<String>,
+    /// Closed model ramps: each stage DUR:N moves the connections linearly to N.
+    #[arg(long, value_name = "DUR:N,...", conflicts_with = "stages_rate")]
+    stages_connections: Option<String>,
     /// Length of each sweep phase [default: --duration].
     #[arg(long, value_name = "DUR")]
     step_duration: Option<String>,
@@ -102,7 +109,8 @@ impl LoadArgs {
             find_max: self.find_max,
             data: self.data.clone(),
             data_mode: self.data_mode.clone(),
-            stages: None,
+            stages_rate: self.stages_rate.clone(),
+            stages_connections: self.stages_connections.clone(),
         }
     }
 }
