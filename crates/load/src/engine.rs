@@ -471,8 +471,10 @@ impl Worker<'_, '_> {
                     k += 1;
                     next_due = due_at(k);
                 }
-                if !next_due.is_some_and(|d| d <= now) {
-                    self.blocked = false;
+                // Caught up (or the schedule is over): no request waits.
+                match next_due {
+                    Some(d) if d <= now => {}
+                    _ => self.blocked = false,
                 }
             }
             if !self.open && !self.draining && self.budget_spent() && self.inflight == 0 {
