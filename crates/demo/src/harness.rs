@@ -125,6 +125,7 @@ pub fn plan_for(
             rate: None,
             duration: step,
             requests: None,
+            ramp: None,
         })
         .collect();
     Ok(plan)

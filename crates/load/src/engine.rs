@@ -9,6 +9,8 @@
 use crate::http::{Feed, ResponseReader};
 use crate::plan::Target;
 use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
+use crate::stages::{Ramp, Schedule};
+use crate::template::{ConnDraw, Counters, Data, RequestTemplate, Rng};
 use crate::transport::{Endpoint, FdIo, Link};
 use hdrhistogram::Histogram;
 use std::io::{Read, Write};
@@ -66,13 +68,22 @@ impl Shared {
 pub(crate) struct WorkerSpec<'a> {
     pub index: usize,
     pub targets: &'a [Target],
-    /// Request bytes per target.
+    /// Request bytes per target (empty for a templated target).
     pub requests: &'a [Vec<u8>],
+    /// Per target: the template its requests are rendered from, if they vary.
+    pub templates: &'a [Option<RequestTemplate>],
+    /// `{{seq}}` and the shared CSV row cursor.
+    pub counters: &'a Counters,
+    /// `--data` rows.
+    pub data: Option<&'a Data>,
     /// Target indices in rotation order (weighted).
     pub rotation: &'a [usize],
     pub connections: usize,
     /// This worker's share of the open-model rate.
     pub rate: Option<f64>,
+    /// This worker's share of a `--stages` ramp: the rate (open model) or
+    /// its connections (closed model) move linearly from `from` to `to`.
+    pub ramp: Option<Ramp>,
     pub phase_start: Instant,
     /// End of the phase (None when bounded by a request count).
     pub end: Option<Instant>,
@@ -203,6 +214,11 @@ struct Conn {
     hops: u32,
     /// The request being sent when following a redirect (else the target's).
     redirect: Option<Vec<u8>>,
+    /// The request rendered for a templated target, and what rendering
+    /// keeps per connection (its CSV row).
+    draw: ConnDraw,
+    /// The request in flight was rendered into `draw.buf`.
+    templated: bool,
 }
 
 struct Worker<'a, 's> {
@@ -236,6 +252,10 @@ struct Worker<'a, 's> {
     pub_requests: u64,
     pub_errors: u64,
     head: Vec<bool>,
+    /// Random values of templates.
+    rng: Rng,
+    /// Closed model: connections `0..active` send; a ramp moves it.
+    active: usize,
 }
 
 /// Runs one worker to the end of the phase (or until stopped).
@@ -282,6 +302,8 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
                 hs_start: now,
                 hops: 0,
                 redirect: None,
+                draw: ConnDraw::default(),
+                templated: false,
             })
             .collect(),
         free: Vec::with_capacity(spec.connections),
@@ -314,6 +336,8 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         pub_requests: 0,
         pub_errors: 0,
         head: spec.targets.iter().map(|t| t.method == "HEAD").collect(),
+        rng: Rng::new(spec.index),
+        active: spec.connections,
     };
     w.run();
     let wall_s = wall0.elapsed().as_secs_f64();
@@ -367,13 +391,30 @@ impl Worker<'_, '_> {
     fn run(&mut self) {
         let spec = self.spec;
         let now = Instant::now();
-        let mut next_due = spec.phase_start;
-        let interval = spec
-            .rate
-            .map(|r| Duration::from_secs_f64(1.0 / r.max(1e-9)));
-        if let Some(iv) = interval {
-            // Threads share the rate; stagger their schedules so sends interleave.
-            next_due += iv.mul_f64((spec.index as f64 * 0.618_034).fract());
+        // Threads share the rate; their schedules are shifted by a
+        // golden-ratio fraction of a request so sends interleave.
+        let length = spec
+            .end
+            .map(|e| e.saturating_duration_since(spec.phase_start));
+        let sched = spec.rate.map(|r| {
+            Schedule::new(
+                r,
+                spec.ramp.map(|x| x.from),
+                length,
+                (spec.index as f64 * 0.618_034).fract(),
+            )
+        });
+        let due_at = |k: u64| {
+            sched
+                .and_then(|s| s.due(k))
+                .map(|t| spec.phase_start + Duration::from_secs_f64(t))
+        };
+        let mut k: u64 = 0;
+        let mut next_due = due_at(0);
+        if !self.open {
+            if let (Some(r), Some(l)) = (spec.ramp, length) {
+                self.active = closed_active(r, Duration::ZERO, l, self.conns.len());
+            }
         }
         // Establish every connection up front (as wrk does) so the first
         // requests do not all pay for a connect.
@@ -381,6 +422,8 @@ impl Worker<'_, '_> {
             if self.open {
                 self.make_free(i);
                 self.connect(i, 0, now);
+            } else if i >= self.active {
+                break;
             } else if self.shared.claim() {
                 let t = self.next_target();
                 self.start_request(i, t, now, now);
@@ -402,28 +445,28 @@ impl Worker<'_, '_> {
         loop {
             let now = Instant::now();
             if self.shared.stop.load(Ordering::Relaxed) {
-                if let (Some(iv), Some(s)) = (interval, &mut self.tally.schedule) {
-                    if !self.draining && next_due < now {
-                        let n = unsent_between(next_due, now, iv);
-                        s.unsent += n;
-                        s.intended += n;
-                    }
+                if !self.draining {
+                    self.charge_unsent(k, now, &due_at);
                 }
                 break;
             }
             if !self.draining && spec.end.is_some_and(|e| now >= e) {
                 self.draining = true;
-                if let (Some(iv), Some(e), Some(s)) = (interval, spec.end, &mut self.tally.schedule)
-                {
-                    if next_due < e {
-                        let n = unsent_between(next_due, e, iv);
-                        s.unsent += n;
-                        s.intended += n;
-                    }
+                if let Some(e) = spec.end {
+                    self.charge_unsent(k, e, &due_at);
                 }
             }
-            if let Some(iv) = interval {
-                while !self.draining && next_due <= now {
+            if !self.open && !self.draining {
+                if let (Some(r), Some(l)) = (spec.ramp, length) {
+                    let elapsed = now.saturating_duration_since(spec.phase_start);
+                    self.set_active(closed_active(r, elapsed, l, self.conns.len()), now);
+                }
+            }
+            if sched.is_some() {
+                while !self.draining {
+                    let Some(due) = next_due.filter(|d| *d <= now) else {
+                        break;
+                    };
                     let Some(&i) = self.free.last() else {
                         self.blocked = true;
                         break;
@@ -435,7 +478,7 @@ impl Worker<'_, '_> {
                     self.free.pop();
                     self.conns[i].in_free = false;
                     let t = self.next_target();
-                    let lag = now.saturating_duration_since(next_due);
+                    let lag = now.saturating_duration_since(due);
                     if let Some(s) = &mut self.tally.schedule {
                         s.intended += 1;
                         if lag > LATE {
@@ -448,11 +491,14 @@ impl Worker<'_, '_> {
                     }
                     self.lag_sum_us += lag.as_secs_f64() * 1e6;
                     self.lag_n += 1;
-                    self.start_request(i, t, next_due, now);
-                    next_due += iv;
+                    self.start_request(i, t, due, now);
+                    k += 1;
+                    next_due = due_at(k);
                 }
-                if next_due > now {
-                    self.blocked = false;
+                // Caught up (or the schedule is over): no request waits.
+                match next_due {
+                    Some(d) if d <= now => {}
+                    _ => self.blocked = false,
                 }
             }
             if !self.open && !self.draining && self.budget_spent() && self.inflight == 0 {
@@ -483,8 +529,8 @@ impl Worker<'_, '_> {
             if let (Some(c), true) = (cut, self.draining) {
                 wake = wake.min(c);
             }
-            if interval.is_some() && !self.draining && !self.free.is_empty() {
-                wake = wake.min(next_due);
+            if let Some(d) = next_due.filter(|_| !self.draining && !self.free.is_empty()) {
+                wake = wake.min(d);
             }
             let timeout = wake.saturating_duration_since(Instant::now());
             let n = epoll_wait(self.ep, &mut events, timeout);
@@ -616,6 +662,16 @@ impl Worker<'_, '_> {
         let head = self.head[t];
         let timeout = self.spec.timeout;
         let c = &mut self.conns[i];
+        c.templated = false;
+        if let Some(Some(tpl)) = self.spec.templates.get(t) {
+            tpl.render(
+                &mut c.draw,
+                self.spec.counters,
+                self.spec.data,
+                &mut self.rng,
+            );
+            c.templated = true;
+        }
         c.has_request = true;
         c.target = t;
         c.intended = intended;
@@ -691,10 +747,14 @@ impl Worker<'_, '_> {
             self.tls_write(i);
             return;
         }
-        let spec = self.spec;
+        let fixed = &self.spec.requests[self.conns[i].target];
         loop {
             let c = &mut self.conns[i];
-            let req = c.redirect.as_deref().unwrap_or(&spec.requests[c.target]);
+            let req = match &c.redirect {
+                Some(r) => r.as_slice(),
+                None if c.templated => &c.draw.buf,
+                None => fixed,
+            };
             let rest = &req[c.woff..];
             // SAFETY: rest is a valid slice; fd is an open socket.
             let n =
@@ -834,9 +894,60 @@ impl Worker<'_, '_> {
         }
         if self.open {
             self.make_free(i);
+        } else if i >= self.active {
+            // A ramp down: this connection's user has left.
+            self.close(i);
         } else if self.can_send() {
             let t = self.next_target();
             self.start_request(i, t, now, now);
+        }
+    }
+
+    /// Closed-model ramps: connections `0..n` send from now on. New ones
+    /// start a request; the ones above `n` finish theirs and close.
+    fn set_active(&mut self, n: usize, now: Instant) {
+        let n = n.min(self.conns.len());
+        let was = self.active;
+        self.active = n;
+        for i in n..was {
+            if !self.conns[i].has_request && self.conns[i].fd >= 0 {
+                self.close(i);
+            }
+        }
+        for i in was..n {
+            let c = &self.conns[i];
+            if c.has_request || matches!(c.st, St::Backoff(_)) {
+                continue;
+            }
+            if !self.can_send() {
+                break;
+            }
+            let t = self.next_target();
+            self.start_request(i, t, now, now);
+        }
+    }
+
+    /// Open model: requests due from the `k`-th on before `limit` were never
+    /// sent (the phase ended or was stopped while every connection waited,
+    /// or the generator was behind). Each is charged the least latency it
+    /// would have had, `limit - intended`, so a stall at the end of a run
+    /// is not cut out of the percentiles.
+    fn charge_unsent(
+        &mut self,
+        from: u64,
+        limit: Instant,
+        due_at: &dyn Fn(u64) -> Option<Instant>,
+    ) {
+        let Some(s) = &mut self.tally.schedule else {
+            return;
+        };
+        let mut k = from;
+        while let Some(d) = due_at(k).filter(|d| *d < limit) {
+            let us = (limit.saturating_duration_since(d).as_micros() as u64).max(1);
+            self.tally.latency.saturating_record(us);
+            s.unsent += 1;
+            s.intended += 1;
+            k += 1;
         }
     }
 
@@ -971,7 +1082,7 @@ impl Worker<'_, '_> {
             if had_request {
                 self.make_free(i);
             }
-        } else if had_request && self.can_send() {
+        } else if had_request && i < self.active && self.can_send() {
             let t = self.next_target();
             self.start_request(i, t, now, now);
         }
@@ -1047,7 +1158,7 @@ impl Worker<'_, '_> {
                     self.conns[i].st = St::Closed;
                     if self.open {
                         self.make_free(i);
-                    } else if self.can_send() {
+                    } else if i < self.active && self.can_send() {
                         let t = self.next_target();
                         self.start_request(i, t, now, now);
                     }
@@ -1199,7 +1310,11 @@ impl Worker<'_, '_> {
         let spec = self.spec;
         loop {
             let c = &mut self.conns[i];
-            let req = c.redirect.as_deref().unwrap_or(&spec.requests[c.target]);
+            let req = match &c.redirect {
+                Some(r) => r.as_slice(),
+                None if c.templated => &c.draw.buf,
+                None => &spec.requests[c.target],
+            };
             let Some(tls) = c.tls.as_mut() else { return };
             let len = req.len();
             if c.woff < len {
@@ -1446,7 +1561,11 @@ impl Worker<'_, '_> {
             return false;
         };
         let t = c.target;
-        let base = c.redirect.as_deref().unwrap_or(&spec.requests[t]);
+        let base = match &c.redirect {
+            Some(r) => r.as_slice(),
+            None if c.templated => &c.draw.buf,
+            None => &spec.requests[t],
+        };
         let absolute = spec.links[t].absolute_form;
         let next = match redirect_request(base, &spec.targets[t], &location, status, absolute) {
             Ok(next) => next,
@@ -1598,10 +1717,10 @@ fn same_origin_path(target: &Target, url: &str, location: &str) -> Result<String
     }
 }
 
-/// Requests a schedule with period `iv` would have issued in `[from, to)`.
-fn unsent_between(from: Instant, to: Instant, iv: Duration) -> u64 {
-    let span = to.saturating_duration_since(from).as_secs_f64();
-    (span / iv.as_secs_f64()).ceil() as u64
+/// A closed-model ramp's connection count `elapsed` into a phase of
+/// `length` (this worker's share, at most `pool`).
+fn closed_active(r: Ramp, elapsed: Duration, length: Duration, pool: usize) -> usize {
+    (r.level_at(elapsed, length).round().max(0.0) as usize).min(pool)
 }
 
 fn connect_error_kind(e: &std::io::Error) -> ErrorKind {

@@ -27,6 +27,8 @@ pub mod render;
 pub mod report;
 pub mod slo;
 pub mod spec;
+pub mod stages;
+pub mod template;
 pub mod tls;
 pub mod transport;
 
@@ -126,7 +128,7 @@ pub fn run(plan: &Plan, ctl: &RunControl) -> Result<Report, LoadError> {
     plan.validate()?;
     raise_fd_limit(plan);
     let links = transport::links(&plan.targets, &plan.transport)?;
-    let mut runner = Runner::new(plan, ctl, links);
+    let mut runner = Runner::new(plan, ctl, links)?;
     runner.warmup()?;
     for (i, spec) in plan.phases.iter().enumerate() {
         if ctl.stopped() {
@@ -181,7 +183,7 @@ pub fn find_max(
     let links = transport::links(&plan.targets, &plan.transport)?;
     let template = plan.phases[0].clone();
     let total = search.max_phases();
-    let mut runner = Runner::new(plan, ctl, links);
+    let mut runner = Runner::new(plan, ctl, links)?;
     runner.warmup()?;
     let try_rate = |runner: &mut Runner, rate: f64| -> Result<Option<bool>, LoadError> {
         if ctl.stopped() {
@@ -301,6 +303,10 @@ struct Runner<'a> {
     run_start: Instant,
     started_unix_ms: u64,
     requests: Vec<Vec<u8>>,
+    /// Per target: its compiled template when its requests vary.
+    templates: Vec<Option<template::RequestTemplate>>,
+    /// `{{seq}}` and the shared row cursor, across threads and phases.
+    counters: template::Counters,
     rotation: Vec<usize>,
     high_us: u64,
     warmup: Option<Span>,
@@ -317,7 +323,43 @@ struct Runner<'a> {
 }
 
 impl<'a> Runner<'a> {
-    fn new(plan: &'a Plan, ctl: &'a RunControl, links: Vec<transport::Link>) -> Runner<'a> {
+    fn new(
+        plan: &'a Plan,
+        ctl: &'a RunControl,
+        links: Vec<transport::Link>,
+    ) -> Result<Runner<'a>, LoadError> {
+        let headers = transport_headers(&plan.headers, &plan.transport);
+        let mut requests = Vec::with_capacity(plan.targets.len());
+        let mut templates = Vec::with_capacity(plan.targets.len());
+        for (t, link) in plan.targets.iter().zip(&links) {
+            // Through a plain HTTP proxy the request line carries the
+            // absolute form of the target.
+            let absolute;
+            let t = if link.absolute_form {
+                absolute = Target {
+                    path: transport::absolute_target(t),
+                    ..t.clone()
+                };
+                &absolute
+            } else {
+                t
+            };
+            match build_request(t, &headers, plan.keepalive, plan.data.as_ref())? {
+                Request::Fixed(bytes) => {
+                    requests.push(bytes);
+                    templates.push(None);
+                }
+                Request::Templated(tpl) => {
+                    requests.push(Vec::new());
+                    templates.push(Some(tpl));
+                }
+            }
+        }
+        if plan.data.is_some() && !templates.iter().flatten().any(|t| t.uses_csv()) {
+            return Err(LoadError::BadInput(
+                "--data: no request reads it; use {{csv.COLUMN}} in a URL, header or body".into(),
+            ));
+        }
         let open = plan.model == Model::Open;
         let longest: Duration = plan
             .phases
@@ -341,29 +383,14 @@ impl<'a> Runner<'a> {
         if let Some(cb) = &ctl.live {
             cb(Live::Started(started_unix_ms));
         }
-        Runner {
+        Ok(Runner {
             plan,
             ctl,
             run_start: Instant::now(),
             started_unix_ms,
-            requests: {
-                let headers = transport_headers(&plan.headers, &plan.transport);
-                plan.targets
-                    .iter()
-                    .zip(&links)
-                    .map(|(t, link)| {
-                        if link.absolute_form {
-                            let t = Target {
-                                path: transport::absolute_target(t),
-                                ..t.clone()
-                            };
-                            build_request(&t, &headers, plan.keepalive)
-                        } else {
-                            build_request(t, &headers, plan.keepalive)
-                        }
-                    })
-                    .collect()
-            },
+            requests,
+            templates,
+            counters: template::Counters::default(),
             rotation: rotation(&plan.targets),
             high_us,
             warmup: None,
@@ -383,7 +410,7 @@ impl<'a> Runner<'a> {
             partial: false,
             max_rate_search: false,
             links,
-        }
+        })
     }
 
     fn warmup(&mut self) -> Result<(), LoadError> {
@@ -440,6 +467,7 @@ impl<'a> Runner<'a> {
             end_ms: ms(end),
             stats: tally.stats(wall),
             slo: None,
+            ramp: spec.ramp,
         };
         if let Some(cb) = &self.ctl.live {
             cb(Live::Phase(&phase));
@@ -482,11 +510,21 @@ impl<'a> Runner<'a> {
                     index: t,
                     targets: &plan.targets,
                     requests: &self.requests,
+                    templates: &self.templates,
+                    counters: &self.counters,
+                    data: plan.data.as_ref(),
                     rotation: &self.rotation,
                     connections: conns,
                     rate: spec
                         .rate
                         .map(|r| r * conns as f64 / spec.connections as f64),
+                    ramp: spec.ramp.map(|r| {
+                        let share = conns as f64 / spec.connections as f64;
+                        stages::Ramp {
+                            from: r.from * share,
+                            to: r.to * share,
+                        }
+                    }),
                     phase_start,
                     end,
                     run_start: self.run_start,
@@ -678,8 +716,15 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        if plan.model == Model::Closed {
+            notes.extend(
+                self.phases
+                    .iter()
+                    .filter_map(|p| closed_stall_hint(p, &self.timeline)),
+            );
+        }
         // Find-max phases are not a monotone sweep: no knee for them.
-        let knee = if self.max_rate_search {
+        let knee = if self.max_rate_search || self.phases.iter().any(|p| p.ramp.is_some()) {
             None
         } else {
             knee::knee(&self.phases)
@@ -720,6 +765,51 @@ impl<'a> Runner<'a> {
                 .collect(),
         }
     }
+}
+
+/// A closed-model phase whose server stalled: its slowest response took
+/// over 20 times the median and at least 100 ms, or one of its whole
+/// seconds answered under a fifth of the median second. The closed model's
+/// connections wait with the server, so few requests see the stall and the
+/// percentiles hide it (coordinated omission); the open model charges it.
+fn closed_stall_hint(p: &PhaseReport, timeline: &Timeline) -> Option<String> {
+    let l = &p.stats.latency_ms;
+    let slow_max = l.max >= 100.0 && l.max > 20.0 * l.p50.max(0.001);
+    // Whole seconds inside the phase only: the first and last are partial.
+    let first = (p.start_ms / 1000.0).ceil() as u64;
+    let last = (p.end_ms / 1000.0).floor() as u64;
+    let counts: Vec<u64> = (first..last)
+        .map(|t| timeline.seconds.get(&t).map_or(0, |s| s.tally.requests))
+        .collect();
+    let mut sorted = counts.clone();
+    sorted.sort_unstable();
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0);
+    let dip = (counts.len() >= 3 && median >= 10)
+        .then(|| counts.iter().enumerate().min_by_key(|(_, n)| **n))
+        .flatten()
+        .filter(|(_, n)| (**n as f64) < median as f64 / 5.0)
+        .map(|(i, n)| (first + i as u64, *n));
+    if !slow_max && dip.is_none() {
+        return None;
+    }
+    let mut why = Vec::new();
+    if slow_max {
+        why.push(format!(
+            "the slowest response took {:.0} ms, {:.0}x the median",
+            l.max,
+            l.max / l.p50.max(0.001)
+        ));
+    }
+    if let Some((t, n)) = dip {
+        why.push(format!(
+            "second {t} answered {n} requests against a median of {median}"
+        ));
+    }
+    Some(format!(
+        "phase {}: the server seems to have stalled ({}); in the closed model the connections wait with it, so few requests see the stall and the percentiles above hide it. Measure with the open model (-R RATE) to charge the stall to every request it delayed",
+        p.label,
+        why.join("; ")
+    ))
 }
 
 /// Judges every phase and the whole run against `slo`, filling
@@ -788,31 +878,80 @@ fn transport_headers(
     out
 }
 
-/// The exact bytes of one request.
-fn build_request(t: &Target, headers: &[(String, String)], keepalive: bool) -> Vec<u8> {
-    let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let mut r = format!("{} {} HTTP/1.1\r\n", t.method, t.path);
+/// The default `User-Agent`, so a server's access log can tell keisoku's
+/// requests apart (`-H 'User-Agent: ...'` replaces it).
+pub const USER_AGENT: &str = concat!("keisoku/", env!("CARGO_PKG_VERSION"));
+
+/// One target's request: its exact bytes when nothing in it varies, or
+/// its compiled template.
+pub(crate) enum Request {
+    Fixed(Vec<u8>),
+    Templated(template::RequestTemplate),
+}
+
+/// Builds the request of target `t`: the plan's headers (the target's own
+/// replace those of the same name), `Host` and `User-Agent` unless given,
+/// `Content-Length` from the (rendered) body. Templates are compiled here,
+/// so a placeholder that is not understood is refused before any request.
+pub(crate) fn build_request(
+    t: &Target,
+    headers: &[(String, String)],
+    keepalive: bool,
+    data: Option<&template::Data>,
+) -> Result<Request, LoadError> {
+    use template::{Place, Template};
+    let what = || format!("request {} {}", t.method, t.url);
+    let bad = |e: String| LoadError::BadInput(format!("{}: {e}", what()));
+    let mut merged: Vec<&(String, String)> = headers
+        .iter()
+        .filter(|(n, _)| !t.headers.iter().any(|(tn, _)| tn.eq_ignore_ascii_case(n)))
+        .collect();
+    merged.extend(t.headers.iter());
+    let has = |name: &str| merged.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+    let mut head = Template::literal(format!("{} ", t.method).as_bytes());
+    head.append(Template::compile(t.path.as_bytes(), Place::Url, data).map_err(bad)?);
+    head.append(Template::literal(b" HTTP/1.1\r\n"));
     if !has("host") {
-        r.push_str(&format!("Host: {}\r\n", t.authority));
+        head.append(Template::literal(
+            format!("Host: {}\r\n", t.authority).as_bytes(),
+        ));
     }
-    for (n, v) in headers {
+    for (n, v) in &merged {
         if n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("connection") {
             continue;
         }
-        r.push_str(&format!("{n}: {v}\r\n"));
+        head.append(Template::literal(format!("{n}: ").as_bytes()));
+        head.append(
+            Template::compile(v.as_bytes(), Place::Header, data)
+                .map_err(|e| bad(format!("header {n}: {e}")))?,
+        );
+        head.append(Template::literal(b"\r\n"));
     }
-    if !has("transfer-encoding")
-        && (!t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH"))
-    {
-        r.push_str(&format!("Content-Length: {}\r\n", t.body.len()));
+    if !has("user-agent") {
+        head.append(Template::literal(
+            format!("User-Agent: {USER_AGENT}\r\n").as_bytes(),
+        ));
     }
-    if !keepalive {
-        r.push_str("Connection: close\r\n");
+    let body =
+        Template::compile(&t.body, Place::Body, data).map_err(|e| bad(format!("body: {e}")))?;
+    let content_length = !has("transfer-encoding")
+        && (!t.body.is_empty() || matches!(t.method.as_str(), "POST" | "PUT" | "PATCH"));
+    if has("transfer-encoding") && !body.is_literal() {
+        return Err(bad(
+            "templates in a chunked body are not supported (drop Transfer-Encoding: chunked)"
+                .into(),
+        ));
     }
-    r.push_str("\r\n");
-    let mut bytes = r.into_bytes();
-    bytes.extend_from_slice(&t.body);
-    bytes
+    let tail = if keepalive {
+        b"\r\n".to_vec()
+    } else {
+        b"Connection: close\r\n\r\n".to_vec()
+    };
+    let req = template::RequestTemplate::new(head, body, content_length, tail);
+    Ok(match req.fixed() {
+        Some(bytes) => Request::Fixed(bytes),
+        None => Request::Templated(req),
+    })
 }
 
 /// Most slots in one rotation: weights whose reduced sum exceeds it are
@@ -869,20 +1008,71 @@ mod tests {
         Target::new(method, url, body.to_vec(), w).unwrap()
     }
 
+    fn bytes(t: &Target, headers: &[(String, String)], keepalive: bool) -> String {
+        match build_request(t, headers, keepalive, None).unwrap() {
+            Request::Fixed(b) => String::from_utf8(b).unwrap(),
+            Request::Templated(_) => panic!("a plain request compiled to a template"),
+        }
+    }
+
+    /// Since issue 18 every request names keisoku in `User-Agent` unless
+    /// a header replaces it (before, none was sent).
     #[test]
     fn request_bytes() {
         let t = target("POST", "http://127.0.0.1:8080/bid?x=1", b"{}", 1);
-        let r = build_request(&t, &[("X-A".into(), "1".into())], false);
         assert_eq!(
-            String::from_utf8(r).unwrap(),
-            "POST /bid?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+            bytes(&t, &[("X-A".into(), "1".into())], false),
+            format!("POST /bid?x=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-A: 1\r\nUser-Agent: {USER_AGENT}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
         );
         let t = target("GET", "http://127.0.0.1:8080/", b"", 1);
-        let r = build_request(&t, &[("host".into(), "example".into())], true);
         assert_eq!(
-            String::from_utf8(r).unwrap(),
-            "GET / HTTP/1.1\r\nhost: example\r\n\r\n"
+            bytes(
+                &t,
+                &[
+                    ("host".into(), "example".into()),
+                    ("user-agent".into(), "me".into())
+                ],
+                true
+            ),
+            "GET / HTTP/1.1\r\nhost: example\r\nuser-agent: me\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn target_headers_replace_plan_headers_and_templates_compile() {
+        let mut t = target(
+            "GET",
+            "http://127.0.0.1:8080/u/{{seq}}?q={{rand_int 1 9}}",
+            b"",
+            1,
+        );
+        assert_eq!(t.path, "/u/{{seq}}?q={{rand_int 1 9}}");
+        t.headers.push(("X-A".into(), "mine".into()));
+        let plan_headers = [("x-a".into(), "plan".into()), ("X-B".into(), "b".into())];
+        let Request::Templated(tpl) = build_request(&t, &plan_headers, true, None).unwrap() else {
+            panic!("a templated URL compiled to fixed bytes");
+        };
+        let mut cd = template::ConnDraw::default();
+        tpl.render(
+            &mut cd,
+            &template::Counters::default(),
+            None,
+            &mut template::Rng::new(0),
+        );
+        let s = String::from_utf8(cd.buf).unwrap();
+        assert!(s.starts_with("GET /u/1?q="), "{s}");
+        assert!(
+            s.contains("X-B: b\r\nX-A: mine\r\n") && !s.contains("plan"),
+            "{s}"
+        );
+        let bad = target("GET", "http://127.0.0.1:8080/{{nope}}", b"", 1);
+        let e = build_request(&bad, &[], true, None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("unknown template {{nope}}"), "{e}");
+        assert!(Target::new("GET", "http://{{seq}}:1/", Vec::new(), 1).is_err());
+        assert!(Target::new("GET", "http://127.0.0.1:{{seq}}/", Vec::new(), 1).is_err());
     }
 
     #[test]

@@ -30,13 +30,19 @@ pub struct Target {
     /// Host name or address as written (no brackets, no port): the TLS
     /// server name and the CONNECT authority's host.
     pub host: String,
+    /// Headers of this target only (from its `--targets` lines); they
+    /// replace a plan header of the same name.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Target {
     /// Builds a target from a URL; resolves the host once (load tests must
     /// not measure DNS).
+    /// The path and query may hold templates (`{{seq}}`, see
+    /// [`crate::template`]); the scheme, host and port may not, because the
+    /// address is resolved once.
     pub fn new(method: &str, url: &str, body: Vec<u8>, weight: u32) -> Result<Target, LoadError> {
-        let parsed = parse_url(url)?;
+        let parsed = parse_template_url(url)?;
         let method = method.trim();
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
             return Err(LoadError::BadInput(format!("bad HTTP method {method:?}")));
@@ -62,8 +68,39 @@ impl Target {
             weight,
             tls: parsed.tls,
             host: parsed.host,
+            headers: Vec::new(),
         })
     }
+}
+
+/// [`parse_url`] for a URL whose path and query may hold templates: the
+/// URL is checked as it renders (each placeholder standing for a value),
+/// and the path keeps the placeholders.
+fn parse_template_url(url: &str) -> Result<ParsedUrl, LoadError> {
+    if !crate::template::has_placeholder(url.as_bytes()) {
+        return parse_url(url);
+    }
+    let bad = |why: String| LoadError::BadInput(format!("bad URL {url:?}: {why}"));
+    let shape = crate::template::skeleton(url).map_err(bad)?;
+    let mut parsed = parse_url(&shape)?;
+    // Everything before the path must read the same in both forms: a
+    // placeholder in the host or port would need a resolve per request.
+    let prefix = shape.len() - parsed.path.len() - shape.find('#').map_or(0, |i| shape.len() - i);
+    let head = url.get(..prefix).filter(|h| shape.starts_with(*h));
+    let Some(head) = head.filter(|h| !h.contains("{{")) else {
+        return Err(bad(
+            "templates go in the path and query, not in the scheme, host or port".into(),
+        ));
+    };
+    let mut path = url[head.len()..].to_string();
+    if let Some(i) = path.find('#') {
+        path.truncate(i);
+    }
+    if !path.starts_with('/') {
+        path.insert(0, '/');
+    }
+    parsed.path = path;
+    Ok(parsed)
 }
 
 /// The parts of an `http://` URL keisoku needs.
@@ -214,21 +251,42 @@ fn excerpt(line: &str) -> String {
     }
 }
 
-/// Reads a targets file: one request per line, `[weight] METHOD URL [@bodyfile]`.
-/// Blank lines and lines starting with `#` are skipped; body files are
-/// relative to the targets file.
+/// Reads a targets file: one request per line, `[weight] METHOD URL [@bodyfile]`,
+/// each optionally followed by header lines `Name: value` (as vegeta's
+/// targets) that belong to it. Blank lines and lines starting with `#` are
+/// skipped; body files are relative to the targets file.
 pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
     let limits = keisoku_common::Limits::current();
     let text = keisoku_common::limits::read_whole_string(path, &limits)
         .map_err(|e| LoadError::BadInput(format!("{}: {e}", path.display())))?;
     let base = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut targets = Vec::new();
+    let mut targets: Vec<Target> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
         let at = |why: String| LoadError::BadInput(format!("{}:{}: {why}", path.display(), i + 1));
+        if is_header_line(line) {
+            let Some(t) = targets.last_mut() else {
+                return Err(at(format!(
+                    "header line {} before any request line",
+                    excerpt(line)
+                )));
+            };
+            let (name, value) = parse_header(line).map_err(|e| at(e.to_string()))?;
+            if ["content-length", "connection", "transfer-encoding"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
+            {
+                return Err(at(format!(
+                    "{name} cannot be set per target (framing and connection reuse are run-wide: use -H)"
+                )));
+            }
+            t.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            t.headers.push((name, value));
+            continue;
+        }
         let mut words: Vec<&str> = line.split_whitespace().collect();
         let mut weight = 1;
         if let Some(w) = words.first().and_then(|w| w.parse::<u32>().ok()) {
@@ -268,6 +326,18 @@ pub fn parse_targets_file(path: &Path) -> Result<Vec<Target>, LoadError> {
     Ok(targets)
 }
 
+/// A `Name: value` line in a targets file: its first word ends with ':'
+/// (a method never holds one; a request line's URL is its second word).
+fn is_header_line(line: &str) -> bool {
+    line.split_whitespace()
+        .next()
+        .is_some_and(|w| w.len() > 1 && w.ends_with(':') && !w[..w.len() - 1].contains(':'))
+        || (line
+            .split_once(':')
+            .is_some_and(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace))
+            && !line.contains("://"))
+}
+
 /// How requests are issued.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -301,11 +371,19 @@ pub struct PhaseSpec {
     pub duration: Duration,
     /// Stop after this many responses instead of after `duration`.
     pub requests: Option<u64>,
+    /// A `--stages` ramp: the level moves linearly from `from` to `to`
+    /// (the rate in the open model, where `rate` is `to`; connections in
+    /// the closed model, where `connections` is the larger of the two).
+    pub ramp: Option<crate::stages::Ramp>,
 }
 
 impl PhaseSpec {
     /// Short label, `c=10` or `r=4000`.
     pub fn label(&self) -> String {
+        if let Some(r) = self.ramp {
+            let what = if self.rate.is_some() { "r" } else { "c" };
+            return format!("{what}={}..{}", fmt_num(r.from), fmt_num(r.to));
+        }
         match self.rate {
             Some(r) => format!("r={}", fmt_num(r)),
             None => format!("c={}", self.connections),
@@ -314,6 +392,9 @@ impl PhaseSpec {
 
     /// The load level this phase varies (connections or rate).
     pub fn load(&self) -> f64 {
+        if let Some(r) = self.ramp {
+            return r.to;
+        }
         self.rate.unwrap_or(self.connections as f64)
     }
 }
@@ -358,6 +439,8 @@ pub struct Plan {
     /// How connections reach the targets: TLS, Unix socket, proxy,
     /// redirects, compression.
     pub transport: crate::transport::Transport,
+    /// `--data`: the CSV rows `{{csv.COLUMN}}` templates read.
+    pub data: Option<crate::template::Data>,
 }
 
 impl Plan {
@@ -373,6 +456,7 @@ impl Plan {
                 rate: None,
                 duration: Duration::from_secs(10),
                 requests: None,
+                ramp: None,
             }],
             warmup: Duration::ZERO,
             threads: default_threads(),
@@ -380,6 +464,7 @@ impl Plan {
             timeout: Duration::from_secs(10),
             keepalive: true,
             transport: crate::transport::Transport::default(),
+            data: None,
         }
     }
 
@@ -407,6 +492,7 @@ impl Plan {
             }
             match (self.model, p.rate) {
                 (Model::Open, Some(r)) if r > 0.0 && r.is_finite() => {}
+                (Model::Open, Some(r)) if p.ramp.is_some() && r == 0.0 => {}
                 (Model::Open, _) => return bad("the open model needs a positive --rate"),
                 (Model::Closed, Some(_)) => return bad("a rate was given for the closed model"),
                 (Model::Closed, None) => {}
@@ -548,5 +634,42 @@ mod tests {
             .contains(":1:"));
         std::fs::write(&f, "0 GET http://127.0.0.1:1/\n").unwrap();
         assert!(parse_targets_file(&f).is_err());
+    }
+
+    #[test]
+    fn targets_file_header_lines_belong_to_the_request_above() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t.txt");
+        std::fs::write(
+            &f,
+            "GET http://127.0.0.1:1/a\nAuthorization: Bearer {{csv.token}}\nX-Id:7\n\n2 GET http://127.0.0.1:1/b?u={{seq}}\nReferer: http://x/\n",
+        )
+        .unwrap();
+        let t = parse_targets_file(&f).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            t[0].headers,
+            vec![
+                (
+                    "Authorization".to_string(),
+                    "Bearer {{csv.token}}".to_string()
+                ),
+                ("X-Id".to_string(), "7".to_string())
+            ]
+        );
+        assert_eq!(t[1].headers, vec![("Referer".into(), "http://x/".into())]);
+        assert_eq!((t[1].weight, t[1].path.as_str()), (2, "/b?u={{seq}}"));
+        std::fs::write(&f, "X-A: 1\nGET http://127.0.0.1:1/\n").unwrap();
+        let e = parse_targets_file(&f).unwrap_err().to_string();
+        assert!(
+            e.contains(":1: header line") && e.contains("before any request"),
+            "{e}"
+        );
+        std::fs::write(&f, "GET http://127.0.0.1:1/\nContent-Length: 3\n").unwrap();
+        let e = parse_targets_file(&f).unwrap_err().to_string();
+        assert!(
+            e.contains(":2: Content-Length cannot be set per target"),
+            "{e}"
+        );
     }
 }

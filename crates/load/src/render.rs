@@ -113,6 +113,13 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
         out.push_str("    no responses\n");
     } else {
         out.push_str(&latency_lines(&s.latency_ms));
+        if let Some(lag) = s.schedule.as_ref().filter(|l| l.unsent > 0) {
+            let _ = writeln!(
+                out,
+                "    including {} requests never sent, each charged (end - intended send time)",
+                lag.unsent
+            );
+        }
         if let Some(svc) = &s.service_ms {
             let _ = writeln!(out, "  service time (from actual send)");
             out.push_str(&latency_lines(svc));

@@ -227,7 +227,10 @@ pub struct ScheduleLag {
     /// (up to the `-c` cap) was busy: the target was slower than the rate
     /// needs. The rest of `late` is the generator's own lag.
     pub waited_for_connection: u64,
-    /// Requests due but never sent before the phase ended.
+    /// Requests due but never sent before the phase ended. Each is charged
+    /// in the latency percentiles as (end of the phase - its intended send
+    /// time), the least it would have taken: leaving them out would hide
+    /// the stall or backlog that kept them from being sent.
     pub unsent: u64,
     /// Largest delay between intended and actual send, ms.
     pub max_lag_ms: f64,
@@ -549,11 +552,19 @@ pub struct PhaseReport {
     pub stats: Stats,
     /// The SLO verdict of this phase, when an SLO was given.
     pub slo: Option<Verdict>,
+    /// A `--stages` phase: the level it ramped from and to (rate or
+    /// connections); absent for a phase held at one level.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<crate::stages::Ramp>,
 }
 
 impl PhaseReport {
-    /// The load level the phase held (rate in the open model, else connections).
+    /// The load level the phase held (rate in the open model, else
+    /// connections); a ramp's level at its end.
     pub fn load(&self) -> f64 {
+        if let Some(r) = self.ramp {
+            return r.to;
+        }
         self.rate.unwrap_or(self.connections as f64)
     }
 }

@@ -5,6 +5,8 @@
 //! options and refuse bad ones with the same words.
 
 use crate::plan::{default_threads, parse_duration, parse_header, parse_sweep, parse_targets_file};
+use crate::stages::{parse_stages, Ramp};
+use crate::template::{Data, DataMode};
 use crate::{LoadError, Model, PhaseSpec, Plan, Report, RunControl, Search, Slo, Target};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -50,6 +52,15 @@ pub struct LoadSpec {
     pub slo: Option<String>,
     /// `--find-max`: search for the highest rate meeting the SLO.
     pub find_max: bool,
+    /// `--data`: a CSV file whose columns `{{csv.COLUMN}}` templates read.
+    pub data: Option<PathBuf>,
+    /// `--data-mode`: how requests take rows (see [`DataMode::parse`]);
+    /// `None` is shared-sequential.
+    pub data_mode: Option<String>,
+    /// `--stages-rate` (alias `--stages`): open-model ramps `DUR:RPS,...`.
+    pub stages_rate: Option<String>,
+    /// `--stages-connections`: closed-model ramps `DUR:N,...`.
+    pub stages_connections: Option<String>,
 }
 
 /// Connections of the closed model unless told otherwise (the flag's default too).
@@ -79,6 +90,10 @@ impl Default for LoadSpec {
             step_duration: None,
             slo: None,
             find_max: false,
+            data: None,
+            data_mode: None,
+            stages_rate: None,
+            stages_connections: None,
         }
     }
 }
@@ -201,6 +216,20 @@ impl LoadSpec {
                 t.body = chunk(&t.body);
             }
         }
+        let mode = match &a.data_mode {
+            Some(m) => DataMode::parse(m).map_err(|e| bad(format!("--data-mode: {e}")))?,
+            None => DataMode::default(),
+        };
+        if let Some(f) = &a.data {
+            let text =
+                keisoku_common::limits::read_whole_string(f, &keisoku_common::Limits::current())
+                    .map_err(|e| bad(format!("--data: {}: {e}", f.display())))?;
+            let data = Data::parse(&f.display().to_string(), &text, mode)
+                .map_err(|e| bad(format!("--data: {e}")))?;
+            plan.data = Some(data);
+        } else if a.data_mode.is_some() {
+            return Err(bad("--data-mode needs --data FILE.csv"));
+        }
         plan.threads = a.threads.unwrap_or_else(default_threads);
         plan.pin = a.pin;
         plan.timeout = duration_flag("--timeout", &a.timeout)?;
@@ -231,14 +260,71 @@ impl LoadSpec {
             rate,
             duration,
             requests: a.requests,
+            ramp: None,
         };
-        plan.model = if a.rate.is_some() || a.sweep_rate.is_some() {
+        plan.model = if a.rate.is_some() || a.sweep_rate.is_some() || a.stages_rate.is_some() {
             Model::Open
         } else {
             Model::Closed
         };
         let mut search = None;
-        plan.phases = if let Some(s) = &a.sweep_connections {
+        let staged = match (&a.stages_rate, &a.stages_connections) {
+            (Some(_), Some(_)) => {
+                return Err(bad("--stages-rate and --stages-connections: give one"))
+            }
+            (Some(s), None) => Some(("--stages-rate", s, true)),
+            (None, Some(s)) => Some(("--stages-connections", s, false)),
+            (None, None) => None,
+        };
+        if let Some((flag, _, _)) = staged {
+            let clash = [
+                ("--rate", a.rate.is_some()),
+                ("--sweep-connections", a.sweep_connections.is_some()),
+                ("--sweep-rate", a.sweep_rate.is_some()),
+                ("--requests", a.requests.is_some()),
+                ("--duration", a.duration.is_some()),
+                ("--step-duration", a.step_duration.is_some()),
+                ("--find-max", a.find_max),
+                ("--warmup", a.warmup.is_some()),
+            ];
+            if let Some((other, _)) = clash.iter().find(|(_, given)| *given) {
+                return Err(bad(format!(
+                    "{flag} sets the load and the length of each stage; drop {other}"
+                )));
+            }
+        }
+        plan.phases = if let Some((flag, s, open)) = staged {
+            let stages = parse_stages(s).map_err(|e| bad(format!("{flag}: {e}")))?;
+            let mut from = 0.0;
+            let mut phases = Vec::with_capacity(stages.len());
+            for st in stages {
+                if open && st.level > MAX_RATE {
+                    return Err(bad(format!(
+                        "{flag} {s}: {} is above {MAX_RATE} requests per second",
+                        st.level
+                    )));
+                }
+                if !open && st.level.fract() != 0.0 {
+                    return Err(bad(format!(
+                        "{flag} {s}: connection counts must be whole numbers"
+                    )));
+                }
+                let ramp = Ramp { from, to: st.level };
+                phases.push(PhaseSpec {
+                    connections: if open {
+                        a.connections
+                    } else {
+                        from.max(st.level).max(1.0) as usize
+                    },
+                    rate: open.then_some(st.level),
+                    duration: st.duration,
+                    requests: None,
+                    ramp: Some(ramp),
+                });
+                from = st.level;
+            }
+            phases
+        } else if let Some(s) = &a.sweep_connections {
             if a.rate.is_some() {
                 return Err(bad(
                     "--sweep-connections is for the closed model; drop --rate",
@@ -298,6 +384,11 @@ impl LoadSpec {
             None => None,
         };
         plan.validate()?;
+        // Templates are compiled now so a placeholder that is not understood
+        // is refused before the load starts (and before --json is opened).
+        for t in &plan.targets {
+            crate::build_request(t, &plan.headers, plan.keepalive, plan.data.as_ref())?;
+        }
         let needed = plan.phases.iter().map(|p| p.connections).max().unwrap_or(0);
         ensure_open_files(needed as u64 + FILES_BESIDES_CONNECTIONS)?;
         Ok(Job { plan, slo, search })
@@ -563,6 +654,47 @@ mod tests {
             ..LoadSpec::default()
         };
         assert!(msg(&spec, &url()).contains("connection counts must be whole numbers"));
+    }
+
+    #[test]
+    fn stages_become_ramped_phases() {
+        let spec = LoadSpec {
+            stages_rate: Some("2s:100,4s:300,2s:0".into()),
+            connections: 20,
+            ..LoadSpec::default()
+        };
+        let job = spec.build(&url()).expect("job");
+        assert_eq!(job.plan.model, Model::Open);
+        let p = &job.plan.phases;
+        assert_eq!(p.len(), 3);
+        assert_eq!(
+            p[1].ramp,
+            Some(Ramp {
+                from: 100.0,
+                to: 300.0
+            })
+        );
+        assert_eq!((p[2].rate, p[2].connections), (Some(0.0), 20));
+        assert_eq!(p[1].label(), "r=100..300");
+        let spec = LoadSpec {
+            stages_connections: Some("1s:10,1s:2".into()),
+            ..LoadSpec::default()
+        };
+        let job = spec.build(&url()).expect("job");
+        assert_eq!(job.plan.model, Model::Closed);
+        assert_eq!(job.plan.phases[1].connections, 10);
+        assert_eq!(job.plan.phases[1].label(), "c=10..2");
+        let clash = LoadSpec {
+            stages_rate: Some("1s:10".into()),
+            duration: Some("5s".into()),
+            ..LoadSpec::default()
+        };
+        assert!(msg(&clash, &url()).contains("drop --duration"));
+        let frac = LoadSpec {
+            stages_connections: Some("1s:2.5".into()),
+            ..LoadSpec::default()
+        };
+        assert!(msg(&frac, &url()).contains("whole numbers"));
     }
 
     #[test]

@@ -19,6 +19,7 @@ fn plan(urls: &[String], connections: usize, duration_ms: u64) -> Plan {
         rate: None,
         duration: Duration::from_millis(duration_ms),
         requests: None,
+        ramp: None,
     }];
     p
 }
@@ -261,6 +262,7 @@ fn knee_of_a_four_slot_server() {
             rate: None,
             duration: Duration::from_millis(1000),
             requests: None,
+            ramp: None,
         })
         .collect();
     let mut r = go(&p);
@@ -364,6 +366,7 @@ fn live_results_come_once_in_order_and_match_the_report() {
         rate: None,
         duration: Duration::from_millis(1300),
         requests: None,
+        ramp: None,
     });
     let events: Arc<Mutex<Vec<String>>> = Arc::default();
     let seconds: Arc<Mutex<Vec<(u64, u64, u64)>>> = Arc::default();

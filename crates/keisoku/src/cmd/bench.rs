@@ -16,10 +16,11 @@ latency percentiles from HdrHistograms, status classes, errors by kind and a per
 Closed model (-c): each connection sends its next request when the previous answer arrives; \
 latency is service time. Open model (-R): requests go out on a fixed schedule and latency counts \
 from each request's intended send time, so a stalled server shows in the percentiles \
-(coordinated omission corrected, as wrk2 does); service time is reported beside it.",
+(coordinated omission corrected, as wrk2 does); service time is reported beside it.\n\nTemplates vary each request: in a URL's path and query, -H values, --body and --targets lines, {{seq}}, {{rand_int A B}}, {{rand_str N}}, {{uuid}}, {{timestamp}}, {{timestamp_ms}} and {{csv.COLUMN}} (from --data FILE.csv) are replaced per request; {{{{ sends a literal {{. Anything else between {{ and }} is refused (exit 2). Requests carry User-Agent: keisoku/VERSION unless -H sets one.",
     after_help = "Examples:\n  keisoku bench -c 50 -d 30s http://127.0.0.1:8080/health\n  \
 keisoku bench -R 4000 -d 1m --slo 'p99<=1s,p80<=500ms,errors<=0.1%' http://127.0.0.1:8080/bid\n  \
 keisoku bench --sweep-connections 5..50:5 --step-duration 10s http://127.0.0.1:8080/\n  \
+keisoku bench -R 500 --data users.csv 'http://127.0.0.1:8080/users/{{csv.id}}?r={{rand_int 1 100}}'\n  \
 keisoku bench --sweep-rate 1000..8000:1000 --slo 'p99<=100ms' --find-max http://127.0.0.1:8080/\n  \
 keisoku bench -k --no-keepalive -c 20 -d 10s https://127.0.0.1:8443/\n  \
 keisoku bench --unix-socket /run/app.sock http://localhost/health\n\n\

@@ -49,7 +49,8 @@ pub struct LoadArgs {
     /// Open a new connection for every request.
     #[arg(long)]
     no_keepalive: bool,
-    /// Requests from a file, one per line: [weight] METHOD URL [@bodyfile].
+    /// Requests from a file, one per line: [weight] METHOD URL [@bodyfile], each
+    /// optionally followed by its own 'Name: value' header lines.
     #[arg(long, value_name = "FILE")]
     targets: Option<PathBuf>,
     /// One phase per connection count A, A+STEP, ... B.
@@ -58,6 +59,13 @@ pub struct LoadArgs {
     /// One phase per rate A, A+STEP, ... B (open model).
     #[arg(long, value_name = "A..B:STEP", conflicts_with = "requests")]
     sweep_rate: Option<String>,
+    /// Open model ramps: each stage DUR:RPS moves the rate linearly from the
+    /// previous stage's (0 first) to RPS, e.g. 30s:100,2m:1000,30s:0; judged per stage.
+    #[arg(long, visible_alias = "stages", value_name = "DUR:RPS,...")]
+    stages_rate: Option<String>,
+    /// Closed model ramps: each stage DUR:N moves the connections linearly to N.
+    #[arg(long, value_name = "DUR:N,...", conflicts_with = "stages_rate")]
+    stages_connections: Option<String>,
     /// Length of each sweep phase [default: --duration].
     #[arg(long, value_name = "DUR")]
     step_duration: Option<String>,
@@ -68,6 +76,13 @@ pub struct LoadArgs {
     /// (within --sweep-rate A..B:STEP, or up to --rate in steps of a twentieth).
     #[arg(long, requires = "slo")]
     find_max: bool,
+    /// CSV file (header row names the columns) read by {{csv.COLUMN}} templates.
+    #[arg(long, value_name = "FILE.csv")]
+    data: Option<PathBuf>,
+    /// How requests take --data rows: shared-sequential (default), shared-random,
+    /// connection-sequential or connection-random (a connection keeps its row).
+    #[arg(long, value_name = "MODE", requires = "data")]
+    data_mode: Option<String>,
 }
 
 impl LoadArgs {
@@ -92,6 +107,10 @@ impl LoadArgs {
             step_duration: self.step_duration.clone(),
             slo: self.slo.clone(),
             find_max: self.find_max,
+            data: self.data.clone(),
+            data_mode: self.data_mode.clone(),
+            stages_rate: self.stages_rate.clone(),
+            stages_connections: self.stages_connections.clone(),
         }
     }
 }
