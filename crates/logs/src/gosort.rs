@@ -8,6 +8,11 @@
 //! byte-for-byte comparisons with alp's output need the same steps: this
 //! module performs the same sequence of comparisons and swaps, on a
 //! permutation of indices so an expensive key is computed once per element.
+//!
+//! Written for keisoku from the behaviour of Go's `sort` package (Go 1.19 and
+//! later), which alp's binaries are built with; no Go code is in the tree.
+//! No crate on crates.io reproduces it: `indexsort` 0.2 follows the
+//! quicksort Go used before 1.19, whose tie order differs.
 
 /// Sorts `v` into the order Go's `sort.Slice(v, less)` gives, ties included.
 /// `less` must be the very predicate alp uses (for a descending sort, `>`).
