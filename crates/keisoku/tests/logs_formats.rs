@@ -193,6 +193,18 @@ events {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/access.log combin
             "count,uri"
         ])
     );
+    // From standard input too: the first lines are looked at, not lost.
+    let piped = Command::new(env!("CARGO_BIN_EXE_keisoku"))
+        .args(["logs", "-", "--format", "tsv", "-o", "count,uri"])
+        .stdin(std::fs::File::open(&log).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert_eq!(String::from_utf8(piped.stdout).unwrap(), auto);
     // Status classes and bytes are there; every time column is absent.
     let all = ok(&[
         "logs",
