@@ -489,6 +489,39 @@ fn every_flag_of_alps_help_on_real_nginx_logs() {
         .replacen("uri:/static/small.txt", &format!("uri:{long}"), 5)
         .replacen("uri:/api/error", &format!("uri:{longer}"), 3);
     assert!(with_long.contains(&long) && with_long.contains(&longer));
+    // Cells wider than 30 columns with spaces, which alp's table wraps: a
+    // decoded URI with %20 and multi-word user agents (CJK among them).
+    let words = [
+        "Mozilla/5.0",
+        "(X11;",
+        "Linux",
+        "x86_64)",
+        "AppleWebKit/537.36",
+        "like",
+        "Gecko)",
+        "a",
+        "bb",
+        "dddddddddddddddddddddddddddddddddddd",
+        "日本語の文字列",
+        "é",
+    ];
+    let spaced = "/search/".to_string()
+        + &(0..14)
+            .map(|i| format!("word{i}"))
+            .collect::<Vec<_>>()
+            .join("%20");
+    let with_long: String = with_long
+        .replacen("uri:/api/orders", &format!("uri:{spaced}"), 40)
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let ua: Vec<&str> = (0..1 + i % 13)
+                .map(|k| words[(i * 7 + k * 5) % words.len()])
+                .collect();
+            let head = l.split("\tua:").next().unwrap();
+            format!("{head}\tua:{}\n", ua.join(" "))
+        })
+        .collect();
     std::fs::write(d.join("long.ltsv"), with_long).unwrap();
     let json = std::fs::read_to_string(d.join("access.json"))
         .unwrap()
@@ -701,7 +734,35 @@ fn every_flag_of_alps_help_on_real_nginx_logs() {
     ];
     for f in ["table", "markdown", "tsv", "csv", "json"] {
         cases.push(vec!["ltsv", "--file", "long.ltsv", "--format", f]);
+        cases.push(vec![
+            "ltsv",
+            "--file",
+            "long.ltsv",
+            "--decode-uri",
+            "--show-footers",
+            "--format",
+            f,
+        ]);
         cases.push(vec!["ltsv", "topN", "--file", "long.ltsv", "--format", f]);
+        cases.push(vec![
+            "ltsv",
+            "topN",
+            "--file",
+            "long.ltsv",
+            "--decode-uri",
+            "--format",
+            f,
+        ]);
+        cases.push(vec![
+            "ltsv",
+            "count",
+            "--file",
+            "long.ltsv",
+            "--keys",
+            "ua,method",
+            "--format",
+            f,
+        ]);
     }
     let mut differences = Vec::new();
     for c in &cases {
