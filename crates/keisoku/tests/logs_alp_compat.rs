@@ -459,3 +459,342 @@ fn alp_config_and_field_flags_on_real_nginx_logs() {
     let (ok, _, err) = run(&keisoku(), &["logs", "ltsv", "--config", "typo.yaml"], d);
     assert!(!ok && err.contains("sortt"), "{err}");
 }
+
+/// The audit of alp v1.0.21's `--help` (every subcommand) and README: each
+/// flag not exercised above, run by alp and keisoku on the same real nginx
+/// logs (or logs made from them by renaming labels, keys and groups).
+#[test]
+fn every_flag_of_alps_help_on_real_nginx_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let _logs = nginx_logs(d);
+    let ltsv = std::fs::read_to_string(d.join("access.log")).unwrap();
+    // The label flags: the same log under other labels.
+    let renamed = ltsv
+        .lines()
+        .map(|l| format!("ts:{}\n", l.strip_prefix("time:").unwrap()))
+        .collect::<String>()
+        .replace("\turi:", "\tpath:")
+        .replace("\tmethod:", "\tverb:")
+        .replace("\tstatus:", "\tcode:")
+        .replace("\tsize:", "\tbytes:")
+        .replace("\treqtime:", "\trt:")
+        .replace("\tapptime:", "\tupstream:");
+    std::fs::write(d.join("renamed.ltsv"), renamed).unwrap();
+    // A 200-character URI (alp neither wraps nor cuts a cell), and one of
+    // 2,000.
+    let long = format!("/static/{}", "x".repeat(192));
+    let longer = format!("/api/{}", "y".repeat(1995));
+    let with_long = ltsv
+        .replacen("uri:/static/small.txt", &format!("uri:{long}"), 5)
+        .replacen("uri:/api/error", &format!("uri:{longer}"), 3);
+    assert!(with_long.contains(&long) && with_long.contains(&longer));
+    // Cells wider than 30 columns with spaces, which alp's table wraps: a
+    // decoded URI with %20 and multi-word user agents (CJK among them).
+    let words = [
+        "Mozilla/5.0",
+        "(X11;",
+        "Linux",
+        "x86_64)",
+        "AppleWebKit/537.36",
+        "like",
+        "Gecko)",
+        "a",
+        "bb",
+        "dddddddddddddddddddddddddddddddddddd",
+        "日本語の文字列",
+        "é",
+    ];
+    let spaced = "/search/".to_string()
+        + &(0..14)
+            .map(|i| format!("word{i}"))
+            .collect::<Vec<_>>()
+            .join("%20");
+    let with_long: String = with_long
+        .replacen("uri:/api/orders", &format!("uri:{spaced}"), 40)
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let ua: Vec<&str> = (0..1 + i % 13)
+                .map(|k| words[(i * 7 + k * 5) % words.len()])
+                .collect();
+            let head = l.split("\tua:").next().unwrap();
+            format!("{head}\tua:{}\n", ua.join(" "))
+        })
+        .collect();
+    std::fs::write(d.join("long.ltsv"), with_long).unwrap();
+    let json = std::fs::read_to_string(d.join("access.json"))
+        .unwrap()
+        .replace("\"uri\":", "\"u\":")
+        .replace("\"method\":", "\"m\":")
+        .replace("\"time\":", "\"t\":")
+        .replace("\"status\":", "\"s\":")
+        .replace("\"body_bytes\":", "\"b\":");
+    std::fs::write(d.join("keys.json"), json).unwrap();
+    let pattern = keisoku_logs::format::DEFAULT_PATTERN
+        .replace("?P<uri>", "?P<u>")
+        .replace("?P<method>", "?P<m>")
+        .replace("?P<time>", "?P<t>")
+        .replace("?P<status>", "?P<s>")
+        .replace("?P<body_bytes>", "?P<b>");
+    std::fs::write(
+        d.join("alp.yaml"),
+        "sort: sum\nreverse: true\nformat: tsv\n",
+    )
+    .unwrap();
+    let (ok, _, err) = run(
+        &logs_nginx::alp(),
+        &["ltsv", "--file", "access.log", "--dump", "a.yaml"],
+        d,
+    );
+    assert!(ok, "{err}");
+    let mut cases: Vec<Vec<&str>> = vec![
+        vec!["--config", "alp.yaml", "ltsv", "--file", "access.log"],
+        vec!["ltsv", "--file", "access.log", "--location", "UTC"],
+        vec!["ltsv", "--file", "access.log", "--location", "Asia/Tokyo"],
+        vec!["ltsv", "--file", "access.log", "--location", "Local"],
+        vec!["ltsv", "--file", "access.log", "--page", "10"],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "--format",
+            "tsv",
+            "-q",
+            "--qs-ignore-values",
+        ],
+        vec!["ltsv", "--file", "access.log", "-f", "BodyBytes * 2 > 100"],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "Status % 100 == 4 || Status - 400 == 0",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "ResponseTime ** 2 < 0.0001 and Status / 100 < 4",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "Uri startsWith \"/api\" and not(Uri endsWith \"s\")",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "Method in [\"GET\", \"POST\"] and Uri contains \"items\"",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "Method not in [\"GET\"]",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "access.log",
+            "-f",
+            "BetweenTime(Time, \"2000-01-01T00:00:00Z\", \"2100-01-01T00:00:00Z\")",
+        ],
+        vec![
+            "ltsv",
+            "--file",
+            "renamed.ltsv",
+            "--uri-label",
+            "path",
+            "--method-label",
+            "verb",
+            "--time-label",
+            "ts",
+            "--apptime-label",
+            "upstream",
+            "--reqtime-label",
+            "rt",
+            "--size-label",
+            "bytes",
+            "--status-label",
+            "code",
+        ],
+        vec![
+            "json",
+            "--file",
+            "keys.json",
+            "--uri-key",
+            "u",
+            "--method-key",
+            "m",
+            "--time-key",
+            "t",
+            "--status-key",
+            "s",
+            "--body-bytes-key",
+            "b",
+            "--format",
+            "tsv",
+        ],
+        vec![
+            "regexp",
+            "--file",
+            "access.combined",
+            "--pattern",
+            &pattern,
+            "--uri-subexp",
+            "u",
+            "--method-subexp",
+            "m",
+            "--time-subexp",
+            "t",
+            "--status-subexp",
+            "s",
+            "--body-bytes-subexp",
+            "b",
+            "--format",
+            "tsv",
+        ],
+        vec![
+            "diff",
+            "a.yaml",
+            "a.yaml",
+            "-m",
+            GROUPS,
+            "-f",
+            "Status >= 400",
+            "-q",
+            "--qs-ignore-values",
+            "--limit",
+            "3",
+            "--location",
+            "UTC",
+            "--page",
+            "5",
+            "--format",
+            "tsv",
+        ],
+        vec![
+            "diff",
+            "a.yaml",
+            "a.yaml",
+            "--decode-uri",
+            "--percentiles",
+            "50",
+            "--noheaders",
+            "--format",
+            "csv",
+        ],
+        vec![
+            "ltsv",
+            "count",
+            "--file",
+            "renamed.ltsv",
+            "--keys",
+            "verb,code",
+            "--page",
+            "3",
+            "--method-label",
+            "verb",
+            "--status-label",
+            "code",
+        ],
+        vec![
+            "ltsv",
+            "topN",
+            "3",
+            "--file",
+            "renamed.ltsv",
+            "--uri-label",
+            "path",
+            "--method-label",
+            "verb",
+            "--time-label",
+            "ts",
+            "--apptime-label",
+            "upstream",
+            "--size-label",
+            "bytes",
+            "--status-label",
+            "code",
+            "--page",
+            "2",
+            "--location",
+            "UTC",
+            "--noheaders",
+            "--format",
+            "tsv",
+        ],
+    ];
+    for f in ["table", "markdown", "tsv", "csv", "json"] {
+        cases.push(vec!["ltsv", "--file", "long.ltsv", "--format", f]);
+        cases.push(vec![
+            "ltsv",
+            "--file",
+            "long.ltsv",
+            "--decode-uri",
+            "--show-footers",
+            "--format",
+            f,
+        ]);
+        cases.push(vec!["ltsv", "topN", "--file", "long.ltsv", "--format", f]);
+        cases.push(vec![
+            "ltsv",
+            "topN",
+            "--file",
+            "long.ltsv",
+            "--decode-uri",
+            "--format",
+            f,
+        ]);
+        cases.push(vec![
+            "ltsv",
+            "count",
+            "--file",
+            "long.ltsv",
+            "--keys",
+            "ua,method",
+            "--format",
+            f,
+        ]);
+    }
+    let mut differences = Vec::new();
+    for c in &cases {
+        differences.extend(compare(d, c, c));
+    }
+    // --pos and --nosave-pos: the same output and the same position file.
+    for sub in [&["ltsv"][..], &["ltsv", "topN"]] {
+        for nosave in [false, true] {
+            let mut out = Vec::new();
+            for (bin, pos) in [(logs_nginx::alp(), "alp.pos"), (keisoku(), "keisoku.pos")] {
+                std::fs::write(d.join(pos), "2000").unwrap();
+                let mut args: Vec<&str> = if bin == keisoku() {
+                    vec!["logs"]
+                } else {
+                    vec![]
+                };
+                args.extend_from_slice(sub);
+                args.extend(["--file", "access.log", "--format", "tsv", "--pos", pos]);
+                if nosave {
+                    args.push("--nosave-pos");
+                }
+                let (ok, text, err) = run(&bin, &args, d);
+                assert!(ok, "{args:?}: {err}");
+                out.push((text, std::fs::read_to_string(d.join(pos)).unwrap()));
+            }
+            if out[0] != out[1] {
+                differences.push(format!(
+                    "{sub:?} --pos (nosave {nosave}): alp {:?}\nkeisoku {:?}",
+                    out[0], out[1]
+                ));
+            }
+        }
+    }
+    assert_same(differences);
+}

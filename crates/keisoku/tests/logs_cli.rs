@@ -474,6 +474,31 @@ fn a_stored_run_prints_the_tables_of_its_log_file() {
         );
     }
 
+    // Its dump is keisoku's JSON; alp's YAML (every response time) cannot
+    // be made from statistics and is refused, never written as JSON.
+    let yaml = dir.path().join("nolines.yaml");
+    let out = keisoku(&[
+        "logs",
+        "nolines",
+        "--store",
+        &store,
+        "--dump",
+        yaml.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(".json") && !yaml.exists(), "{err}");
+    let json = dir.path().join("nolines.json");
+    ok(&[
+        "logs",
+        "nolines",
+        "--store",
+        &store,
+        "--dump",
+        json.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read_to_string(&json).unwrap().starts_with('{'));
+
     // A tiny --log-lines-max keeps a prefix of whole lines: the plain table
     // still covers every line (from the statistics); options that need
     // lines use the kept ones and say so on stderr.

@@ -193,6 +193,18 @@ events {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/access.log combin
             "count,uri"
         ])
     );
+    // From standard input too: the first lines are looked at, not lost.
+    let piped = Command::new(env!("CARGO_BIN_EXE_keisoku"))
+        .args(["logs", "-", "--format", "tsv", "-o", "count,uri"])
+        .stdin(std::fs::File::open(&log).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert_eq!(String::from_utf8(piped.stdout).unwrap(), auto);
     // Status classes and bytes are there; every time column is absent.
     let all = ok(&[
         "logs",
@@ -211,7 +223,7 @@ events {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/access.log combin
     for flags in [
         &["--sort", "p99"][..],
         &["--slow", "3"],
-        &["--timeline", "1s"],
+        &["--dump", "x.json"],
         &["-f", "ResponseTime > 0.1"],
     ] {
         let mut args = vec!["logs", s(&log)];
@@ -222,6 +234,21 @@ events {{ worker_connections 64; }}\nhttp {{\n  access_log {d}/access.log combin
             "{err}"
         );
     }
+    // --timeline counts requests and 5xx per bucket; its time series are
+    // absent (`-`), not zeros.
+    let tl = ok(&["logs", s(&log), "--timeline", "1h", "--format", "csv"]);
+    let mut requests = 0;
+    for row in tl.lines().skip(1) {
+        let cells: Vec<&str> = row.split(',').collect();
+        if cells[2..4] == ["*", "*"] {
+            requests += cells[4].parse::<usize>().unwrap();
+            assert_eq!(cells[7..10], ["-", "-", "-"], "{tl}");
+        }
+    }
+    assert_eq!(requests, PATHS.len(), "{tl}");
+    let text = ok(&["logs", s(&log), "--timeline", "1h"]);
+    assert!(text.contains("req/s") && text.contains("absent"), "{text}");
+    assert!(!text.contains("p99 "), "{text}");
     // A --pattern without a time group says which group, not "use --pattern".
     let err = refused(&[
         "logs",

@@ -63,6 +63,7 @@ fn analysed(
     opts: &Options,
     reporter: &dyn Reporter,
 ) -> Result<(Vec<crate::stats::RouteStats>, Option<Analysis>)> {
+    let format_has_times = format.has_times();
     let (_, cfg, threads) = opts.setup(format)?;
     let (routes, analysis) = if let Some(load) = &opts.load {
         (crate::load::routes(load, opts)?, None)
@@ -93,6 +94,9 @@ fn analysed(
             }
         }
         let mut a = total.unwrap_or_else(|| unreachable!("at least one input"));
+        if let Some(t) = a.timeline.as_mut() {
+            t.absent_times = !format_has_times;
+        }
         (std::mem::take(&mut a.routes), Some(a))
     };
     Ok((routes, analysis))

@@ -479,18 +479,28 @@ pub(crate) fn check_options(
                 )
             })
     });
+    // Each refusal names what it needs that the log lacks; --timeline
+    // works (counts and 5xx per bucket, its time series absent).
+    let sort_name = format!("--sort {}", opts.view.sort);
     let flag = [
-        ("--sort", time_sort),
-        ("--slow", opts.slow.is_some()),
-        ("--timeline", opts.timeline.is_some()),
-        ("--dump", opts.dump.is_some()),
-        ("-f ResponseTime", time_filter),
+        (sort_name.as_str(), time_sort, "its column"),
+        (
+            "--slow",
+            opts.slow.is_some(),
+            "the response time of each request",
+        ),
+        (
+            "--dump",
+            opts.dump.is_some(),
+            "the response times a dump keeps (min, max, sum, percentiles)",
+        ),
+        ("-f ResponseTime", time_filter, "ResponseTime"),
     ]
     .into_iter()
     .find(|f| f.1);
     match flag {
-        Some((flag, _)) => Err(Error::input(format!(
-            "{flag}: a {name} log has no response times (its time columns are shown as -); log one (nginx $request_time, Apache %D) and read it with `keisoku logs regexp` or `apache-us`"
+        Some((flag, _, needs)) => Err(Error::input(format!(
+            "{flag} needs {needs}, and a {name} log has no response times (its time columns are shown as -); log one (nginx $request_time, Apache %D) and read it with `keisoku logs regexp` or `apache-us`"
         ))),
         None => Ok(()),
     }

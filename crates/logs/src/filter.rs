@@ -73,6 +73,18 @@ enum Node {
     EndsWith(Box<Node>, Box<Node>),
     In(Box<Node>, Box<Node>),
     Between(Box<Node>, Box<Node>, Box<Node>),
+    /// `+ - * / % **` (expr's arithmetic, which alp's README lists).
+    Arith(Arith, Box<Node>, Box<Node>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Arith {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Pow,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -156,9 +168,10 @@ fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
             }
             out.push((Tok::Ident(src[start..i].to_string()), start));
         } else {
-            const OPS: [&str; 16] = [
-                "==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",", "=",
-                "-",
+            // Longest first: `**` before `*`.
+            const OPS: [&str; 21] = [
+                "==", "!=", "<=", ">=", "&&", "||", "**", "<", ">", "!", "(", ")", "[", "]", ",",
+                "=", "-", "+", "*", "/", "%",
             ];
             let op = OPS
                 .iter()
@@ -257,8 +270,53 @@ impl P<'_> {
         }
         self.cmp()
     }
-    fn cmp(&mut self) -> Result<Node, (String, usize)> {
+    /// `a + b`, `a - b`, left to right, over products.
+    fn sum(&mut self) -> Result<Node, (String, usize)> {
+        let mut l = self.product()?;
+        loop {
+            let op = match self.peek() {
+                Some(Tok::Op("+")) => Arith::Add,
+                Some(Tok::Op("-")) => Arith::Sub,
+                _ => return Ok(l),
+            };
+            self.i += 1;
+            self.nest()?;
+            let r = self.product();
+            self.depth -= 1;
+            l = Node::Arith(op, Box::new(l), Box::new(r?));
+        }
+    }
+    /// `a * b`, `a / b`, `a % b`, left to right, over powers.
+    fn product(&mut self) -> Result<Node, (String, usize)> {
+        let mut l = self.power()?;
+        loop {
+            let op = match self.peek() {
+                Some(Tok::Op("*")) => Arith::Mul,
+                Some(Tok::Op("/")) => Arith::Div,
+                Some(Tok::Op("%")) => Arith::Rem,
+                _ => return Ok(l),
+            };
+            self.i += 1;
+            self.nest()?;
+            let r = self.power();
+            self.depth -= 1;
+            l = Node::Arith(op, Box::new(l), Box::new(r?));
+        }
+    }
+    /// `a ** b`, right to left as in expr.
+    fn power(&mut self) -> Result<Node, (String, usize)> {
         let l = self.primary()?;
+        if !self.is_op("**") {
+            return Ok(l);
+        }
+        self.i += 1;
+        self.nest()?;
+        let r = self.power();
+        self.depth -= 1;
+        Ok(Node::Arith(Arith::Pow, Box::new(l), Box::new(r?)))
+    }
+    fn cmp(&mut self) -> Result<Node, (String, usize)> {
+        let l = self.sum()?;
         let cmp = match self.peek() {
             Some(Tok::Op("==")) => Some(Cmp::Eq),
             Some(Tok::Op("!=")) => Some(Cmp::Ne),
@@ -270,7 +328,7 @@ impl P<'_> {
         };
         if let Some(c) = cmp {
             self.i += 1;
-            return Ok(Node::Cmp(c, Box::new(l), Box::new(self.primary()?)));
+            return Ok(Node::Cmp(c, Box::new(l), Box::new(self.sum()?)));
         }
         let negate = if self.is_word("not")
             && matches!(self.toks.get(self.i + 1), Some((Tok::Ident(s), _)) if s == "in")
@@ -401,7 +459,8 @@ fn uses_time(n: &Node) -> bool {
         | Node::Contains(a, b)
         | Node::StartsWith(a, b)
         | Node::EndsWith(a, b)
-        | Node::In(a, b) => uses_time(a) || uses_time(b),
+        | Node::In(a, b)
+        | Node::Arith(_, a, b) => uses_time(a) || uses_time(b),
         Node::Between(a, b, c) => uses_time(a) || uses_time(b) || uses_time(c),
         Node::List(v) => v.iter().any(uses_time),
         _ => false,
@@ -420,6 +479,12 @@ fn non_bool_type(n: &Node) -> Option<&'static str> {
         Node::Var(Var::Uri | Var::Method | Var::Time) => Some("string"),
         Node::TimeAgo(_) => Some("time.Time"),
         Node::List(_) => Some("[]interface {}"),
+        Node::Arith(Arith::Div | Arith::Pow, _, _) => Some("float64"),
+        Node::Arith(_, a, b) => match (non_bool_type(a), non_bool_type(b)) {
+            (Some("int"), Some("int")) => Some("int"),
+            (Some("string"), Some("string")) => Some("string"),
+            _ => Some("float64"),
+        },
         _ => None,
     }
 }
@@ -567,6 +632,20 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
                 _ => false,
             })
         }
+        Node::Arith(op, a, b) => match (eval(a, r), eval(b, r)) {
+            (Val::Num(x), Val::Num(y)) => Val::Num(match op {
+                Arith::Add => x + y,
+                Arith::Sub => x - y,
+                Arith::Mul => x * y,
+                Arith::Div => x / y,
+                Arith::Rem => x % y,
+                Arith::Pow => x.powf(y),
+            }),
+            (Val::Str(x), Val::Str(y)) if *op == Arith::Add => Val::Str(x + &y),
+            // expr refuses other operands at run time: nothing compares
+            // equal to, or in order with, NaN.
+            _ => Val::Num(f64::NAN),
+        },
         Node::Between(t, s, e) => {
             let (t, s, e) = (
                 as_time(&eval(t, r)),
@@ -652,6 +731,17 @@ mod tests {
         ));
         assert!(!t("Time >= TimeAgo('5m')"));
         assert!(t("status == 503"));
+        // expr's arithmetic, as alp's README lists it.
+        assert!(t("Status % 100 == 3"));
+        assert!(t("BodyBytes * 2 > 2000 and BodyBytes / 2 < 1000"));
+        assert!(t("Status - 3 == 250 * 2"));
+        assert!(t("2 ** 3 ** 2 == 512"));
+        assert!(t("1 + 2 * 3 == 7"));
+        assert!(t("(1 + 2) * 3 == 9"));
+        assert!(t("-1 + 2 == 1"));
+        assert!(t("Method + 'X' == 'POSTX'"));
+        assert!(!t("Method * 2 == 0"));
+        assert!(Filter::new("Status + 1").unwrap_err().msg.contains("int"));
     }
 
     #[test]

@@ -515,7 +515,7 @@ fn footer(routes: &[RouteStats], from: Option<&[RouteStats]>, opts: &RenderOptio
 /// Terminal columns of `s` (East Asian wide characters count two), the
 /// width alp's table writer pads to: by chars, a decoded CJK path
 /// misaligned every column after it.
-fn width(s: &str) -> usize {
+pub(crate) fn width(s: &str) -> usize {
     unicode_width::UnicodeWidthStr::width(s)
 }
 
@@ -566,7 +566,7 @@ pub(crate) fn render_grid(
     let mut widths: Vec<usize> = headers.iter().map(|h| width(h)).collect();
     body.each(&mut |row| {
         for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(width(c));
+            *w = (*w).max(cell_width(c));
         }
     });
     if let Some(f) = foot {
@@ -605,8 +605,10 @@ pub(crate) fn render_grid(
         out.push_str(&s);
         out.push('\n');
         body.each(&mut |r| {
-            out.push_str(&line(r, false));
-            out.push('\n');
+            for l in wrapped(r) {
+                out.push_str(&line(&l, false));
+                out.push('\n');
+            }
         });
         if let Some(f) = foot {
             out.push_str(&line(f, false));
@@ -621,8 +623,10 @@ pub(crate) fn render_grid(
     out.push_str(&border);
     out.push('\n');
     body.each(&mut |r| {
-        out.push_str(&line(r, false));
-        out.push('\n');
+        for l in wrapped(r) {
+            out.push_str(&line(&l, false));
+            out.push('\n');
+        }
     });
     if let Some(f) = foot {
         out.push_str(&border);
@@ -645,6 +649,103 @@ pub(crate) fn render_grid(
     }
     out.push_str(&border);
     out.push('\n');
+}
+
+/// Widest cell alp's table writer (tablewriter) keeps on one line; a
+/// wider one with spaces is wrapped at them, in table and markdown alike.
+const WRAP_AT: usize = 30;
+
+/// The columns a cell takes: a wrapped cell takes the wrap limit (raised to
+/// its widest word) however short its lines, as in alp.
+fn cell_width(c: &str) -> usize {
+    let w = width(c);
+    if w > WRAP_AT && c.contains([' ', '\n']) {
+        c.split([' ', '\n']).map(width).fold(WRAP_AT, usize::max)
+    } else {
+        w
+    }
+}
+
+/// `row` as the lines alp prints for it: each cell wider than [`WRAP_AT`]
+/// broken at spaces, the row as tall as its tallest cell. A row without
+/// such a cell is itself (no copy).
+fn wrapped(row: &[String]) -> Vec<std::borrow::Cow<'_, [String]>> {
+    use std::borrow::Cow;
+    if !row
+        .iter()
+        .any(|c| c.contains([' ', '\n']) && width(c) > WRAP_AT)
+    {
+        return vec![Cow::Borrowed(row)];
+    }
+    let cells: Vec<Vec<String>> = row
+        .iter()
+        .map(|c| {
+            if c.contains([' ', '\n']) && width(c) > WRAP_AT {
+                wrap(c, WRAP_AT)
+            } else {
+                vec![c.clone()]
+            }
+        })
+        .collect();
+    let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+    (0..height)
+        .map(|i| {
+            Cow::Owned(
+                cells
+                    .iter()
+                    .map(|c| c.get(i).cloned().unwrap_or_default())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// `text` broken at spaces into lines of at most `limit` columns (raised to
+/// the widest word), with the least raggedness: the sum over lines but the
+/// last of (limit - width)², a line over the limit costing 100,000 more,
+/// the earliest break winning a tie. This is the rule alp's table library
+/// applies, so the same cells break at the same spaces.
+fn wrap(text: &str, limit: usize) -> Vec<String> {
+    let text = text.replace('\n', " ");
+    let words: Vec<&str> = text.split(' ').collect();
+    let widths: Vec<i64> = words.iter().map(|w| width(w) as i64).collect();
+    let limit = widths.iter().copied().fold(limit as i64, i64::max);
+    let n = words.len();
+    // span(i, j): width of words i..=j joined by single spaces.
+    let mut starts = vec![0i64; n + 1];
+    for (k, w) in widths.iter().enumerate() {
+        starts[k + 1] = starts[k] + w;
+    }
+    let span = |i: usize, j: usize| starts[j + 1] - starts[i] + (j - i) as i64;
+    let mut cost = vec![i64::MAX; n + 1];
+    let mut next = vec![n; n + 1];
+    cost[n] = 0;
+    for i in (0..n).rev() {
+        if span(i, n - 1) <= limit {
+            cost[i] = 0;
+            next[i] = n;
+            continue;
+        }
+        for j in i + 1..n {
+            let d = limit - span(i, j - 1);
+            let mut c = d.saturating_mul(d).saturating_add(cost[j]);
+            if span(i, j - 1) > limit {
+                c = c.saturating_add(100_000);
+            }
+            if c < cost[i] {
+                cost[i] = c;
+                next[i] = j;
+            }
+        }
+    }
+    let mut lines = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let j = next[i].max(i + 1);
+        lines.push(words[i..j].join(" "));
+        i = j;
+    }
+    lines
 }
 
 /// A cell as alp's JSON output has it: a number when it reads as one.

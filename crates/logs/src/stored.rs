@@ -75,6 +75,17 @@ pub fn analyse(
         if grouper.is_active() {
             routes = regroup(routes, &grouper);
         }
+        if let Some(path) = opts
+            .dump
+            .as_ref()
+            .filter(|p| crate::alp_dump::wants_yaml(p))
+        {
+            // Never JSON under a .yaml name: alp could not read it.
+            return Err(Error::input(format!(
+                "--dump {}: alp's YAML holds every response time, and run {run} keeps only per-route statistics (recorded without its log lines); give a .json name for keisoku's dump",
+                path.display()
+            )));
+        }
         if let Some(path) = &opts.dump {
             // Every stored request parsed: the rows count only those.
             let n: u64 = routes.iter().map(|r| r.count).sum();

@@ -168,6 +168,7 @@ impl TimelineAcc {
             routes: names.to_vec(),
             cells: self.cells.iter().map(|(&k, c)| (k, c.clone())).collect(),
             busy: self.busy.iter().map(|(&k, &v)| (k, v)).collect(),
+            absent_times: false,
         }
     }
 }
@@ -180,6 +181,10 @@ pub struct Timeline {
     routes: Vec<(String, String)>,
     cells: BTreeMap<(i64, u32), Cell>,
     busy: BTreeMap<i64, f64>,
+    /// The log has no response times (`common`, `combined`): counts and
+    /// statuses per bucket are real, p50, p99 and in flight are NaN (shown
+    /// as `-`, JSON `null`) rather than zeros nobody measured.
+    pub absent_times: bool,
 }
 
 /// One route in one bucket.
@@ -228,6 +233,7 @@ const MAX_FILLED: i64 = 200_000;
 impl Timeline {
     /// Appends another timeline of the same width.
     pub fn merge(&mut self, o: Timeline) {
+        self.absent_times |= o.absent_times;
         let mut index: FxHashMap<(String, String), u32> = self
             .routes
             .iter()
@@ -274,6 +280,7 @@ impl Timeline {
             k
         };
         keys.dedup();
+        let times = |v: f64| if self.absent_times { f64::NAN } else { v };
         let mut out = Vec::with_capacity(keys.len());
         for b in keys {
             let mut all = Cell::default();
@@ -286,8 +293,8 @@ impl Timeline {
                     uri: u.clone(),
                     count: c.count,
                     errors: c.errors,
-                    p50: c.hist.percentile(50.0),
-                    p99: c.hist.percentile(99.0),
+                    p50: times(c.hist.percentile(50.0)),
+                    p99: times(c.hist.percentile(99.0)),
                 });
             }
             routes.sort_by(|a, b| {
@@ -303,9 +310,9 @@ impl Timeline {
                 count: all.count,
                 rps: all.count as f64 / self.width,
                 errors: all.errors,
-                p50: all.hist.percentile(50.0),
-                p99: all.hist.percentile(99.0),
-                in_flight: self.busy.get(&b).copied().unwrap_or(0.0) / self.width,
+                p50: times(all.hist.percentile(50.0)),
+                p99: times(all.hist.percentile(99.0)),
+                in_flight: times(self.busy.get(&b).copied().unwrap_or(0.0) / self.width),
                 routes,
             });
         }

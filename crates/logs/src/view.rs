@@ -87,44 +87,51 @@ pub fn timeline_text(tl: &Timeline, top: usize, width: usize) -> String {
         );
     };
     line(&mut out, "req/s", b.iter().map(|x| x.rps).collect(), "");
-    line(&mut out, "p50", b.iter().map(|x| x.p50).collect(), " s");
-    line(&mut out, "p99", b.iter().map(|x| x.p99).collect(), " s");
-    line(
-        &mut out,
-        "in flight",
-        b.iter().map(|x| x.in_flight).collect(),
-        "",
-    );
+    if !tl.absent_times {
+        line(&mut out, "p50", b.iter().map(|x| x.p50).collect(), " s");
+        line(&mut out, "p99", b.iter().map(|x| x.p99).collect(), " s");
+        line(
+            &mut out,
+            "in flight",
+            b.iter().map(|x| x.in_flight).collect(),
+            "",
+        );
+    }
     line(
         &mut out,
         "5xx/s",
         b.iter().map(|x| x.errors as f64 / tl.width).collect(),
         "",
     );
-    if let Some(p) = peak(&b, |x| x.in_flight) {
-        let _ = writeln!(out, "  peak in flight {:.1} at {}", p.in_flight, p.time);
+    if tl.absent_times {
+        out.push_str("  p50, p99, in flight: absent (this log format has no response times)\n");
     }
-    if let Some(p) = peak(&b, |x| x.p99) {
-        let _ = writeln!(out, "  peak p99 {} s at {}", fmt3(p.p99), p.time);
-    }
-    if let Some(s) = first_spike(&b) {
-        let culprit = s.routes.iter().max_by(|x, y| x.p99.total_cmp(&y.p99));
-        let _ = write!(
-            out,
-            "  latency first jumped at {} (p99 {} s)",
-            s.time,
-            fmt3(s.p99)
-        );
-        if let Some(c) = culprit {
+    if !tl.absent_times {
+        if let Some(p) = peak(&b, |x| x.in_flight) {
+            let _ = writeln!(out, "  peak in flight {:.1} at {}", p.in_flight, p.time);
+        }
+        if let Some(p) = peak(&b, |x| x.p99) {
+            let _ = writeln!(out, "  peak p99 {} s at {}", fmt3(p.p99), p.time);
+        }
+        if let Some(s) = first_spike(&b) {
+            let culprit = s.routes.iter().max_by(|x, y| x.p99.total_cmp(&y.p99));
             let _ = write!(
                 out,
-                ", slowest route there: {} {} (p99 {} s)",
-                c.method,
-                c.uri,
-                fmt3(c.p99)
+                "  latency first jumped at {} (p99 {} s)",
+                s.time,
+                fmt3(s.p99)
             );
+            if let Some(c) = culprit {
+                let _ = write!(
+                    out,
+                    ", slowest route there: {} {} (p99 {} s)",
+                    c.method,
+                    c.uri,
+                    fmt3(c.p99)
+                );
+            }
+            out.push('\n');
         }
-        out.push('\n');
     }
     // Busiest routes overall.
     let mut totals: Vec<((String, String), u64)> = Vec::new();
@@ -141,7 +148,15 @@ pub fn timeline_text(tl: &Timeline, top: usize, width: usize) -> String {
     }
     totals.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     if !totals.is_empty() && top > 0 {
-        let _ = writeln!(out, "Busiest routes (req/s | p99):");
+        let _ = writeln!(
+            out,
+            "{}",
+            if tl.absent_times {
+                "Busiest routes (req/s):"
+            } else {
+                "Busiest routes (req/s | p99):"
+            }
+        );
         for ((m, u), n) in totals.iter().take(top) {
             let series = |f: &dyn Fn(&crate::timeline::RouteBucket) -> f64| -> Vec<f64> {
                 b.iter()
@@ -160,7 +175,9 @@ pub fn timeline_text(tl: &Timeline, top: usize, width: usize) -> String {
                 "    req/s {}",
                 sparkline(&series(&|r| r.count as f64 / w), width)
             );
-            let _ = writeln!(out, "    p99   {}", sparkline(&series(&|r| r.p99), width));
+            if !tl.absent_times {
+                let _ = writeln!(out, "    p99   {}", sparkline(&series(&|r| r.p99), width));
+            }
         }
     }
     out
@@ -204,19 +221,21 @@ pub fn timeline_csv(tl: &Timeline, sep: char) -> String {
             s.to_string()
         }
     };
+    // A log without response times: its time cells are absent, not 0.
+    let t3 = |v: f64| if v.is_nan() { "-".to_string() } else { fmt3(v) };
     for b in tl.buckets() {
         let _ = writeln!(
             out,
-            "{t}{s}{st}{s}*{s}*{s}{c}{s}{r}{s}{e}{s}{p50}{s}{p99}{s}{f:.3}",
+            "{t}{s}{st}{s}*{s}*{s}{c}{s}{r}{s}{e}{s}{p50}{s}{p99}{s}{f}",
             t = b.time,
             s = sep,
             st = b.start,
             c = b.count,
             r = fmt3(b.rps),
             e = b.errors,
-            p50 = fmt3(b.p50),
-            p99 = fmt3(b.p99),
-            f = b.in_flight
+            p50 = t3(b.p50),
+            p99 = t3(b.p99),
+            f = t3(b.in_flight)
         );
         for r in &b.routes {
             let _ = writeln!(
@@ -230,8 +249,8 @@ pub fn timeline_csv(tl: &Timeline, sep: char) -> String {
                 c = r.count,
                 rps = fmt3(r.count as f64 / tl.width),
                 e = r.errors,
-                p50 = fmt3(r.p50),
-                p99 = fmt3(r.p99)
+                p50 = t3(r.p50),
+                p99 = t3(r.p99)
             );
         }
     }

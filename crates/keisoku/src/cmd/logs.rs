@@ -45,6 +45,11 @@ file that is not a log of the chosen format), 3 `diff --fail-over` tripped.";
 #[derive(clap::Args, Debug)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER)]
 pub struct Args {
+    /// alp's YAML configuration file, given before the format as alp's
+    /// global flag (`keisoku logs --config alp.yaml ltsv`); the same as
+    /// `--config` after it.
+    #[arg(long = "config", value_name = "FILE")]
+    top_config: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Sub,
 }
@@ -212,38 +217,40 @@ struct ViewFlags {
 
 #[derive(clap::Args, Debug)]
 struct LtsvLabels {
-    /// Label of the request URI.
+    /// Label of the request URI (default uri).
     #[arg(long = "uri-label", global = true)]
     uri: Option<String>,
-    /// Label of the method.
+    /// Label of the method (default method).
     #[arg(long = "method-label", global = true)]
     method: Option<String>,
-    /// Label of the timestamp.
+    /// Label of the timestamp (default time).
     #[arg(long = "time-label", global = true)]
     time: Option<String>,
-    /// Label of the upstream time (preferred when it is a number).
+    /// Label of the upstream time (preferred when it is a number; default
+    /// apptime).
     #[arg(long = "apptime-label", global = true)]
     apptime: Option<String>,
-    /// Label of the request time (used when apptime is `-` or missing).
+    /// Label of the request time (used when apptime is `-` or missing;
+    /// default reqtime).
     #[arg(long = "reqtime-label", global = true)]
     reqtime: Option<String>,
-    /// Label of the body size.
+    /// Label of the body size (default size).
     #[arg(long = "size-label", global = true)]
     size: Option<String>,
-    /// Label of the status code.
+    /// Label of the status code (default status).
     #[arg(long = "status-label", global = true)]
     status: Option<String>,
 }
 
 #[derive(clap::Args, Debug)]
 struct JsonKeys {
-    /// Key of the request URI.
+    /// Key of the request URI (default uri).
     #[arg(long = "uri-key", global = true)]
     uri: Option<String>,
-    /// Key of the method.
+    /// Key of the method (default method).
     #[arg(long = "method-key", global = true)]
     method: Option<String>,
-    /// Key of the timestamp.
+    /// Key of the timestamp (default time).
     #[arg(long = "time-key", global = true)]
     time: Option<String>,
     /// Key of the response time (preferred when it is a number; default
@@ -262,10 +269,10 @@ struct JsonKeys {
         global = true
     )]
     request_time: Option<String>,
-    /// Key of the body size.
+    /// Key of the body size (default body_bytes).
     #[arg(long = "body-bytes-key", global = true)]
     body_bytes: Option<String>,
-    /// Key of the status code.
+    /// Key of the status code (default status).
     #[arg(long = "status-key", global = true)]
     status: Option<String>,
 }
@@ -276,13 +283,13 @@ struct RegexpNames {
     /// format followed by response and request time).
     #[arg(long, global = true)]
     pattern: Option<String>,
-    /// Group of the request URI.
+    /// Group of the request URI (default uri).
     #[arg(long = "uri-subexp", global = true)]
     uri: Option<String>,
-    /// Group of the method.
+    /// Group of the method (default method).
     #[arg(long = "method-subexp", global = true)]
     method: Option<String>,
-    /// Group of the timestamp.
+    /// Group of the timestamp (default time).
     #[arg(long = "time-subexp", global = true)]
     time: Option<String>,
     /// Group of the response time (preferred when it is a number; default
@@ -300,10 +307,10 @@ struct RegexpNames {
         global = true
     )]
     request_time: Option<String>,
-    /// Group of the body size.
+    /// Group of the body size (default body_bytes).
     #[arg(long = "body-bytes-subexp", global = true)]
     body_bytes: Option<String>,
-    /// Group of the status code.
+    /// Group of the status code (default status).
     #[arg(long = "status-subexp", global = true)]
     status: Option<String>,
 }
@@ -386,6 +393,13 @@ struct TopNArgs {
     /// Accepted for alp compatibility and validated as alp does.
     #[arg(long, hide = true)]
     location: Option<String>,
+    /// Position file: start reading at the byte offset stored there and
+    /// store the new end (alp's --pos; a plain file, not standard input).
+    #[arg(long = "pos", value_name = "FILE")]
+    pos: Option<PathBuf>,
+    /// With --pos: read from the stored position but do not update it.
+    #[arg(long = "nosave-pos")]
+    nosave_pos: bool,
     #[command(flatten)]
     input: AlpSubInput,
 }
@@ -436,7 +450,46 @@ struct DiffArgs {
     )]
     min_count: u64,
     #[command(flatten)]
+    ignored: DiffIgnored,
+    #[command(flatten)]
     store: StoreArg,
+}
+
+/// Flags alp's `diff DUMP DUMP` accepts and ignores (a dump is already
+/// grouped and filtered): accepted so alp's command lines run, with a
+/// warning that they change nothing.
+#[derive(clap::Args, Debug)]
+struct DiffIgnored {
+    #[arg(short = 'q', long = "query-string", hide = true)]
+    query_string: bool,
+    #[arg(long = "qs-ignore-values", hide = true)]
+    qs_ignore_values: bool,
+    #[arg(short = 'm', long = "matching-groups", hide = true)]
+    matching_groups: Option<String>,
+    #[arg(short = 'f', long, hide = true)]
+    filters: Option<String>,
+    #[arg(long, hide = true)]
+    limit: Option<usize>,
+    #[arg(long, hide = true)]
+    location: Option<String>,
+    #[arg(long, hide = true)]
+    page: Option<usize>,
+}
+
+impl DiffIgnored {
+    /// The flags given that change nothing on two dumps.
+    fn given(&self) -> Vec<&'static str> {
+        [
+            ("-q", self.query_string),
+            ("--qs-ignore-values", self.qs_ignore_values),
+            ("-m", self.matching_groups.is_some()),
+            ("-f", self.filters.is_some()),
+            ("--limit", self.limit.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(f, given)| given.then_some(f))
+        .collect()
+    }
 }
 
 /// `--fail-over`: a fraction as before, or a percentage in the gate grammar.
@@ -452,12 +505,21 @@ fn growth(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    let top_config = args.top_config;
+    // alp's global --config before the format; one after it wins.
+    let with_config = |mut c: Common| {
+        if c.config.is_none() {
+            c.config.clone_from(&top_config);
+        }
+        c
+    };
     match args.cmd {
         Sub::Ltsv {
-            mut common,
+            common,
             labels: l,
             alp,
         } => {
+            let mut common = with_config(common);
             let cfg = config(&mut common)?;
             let c = cfg.ltsv.clone().unwrap_or_default();
             let names = FieldNames {
@@ -476,10 +538,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
         Sub::Json {
-            mut common,
+            common,
             keys: k,
             alp,
         } => {
+            let mut common = with_config(common);
             let cfg = config(&mut common)?;
             let c = cfg.json.clone().unwrap_or_default();
             let names = FieldNames {
@@ -498,10 +561,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
         }
         Sub::Regexp {
-            mut common,
+            common,
             subexp: s,
             alp,
         } => {
+            let mut common = with_config(common);
             let cfg = config(&mut common)?;
             let c = cfg.regexp.clone().unwrap_or_default();
             let names = FieldNames {
@@ -526,22 +590,34 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 None => files(common, format),
             }
         }
-        Sub::Diff(d) => diff(d),
+        Sub::Diff(mut d) => {
+            if d.config.is_none() {
+                d.config = top_config;
+            }
+            diff(d)
+        }
         Sub::Stored(argv) if argv.first().is_some_and(|n| BuiltinArgs::names(n)) => {
             let name = argv.first().cloned().unwrap_or_default();
             let args = BuiltinArgs::parse_from(
                 std::iter::once(format!("keisoku logs {name}")).chain(argv.iter().skip(1).cloned()),
             );
             let format = Format::named(&name, None).map_err(bad_input)?;
-            files(args.common, format)
+            let mut common = with_config(args.common);
+            config(&mut common)?;
+            files(common, format)
         }
-        Sub::Stored(argv) if argv.first().is_some_and(|f| Path::new(f).is_file()) => {
+        Sub::Stored(argv)
+            if argv
+                .first()
+                .is_some_and(|f| f == "-" || Path::new(f).is_file()) =>
+        {
             let args = StoredArgs::parse_from(
                 std::iter::once("keisoku logs FILE".to_string())
                     .chain(argv.iter().skip(1).cloned()),
             );
-            let mut common = args.common;
+            let mut common = with_config(args.common);
             common.files.insert(0, PathBuf::from(&argv[0]));
+            config(&mut common)?;
             detected(common)
         }
         Sub::Stored(argv) => {
@@ -549,7 +625,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 std::iter::once("keisoku logs RUN".to_string()).chain(argv.iter().skip(1).cloned()),
             );
             let spec = argv.first().cloned().unwrap_or_default();
-            stored_run(&spec, args.common)
+            stored_run(&spec, with_config(args.common))
         }
     }
 }
@@ -566,14 +642,84 @@ enum Job {
     },
 }
 
+/// alp's `--pos` for `topN`: where `file` was last read to, and where to
+/// store its end.
+struct Position {
+    file: PathBuf,
+    start: u64,
+    end: u64,
+    save: Option<PathBuf>,
+}
+
+impl Position {
+    /// Reads the offset in `pos` (0 when the file is missing or empty; a
+    /// log shorter than it was rotated and starts over).
+    fn open(log: Option<&Path>, pos: &Path, nosave: bool) -> anyhow::Result<Position> {
+        let Some(log) = log.filter(|p| *p != Path::new("-")) else {
+            return Err(bad_input(
+                "--pos needs a log file (--file), not standard input",
+            ));
+        };
+        let text = match std::fs::read_to_string(pos) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(bad_input(format!("{}: {e}", pos.display()))),
+        };
+        let start: u64 = match text.trim() {
+            "" => 0,
+            t => t.parse().map_err(|_| {
+                bad_input(format!(
+                    "{}: not a position file (expected a byte offset, found {t:?})",
+                    pos.display()
+                ))
+            })?,
+        };
+        let end = std::fs::metadata(log)
+            .map_err(|e| bad_input(format!("{}: {e}", log.display())))?
+            .len();
+        Ok(Position {
+            file: log.to_path_buf(),
+            start: if start > end { 0 } else { start },
+            end,
+            save: (!nosave).then(|| pos.to_path_buf()),
+        })
+    }
+
+    /// The log from the stored offset to the end it had when opened.
+    fn reader(&self) -> anyhow::Result<Box<dyn std::io::BufRead>> {
+        use std::io::{Read as _, Seek as _};
+        let mut f = std::fs::File::open(&self.file)
+            .map_err(|e| bad_input(format!("{}: {e}", self.file.display())))?;
+        f.seek(std::io::SeekFrom::Start(self.start))?;
+        Ok(Box::new(std::io::BufReader::new(
+            f.take(self.end - self.start),
+        )))
+    }
+
+    fn save(&self) -> anyhow::Result<()> {
+        if let Some(p) = &self.save {
+            std::fs::write(p, self.end.to_string())
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+        }
+        Ok(())
+    }
+}
+
 /// `count` and `topN` on one log (the last --file, or standard input).
 fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
     use keisoku_logs::count;
     use keisoku_logs::render::OutputFormat;
+    let mut pos: Option<(PathBuf, bool)> = None;
     let (input, job) = match sub {
         AlpSub::Count(c) => (c.input, Job::Count(c.keys)),
         AlpSub::TopN(t) => (
-            t.input,
+            {
+                pos = t
+                    .pos
+                    .or_else(|| parent.pos_file.as_ref().map(PathBuf::from))
+                    .map(|p| (p, t.nosave_pos || parent.nosave_pos.unwrap_or(false)));
+                t.input
+            },
             Job::TopN {
                 n: t.n,
                 sort: t.sort,
@@ -597,7 +743,13 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
         ))
     })?;
     let no_headers = input.noheaders || cfg.noheaders.unwrap_or(false);
-    let reader = {
+    let position = match &pos {
+        Some((p, nosave)) => Some(Position::open(file.as_deref(), p, *nosave)?),
+        None => None,
+    };
+    let reader: Box<dyn std::io::BufRead> = if let Some(p) = &position {
+        p.reader()?
+    } else {
         let path = file.as_deref().filter(|p| *p != Path::new("-"));
         if path.is_none() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             return Err(bad_input(
@@ -607,7 +759,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
         let name = path.map_or("<stdin>".to_string(), |p| p.display().to_string());
         let opened = keisoku_logs::input::open(path, Arc::new(AtomicU64::new(0)))
             .map_err(|e| bad_input(format!("{name}: {e}")))?;
-        std::io::BufReader::new(opened.reader)
+        Box::new(std::io::BufReader::new(opened.reader))
     };
     let text = match job {
         Job::Count(keys) => {
@@ -658,6 +810,9 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
             count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
         }
     };
+    if let Some(p) = &position {
+        p.save()?;
+    }
     output::print(&text)?;
     Ok(OK)
 }
@@ -918,6 +1073,16 @@ fn routes(p: &Path, store_arg: &StoreArg) -> anyhow::Result<Vec<RouteStats>> {
 }
 
 fn diff(mut d: DiffArgs) -> anyhow::Result<u8> {
+    if let Some(loc) = &d.ignored.location {
+        check_location(loc)?;
+    }
+    let ignored = d.ignored.given();
+    if !ignored.is_empty() {
+        eprintln!(
+            "keisoku: warning: {} change(s) nothing in `diff` of two dumps (as in alp): give them when the dumps are made, or regroup one with `keisoku logs FORMAT --load DUMP -m ...`",
+            ignored.join(", ")
+        );
+    }
     if let Some(path) = &d.config {
         config_view(&mut d.view, &AlpConfig::load(path).map_err(fail)?);
     }
@@ -1048,15 +1213,58 @@ fn detected(c: Common) -> anyhow::Result<u8> {
     let Some(first) = c.files.first() else {
         return Err(bad_input("no input: give a log FILE"));
     };
-    let head = keisoku_logs::input::head_lines(first, 20).map_err(|e| {
+    let reading = |e: std::io::Error| {
         fail(keisoku_logs::Error::Io {
             action: "reading",
             path: first.display().to_string(),
             source: e,
         })
-    })?;
+    };
+    let head = if first == Path::new("-") {
+        stdin_head().map_err(reading)?
+    } else {
+        keisoku_logs::input::head_lines(first, 20).map_err(reading)?
+    };
+    if head.is_empty() && first == Path::new("-") {
+        return Err(bad_input(
+            "-: no whole line on standard input to recognise the format from (compressed, or a first line over 8 KiB); name it: keisoku logs ltsv|json|regexp|combined|... -",
+        ));
+    }
     let lines: Vec<&[u8]> = head.iter().map(Vec::as_slice).collect();
     let format =
         format::detected(&lines).map_err(|why| bad_input(format!("{}: {why}", first.display())))?;
     files(c, format)
+}
+
+/// The first whole lines standard input holds, looked at without being
+/// consumed: they stay in the process's stdin buffer (8 KiB), so the
+/// analysis that follows reads them again. A line longer than that buffer,
+/// or a writer that has sent no whole line yet, leaves nothing to
+/// recognise: the format must then be named (`keisoku logs ltsv -`).
+fn stdin_head() -> std::io::Result<Vec<Vec<u8>>> {
+    use std::io::BufRead as _;
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Ok(Vec::new());
+    }
+    let mut stdin = std::io::stdin().lock();
+    let buf = stdin.fill_buf()?;
+    if buf.starts_with(&[0x1f, 0x8b]) {
+        // Compressed: the first lines are not in the raw bytes.
+        return Ok(Vec::new());
+    }
+    // The last piece is a whole line only at the end of the input.
+    let whole = if buf.ends_with(b"\n") {
+        buf
+    } else {
+        buf.iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(&buf[..0], |end| &buf[..=end])
+    };
+    Ok(whole
+        .split(|&b| b == b'\n')
+        .map(keisoku_logs::format::trim_line)
+        .filter(|l| !l.is_empty())
+        .take(20)
+        .map(<[u8]>::to_vec)
+        .collect())
 }
