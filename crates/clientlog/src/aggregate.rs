@@ -47,12 +47,20 @@ fn unreachable_histogram() -> Histogram<u64> {
 
 fn record(h: &mut Histogram<u64>, latency_ms: f64) {
     let us = (latency_ms * 1000.0).round().max(1.0) as u64;
-    h.saturating_record(us);
+    // `record` grows an auto-resizing histogram; `saturating_record` would
+    // clamp to its current top instead.
+    if h.record(us).is_err() {
+        h.saturating_record(us);
+    }
 }
 
 /// One route's share of one second.
 #[derive(Debug, Clone)]
 pub struct RouteSecondAgg {
+    /// The route's method ("" when unknown).
+    pub method: String,
+    /// The route's label.
+    pub label: String,
     /// Answers (any status).
     pub responses: u64,
     /// 5xx answers plus transport errors.
@@ -166,6 +174,11 @@ pub struct Totals {
     pub late: u64,
     /// Seconds handed to the sink.
     pub seconds: u64,
+    /// Requests that ended before the window's start, and after its end
+    /// ([`Aggregator::window`]): kept in every number, and said so.
+    pub before_window: u64,
+    /// Requests that ended after the window's end.
+    pub after_window: u64,
 }
 
 impl Default for Totals {
@@ -187,6 +200,8 @@ impl Default for Totals {
             routes_folded: 0,
             late: 0,
             seconds: 0,
+            before_window: 0,
+            after_window: 0,
         }
     }
 }
@@ -202,6 +217,7 @@ pub struct Aggregator<'a> {
     latest: Option<i64>,
     route_index: HashMap<(String, String), usize>,
     totals: Totals,
+    window: Option<(f64, f64)>,
 }
 
 impl<'a> Aggregator<'a> {
@@ -216,7 +232,15 @@ impl<'a> Aggregator<'a> {
             latest: None,
             route_index: HashMap::new(),
             totals: Totals::default(),
+            window: None,
         }
+    }
+
+    /// Counts the requests that ended outside [start, end] (Unix ms), as a
+    /// recording's window: [`Totals::before_window`], [`Totals::after_window`].
+    pub fn window(mut self, start_unix_ms: f64, end_unix_ms: f64) -> Aggregator<'a> {
+        self.window = Some((start_unix_ms, end_unix_ms));
+        self
     }
 
     /// The origin seconds count from (known once a request was added when
@@ -270,6 +294,13 @@ impl<'a> Aggregator<'a> {
         let route = self.route(s.method.as_deref().unwrap_or(""), &s.label);
         let t = &mut self.totals;
         t.samples += 1;
+        if let Some((from, to)) = self.window {
+            if s.end_unix_ms < from {
+                t.before_window += 1;
+            } else if s.end_unix_ms > to {
+                t.after_window += 1;
+            }
+        }
         let start = s.end_unix_ms - s.latency_ms;
         t.first_start_unix_ms = Some(t.first_start_unix_ms.map_or(start, |f| f.min(start)));
         t.last_end_unix_ms = Some(
@@ -335,7 +366,10 @@ impl<'a> Aggregator<'a> {
             .open
             .entry(second)
             .or_insert_with(|| SecondAgg::new(second));
+        let names = &self.totals.routes[route];
         let rs = agg.routes.entry(route).or_insert_with(|| RouteSecondAgg {
+            method: names.method.clone(),
+            label: names.label.clone(),
             responses: 0,
             errors: 0,
             transport_errors: 0,
@@ -427,6 +461,9 @@ mod tests {
         assert_eq!(totals.routes.len(), 2);
         assert_eq!(totals.late, 0);
         assert_eq!(totals.first_start_unix_ms, Some(9_989.0));
+        // 10 ms each, kept exactly enough for two significant digits.
+        let p50 = totals.histogram.value_at_quantile(0.5);
+        assert!((9_900..=10_100).contains(&p50), "{p50}");
     }
 
     #[test]
