@@ -109,3 +109,36 @@ fi
 command -v openssl >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openssl >/tmp/keisoku-apt.log 2>&1 ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install openssl failed" >&2; exit 1; }; }
+
+# ---- other tools' client results (issue 18, import18) -----------------------------------------
+# crates/keisoku/tests/record_import.rs runs the real tools and imports what they write.
+# Debian's jmeter 2.13 cannot load a plan with Debian's newer xstream (ForbiddenClassException), so
+# JMeter 5.6.3 is assembled from its Maven Central jars (pom beside the test) into
+# $KEISOKU_TOOLS/jmeter-5.6.3 (bin/ApacheJMeter.jar); k6 and vegeta come from the Go module proxy.
+tools_dir=${KEISOKU_TOOLS:-$HOME/.cache/keisoku-tools}
+jm_home=$tools_dir/jmeter-5.6.3
+if [[ ! -f $jm_home/bin/ApacheJMeter.jar ]]; then
+  echo "setup: assembling JMeter 5.6.3 from Maven Central into $jm_home" >&2
+  jm_tmp=$(mktemp -d)
+  cp crates/keisoku/tests/record_import/jmeter-pom.xml "$jm_tmp/pom.xml"
+  (cd "$jm_tmp" && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib >/tmp/keisoku-mvn-jmeter.log 2>&1) ||
+    { tail -20 /tmp/keisoku-mvn-jmeter.log >&2; echo "setup: fetching JMeter failed" >&2; exit 1; }
+  mkdir -p "$jm_home/lib/ext" "$jm_home/bin"
+  (cd "$jm_home" && unzip -q -o "$jm_tmp"/lib/ApacheJMeter_config-5.6.3.jar 'bin/*' -x 'bin/templates/*')
+  for j in "$jm_tmp"/lib/*.jar; do
+    case $(basename "$j") in
+      ApacheJMeter-5.6.3.jar) cp "$j" "$jm_home/bin/ApacheJMeter.jar" ;;
+      ApacheJMeter_config-*) ;;
+      ApacheJMeter_*) cp "$j" "$jm_home/lib/ext/" ;;
+      *) cp "$j" "$jm_home/lib/" ;;
+    esac
+  done
+  rm -rf "$jm_tmp"
+fi
+gobin=$( (command -v go >/dev/null 2>&1 && go env GOPATH) || /usr/local/go/bin/go env GOPATH)/bin
+[[ -x $gobin/k6 ]] || { echo "setup: building k6 v1.8.1 (go install)" >&2
+  PATH=$PATH:/usr/local/go/bin go install go.k6.io/k6@v1.8.1 >/tmp/keisoku-go-k6.log 2>&1 ||
+    { tail -20 /tmp/keisoku-go-k6.log >&2; echo "setup: go install k6 failed" >&2; exit 1; }; }
+[[ -x $gobin/vegeta ]] || { echo "setup: building vegeta v12.13.0 (go install)" >&2
+  PATH=$PATH:/usr/local/go/bin go install github.com/tsenart/vegeta/v12@v12.13.0 >/tmp/keisoku-go-vegeta.log 2>&1 ||
+    { tail -20 /tmp/keisoku-go-vegeta.log >&2; echo "setup: go install vegeta failed" >&2; exit 1; }; }

@@ -18,6 +18,7 @@
 pub mod command;
 pub mod flags;
 pub mod follow;
+pub mod import;
 pub mod load;
 pub mod recorder;
 pub mod server;

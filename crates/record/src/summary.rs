@@ -129,11 +129,61 @@ pub fn client(run: &RunJson) -> String {
         q("p99"),
         q("max")
     );
+    out.push_str(&imported_from(r));
     if let Some(n) = num(&r["unfinished"]).filter(|n| *n > 0.0) {
         let _ = writeln!(
             out,
             "  unfinished {n:.0} (still unanswered when the duration ended: neither responses nor errors)"
         );
+    }
+    out
+}
+
+/// Where imported client results came from (`record --client-results`,
+/// `keisoku import`), what lies outside the run, and what a tool without
+/// request times (wrk) could not give; "" for keisoku's own load.
+fn imported_from(r: &serde_json::Value) -> String {
+    let src = &r["source"];
+    let Some(describe) = src["describe"].as_str() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let file = src["file"].as_str().unwrap_or("");
+    let _ = writeln!(out, "  imported from {describe} {}", terminal_safe(file));
+    let count = |k: &str| src[k].as_u64().unwrap_or(0);
+    if count("before_run") + count("after_run") > 0 {
+        let _ = writeln!(
+            out,
+            "  outside the recording: {} requests ended before it started, {} after it ended (kept)",
+            count("before_run"),
+            count("after_run")
+        );
+    }
+    if src["per_second"] == serde_json::Value::Bool(false) {
+        let _ = writeln!(
+            out,
+            "  no per-second numbers: {describe} has no request times (summary and latency distribution only)"
+        );
+        if let Some(d) = r["latency_distribution"].as_array() {
+            let cells: Vec<String> = d
+                .iter()
+                .filter_map(|p| {
+                    Some(format!(
+                        "{}% {:.2}",
+                        p.get(0)?.as_f64()?,
+                        p.get(1)?.as_f64()?
+                    ))
+                })
+                .collect();
+            let _ = writeln!(out, "  latency distribution ms  {}", cells.join("  "));
+        }
+        if let Some(n) = r["non_2xx_3xx"].as_u64() {
+            let _ = writeln!(
+                out,
+                "  non-2xx/3xx answers {n} (4xx and 5xx not told apart), socket errors {}",
+                r["errors_transport"].as_u64().unwrap_or(0)
+            );
+        }
     }
     out
 }

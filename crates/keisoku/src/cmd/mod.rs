@@ -10,6 +10,7 @@ pub mod demo;
 pub mod diff;
 pub mod export;
 pub mod flame;
+pub mod import;
 pub mod logs;
 pub mod record;
 pub mod report;
@@ -40,6 +41,8 @@ pub enum Command {
     Run(run::Args),
     /// Record host, process, profile and access log while any command runs.
     Record(record::Args),
+    /// Import a load tool's results (JMeter JTL, k6 JSON, vegeta, wrk) into a stored run.
+    Import(import::Args),
     /// List stored runs, newest first.
     Runs(runs::Args),
     /// Print a stored run's summary.
@@ -67,6 +70,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<u8> {
         Command::Logs(a) => logs::run(a),
         Command::Run(a) => run::run(a),
         Command::Record(a) => record::run(a),
+        Command::Import(a) => import::run(a),
         Command::Runs(a) => runs::run(a),
         Command::Show(a) => show::run(a),
         Command::Export(a) => export::run(a),
