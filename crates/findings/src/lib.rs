@@ -14,6 +14,7 @@ mod model;
 mod patterns;
 mod rules;
 mod view;
+mod wall;
 
 pub use model::{Evidence, Finding, FrameShare, Severity};
 pub use rules::{
