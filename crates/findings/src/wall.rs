@@ -14,10 +14,13 @@
 //! `epoll`, `accept`, `wait` or `wait_for_signals` (after its class, e.g.
 //! `EpollSelector.select`, `SyncWorker.wait`, `Condition.wait`) waits for
 //! work: a connection, an event, a queue item. A thread that ever waits so
-//! serves requests (a sync worker, an event loop); its other samples are
-//! requests' time. A thread that never waits for a connection or an event
-//! (a background sender draining a queue) does not serve requests, and its
-//! waits are not theirs.
+//! on sockets (any of these but threading's and queue's `wait`) serves
+//! requests (a sync worker, an event loop); its other samples are
+//! requests' time. A thread that only waits on a lock or a queue (a
+//! background sender draining one) does not serve requests, and its waits
+//! are not theirs; nor, for now, do a thread pool's workers fed by a queue
+//! (gunicorn gthread, waitress): their requests' waits are not measured,
+//! and blocking-wait falls back to CPU and latency alone.
 
 use crate::patterns::function_name;
 use keisoku_stacks::Profile;
@@ -111,6 +114,17 @@ fn waits_for_work(leaf: &str) -> bool {
     WORK_WAITS.contains(&last.as_str())
 }
 
+/// Whether a work wait is on a lock or condition (threading's `wait`, a
+/// queue's `get`) rather than on sockets: a thread that only waits so is
+/// fed by other threads (a background sender), not by connections.
+fn waits_on_a_lock(file: &str) -> bool {
+    let f = file.replace('\\', "/");
+    f.ends_with("/threading.py")
+        || f.ends_with("/queue.py")
+        || f == "threading.py"
+        || f == "queue.py"
+}
+
 /// Whether a frame is the application's own code: a Python file outside
 /// the interpreter's library and outside installed packages, as py-spy
 /// gives the full file name.
@@ -158,15 +172,17 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
     let wth = wall.samples.thread.as_ref()?;
     let tick_s = wall_tick_ms(wall, &wt)? / 1000.0;
     // Stacks per node, and which wall threads serve requests.
-    let mut node_info: HashMap<u32, (String, bool)> = HashMap::new();
+    let mut node_info: HashMap<u32, (String, bool, bool)> = HashMap::new();
     let mut serving: HashMap<u32, bool> = HashMap::new();
     for (i, &node) in wall.samples.node.iter().enumerate() {
-        let (_, idle) = node_info.entry(node).or_insert_with(|| {
+        let (_, _, conn) = node_info.entry(node).or_insert_with(|| {
             let frames = path(wall, node);
             let leaf = frames.last().map_or_else(String::new, |&f| fname(wall, f));
-            (key(wall, &frames), waits_for_work(&leaf))
+            let file = frames.last().map_or("", |&f| module(wall, f));
+            let idle = waits_for_work(&leaf);
+            (key(wall, &frames), idle, idle && !waits_on_a_lock(file))
         });
-        if let (true, Some(&th)) = (*idle, wth.get(i)) {
+        if let (true, Some(&th)) = (*conn, wth.get(i)) {
             serving.insert(th, true);
         }
     }
@@ -182,7 +198,7 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
         if !(t > a && t <= b && serving.contains_key(th)) {
             continue;
         }
-        let Some((k, idle)) = node_info.get(&node) else {
+        let Some((k, idle, _)) = node_info.get(&node) else {
             continue;
         };
         if *idle {
