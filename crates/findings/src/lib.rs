@@ -14,6 +14,7 @@ mod model;
 mod patterns;
 mod rules;
 mod view;
+mod wall;
 
 pub use model::{Evidence, Finding, FrameShare, Severity};
 pub use rules::{
@@ -24,7 +25,7 @@ pub use rules::{
     ROUTE_SLOW_RATIO, SCHED_COST_SHARE, SERVER_CLOSE_SHARE, SIBLING_SHARE, STALL_BIN_MS,
     STALL_DROP, STALL_MAX_BIN_MS, STALL_WORK_SHARE, WAIT_MIN_MS, WAIT_SHARE,
 };
-pub use rules::{CPU_BOUND_NVCSW_PER_REQUEST, WAIT_PROBLEM_MS};
+pub use rules::{CPU_BOUND_NVCSW_PER_REQUEST, WAIT_PROBLEM_MS, WALL_WAIT_PROBLEM_MS};
 
 use keisoku_store::RunJson;
 

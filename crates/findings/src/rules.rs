@@ -41,6 +41,14 @@ pub const WAIT_MIN_MS: f64 = 2.0;
 /// service that asks another one costs; tens of ms of sleeping, locking or
 /// a slow service on every request is what holds a worker.
 pub const WAIT_PROBLEM_MS: f64 = 10.0;
+/// Wait per request measured by a wall-clock profile (ms) from which it is a
+/// problem. Higher than [`WAIT_PROBLEM_MS`]: measured, the wait includes the
+/// downstream's own delays, and a downstream on the same crowded host
+/// answers late by its run-queue waits (the tuned flask-shop's ~3-ms stock
+/// lookup measured 12 ms per request at load 26; the planted 40-ms audit
+/// call 57-60 ms), where the inferred wait has the server's run-queue time
+/// taken out.
+pub const WALL_WAIT_PROBLEM_MS: f64 = 20.0;
 /// A load thread at this CPU (% of one core) is saturated.
 pub const GENERATOR_PCT: f64 = 90.0;
 /// Profile bin for stall detection.
@@ -1709,14 +1717,40 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
     } else {
         lat
     };
-    let wait = 1.0 - (cpu_ms + runq_ms) / service_ms;
-    if service_ms < WAIT_MIN_MS || wait < WAIT_SHARE {
+    // A wall-clock profile measures the requests' waits where they happen
+    // (crate::wall); without one, the wait is what is left of the
+    // service time after CPU and run-queue wait, which a crowded host's
+    // run-queue wait can hide.
+    let wall = crate::wall::request_waits(v.run, p.start_ms, p.end_ms)
+        .filter(|w| w.request_s > 0.0 && p.requests > 0.0);
+    let (wait, wait_ms) = match &wall {
+        Some(w) => {
+            let ms = w.wait_s * 1000.0 / p.requests;
+            ((ms / service_ms).min(1.0), ms)
+        }
+        None => {
+            let wait = 1.0 - (cpu_ms + runq_ms) / service_ms;
+            // The share alone calls a service whose own work is a fraction
+            // of a ms "mostly waiting" for a 2-ms lookup it must make; what
+            // holds a worker is the wait itself.
+            (wait, service_ms * wait)
+        }
+    };
+    let measured = match &wall {
+        // Measured waits of WAIT_PROBLEM_MS are a problem at any share: at
+        // load a request's other time (queueing, CPU) grows around them.
+        Some(_) => wait_ms < WAIT_MIN_MS || (wait < WAIT_SHARE && wait_ms < WALL_WAIT_PROBLEM_MS),
+        None => service_ms < WAIT_MIN_MS || wait < WAIT_SHARE,
+    };
+    if measured {
         return Vec::new();
     }
-    // The share alone calls a service whose own work is a fraction of a ms
-    // "mostly waiting" for a 2-ms lookup it must make; what holds a worker
-    // is the wait itself.
-    let wait_ms = service_ms * wait;
+    let problem_ms = if wall.is_some() {
+        WALL_WAIT_PROBLEM_MS
+    } else {
+        WAIT_PROBLEM_MS
+    };
+    let (wall_text, wall_frames, wall_where) = wall_evidence(wall.as_ref(), p.requests);
     let nv = v.per_request("proc.nvcsw");
     // A reverse proxy waits for its upstream by design: where the time
     // goes, not a blocking call to take off its request path.
@@ -1744,7 +1778,7 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         };
         return vec![f];
     }
-    if wait_ms < WAIT_PROBLEM_MS {
+    if wait_ms < problem_ms {
         let mut f = finding(
             "blocking-wait",
             Some("short"),
@@ -1752,7 +1786,7 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
             10.0 + wait_ms,
         );
         f.title = format!(
-            "Requests wait {wait_ms:.1} ms each with the CPU idle ({} of their time)",
+            "Requests wait {wait_ms:.1} ms each with the CPU idle ({} of their time){wall_where}",
             pct(wait)
         );
         f.summary = "Most of a request's time is a short wait outside the server's CPU, as a call to another service costs: where the latency is, not a worker held for long.".into();
@@ -1762,20 +1796,22 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         );
         f.suggestion = "if the latency matters, look at the downstream the requests call (record it with keisoku run or --pid)".into();
         f.evidence = Evidence {
-            text: vec![format!(
-                "{}: mean latency {lat:.2} ms, server CPU {cpu_ms:.3} ms per request, runnable-but-waiting {runq_ms:.3} ms per request; a problem from {WAIT_PROBLEM_MS} ms of wait",
+            text: std::iter::once(format!(
+                "{}: mean latency {lat:.2} ms, server CPU {cpu_ms:.3} ms per request, runnable-but-waiting {runq_ms:.3} ms per request; a problem from {problem_ms} ms of wait",
                 p.label
-            )],
+            ))
+            .chain(wall_text.iter().cloned())
+            .collect(),
             series: vec!["client.p50_ms".into(), "proc.cpu_user".into()],
             range_ms: Some([p.start_ms, p.end_ms]),
             phases: vec![p.index],
-            frames: Vec::new(),
+            frames: wall_frames.clone(),
         };
         return vec![f];
     }
     let mut f = finding("blocking-wait", None, Severity::High, 55.0 + 40.0 * wait);
     f.title = format!(
-        "Requests spend {} of their time ({wait_ms:.0} ms each) waiting with the CPU idle",
+        "Requests spend {} of their time ({wait_ms:.0} ms each) waiting with the CPU idle{wall_where}",
         pct(wait)
     );
     f.summary = "Each request waits on something outside the server's CPU (a downstream call, a disk, a lock held elsewhere) while the worker sits blocked: throughput is workers divided by the wait.".into();
@@ -1797,6 +1833,7 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         ]
         .into_iter()
         .flatten()
+        .chain(wall_text)
         .collect(),
         series: vec![
             "client.p50_ms".into(),
@@ -1805,9 +1842,48 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
         ],
         range_ms: Some([p.start_ms, p.end_ms]),
         phases: vec![p.index],
-        frames: Vec::new(),
+        frames: wall_frames,
     };
     vec![f]
+}
+
+/// What the wall-clock profile adds to a blocking-wait finding: a sentence
+/// per waiting call path, its frames with their share of the wait, and
+/// the title's "in …" naming the first.
+fn wall_evidence(
+    wall: Option<&crate::wall::RequestWaits>,
+    requests: f64,
+) -> (Vec<String>, Vec<FrameShare>, String) {
+    let Some(w) = wall.filter(|w| w.wait_s > 0.0) else {
+        return (Vec::new(), Vec::new(), String::new());
+    };
+    let text = w
+        .top
+        .iter()
+        .map(|s| {
+            format!(
+                "wall-clock profile: {:.1} ms per request waiting in {} ({} of the requests' wait)",
+                s.wait_s * 1000.0 / requests,
+                s.label,
+                pct(s.wait_s / w.wait_s)
+            )
+        })
+        .collect();
+    let frames = w
+        .top
+        .iter()
+        .map(|s| FrameShare {
+            name: s.name.clone(),
+            module: s.module.clone(),
+            share: s.wait_s / w.wait_s,
+        })
+        .collect();
+    let title = w
+        .top
+        .first()
+        .map(|s| format!(", most in {}", s.label))
+        .unwrap_or_default();
+    (text, frames, title)
 }
 
 /// Reverse proxies by process name.

@@ -65,6 +65,7 @@ fn base() -> RunJson {
         routes: Routes::default(),
         route_seconds: Default::default(),
         profile: None,
+        wall_profile: None,
         findings: Vec::new(),
     };
     // CPU per request 0.2 ms; the rest of a request is network and client.

@@ -244,6 +244,20 @@ fn python_tuned_beside_a_neighbour() {
     tuned("flask-shop", 19275, true);
 }
 
+/// aiohttp on one event loop with a synchronous client call inside the coroutine: the
+/// whole loop stalls 40 ms per request. The wall-clock profile shows the loop thread
+/// (it waits in `select` when idle, so it serves requests) blocked in `readinto` below
+/// `post_audit_blocking`; its CPU is idle, so this is blocking-wait, not single-core.
+#[test]
+fn python_asyncio_blocking_call_alone() {
+    alone("aio-shop", "blocking", 18840);
+}
+
+#[test]
+fn python_asyncio_tuned() {
+    tuned("aio-shop", 18840, false);
+}
+
 #[test]
 fn node_json_reparse_alone() {
     alone("node-bff", "json", 19280);

@@ -10,7 +10,9 @@ use keisoku_probe::{
     PerfOptions, PerfRecorder, PerfTarget, PySpyFormat, PySpyOptions, PySpyRecorder, Sampler,
     SamplerConfig,
 };
-use keisoku_store::{Machine, NewRun, RouteSource, RunJson, RunStatus, Store};
+use keisoku_store::{
+    Machine, NewRun, ProfileKind as StoreProfileKind, RouteSource, RunJson, RunStatus, Store,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::RecvTimeoutError;
@@ -56,7 +58,9 @@ pub struct Options {
 
 enum Profiler {
     Perf(PerfRecorder),
-    PySpy(PySpyRecorder),
+    /// The CPU py-spy and, beside it, the wall-clock one (`--idle`) when it
+    /// could start.
+    PySpy(PySpyRecorder, Option<PySpyRecorder>),
 }
 
 /// What a finished recording hands back for the binary to print.
@@ -276,8 +280,24 @@ impl Recording {
                     let mut o = PySpyOptions::new(pid, workdir.join("py-spy"), origin);
                     o.rate = opts.profile_hz;
                     o.format = PySpyFormat::Speedscope;
+                    // A second py-spy with --idle gives the wall-clock profile:
+                    // py-spy marks no sample as idle in any output (it only
+                    // drops them without --idle), so one recording cannot be
+                    // both, and the CPU profile stays what perf's means.
+                    let mut wall = o.clone();
+                    wall.idle = true;
+                    wall.output_dir = workdir.join("py-spy-wall");
                     match PySpyRecorder::start(o) {
-                        Ok(r) => Some(Profiler::PySpy(r)),
+                        Ok(r) => {
+                            let w = match PySpyRecorder::start(wall) {
+                                Ok(w) => Some(w),
+                                Err(e) => {
+                                    notes.push(format!("no wall-clock profile: {e}"));
+                                    None
+                                }
+                            };
+                            Some(Profiler::PySpy(r, w))
+                        }
                         Err(e) => {
                             notes.push(format!("no profile: {e}"));
                             None
@@ -435,13 +455,35 @@ impl Recording {
         }
         // After the series are stored: py-spy's samples are placed by them.
         if let Some(p) = self.profiler.take() {
-            match self.stop_profiler(p) {
-                Ok(profile) => {
-                    if let Err(e) = self.store.put_profile(&self.run, &profile) {
-                        self.lost(format!("storing the profile: {e}"));
+            // The wall-clock py-spy stops after the CPU one (their spans
+            // differ by that moment, which placement accounts for).
+            let (p, wall) = match p {
+                Profiler::PySpy(r, w) => (Profiler::PySpy(r, None), w),
+                p => (p, None),
+            };
+            {
+                match self.stop_profiler(p) {
+                    Ok(profile) => {
+                        if let Err(e) = self.store.put_profile(&self.run, &profile) {
+                            self.lost(format!("storing the profile: {e}"));
+                        }
+                    }
+                    Err(e) => self.notes.push(format!("no profile: {e}")),
+                }
+                if let Some(w) = wall {
+                    match self.stop_wall_profiler(w) {
+                        Ok(profile) => {
+                            if let Err(e) = self.store.put_profile_of(
+                                &self.run,
+                                StoreProfileKind::Wall,
+                                &profile,
+                            ) {
+                                self.lost(format!("storing the wall-clock profile: {e}"));
+                            }
+                        }
+                        Err(e) => self.notes.push(format!("no wall-clock profile: {e}")),
                     }
                 }
-                Err(e) => self.notes.push(format!("no profile: {e}")),
             }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
@@ -514,7 +556,7 @@ impl Recording {
                 profile.title = format!("perf ({}) {}", out.event, self.run);
                 (profile, offset)
             }
-            Profiler::PySpy(r) => {
+            Profiler::PySpy(r, _) => {
                 let stopped_ms = self.now_ms();
                 let out = r.stop().map_err(|e| e.to_string())?;
                 self.notes.extend(out.notes.iter().cloned());
@@ -553,6 +595,64 @@ impl Recording {
             .map(|ms| ms.saturating_mul(1_000_000));
         Ok(profile)
     }
+}
+
+impl Recording {
+    /// Stops the wall-clock py-spy and reads its profile, samples placed on
+    /// the run's clock by [`place_wall_samples`].
+    fn stop_wall_profiler(&mut self, r: PySpyRecorder) -> Result<keisoku_stacks::Profile, String> {
+        let stopped_ms = self.now_ms();
+        let out = r.stop().map_err(|e| e.to_string())?;
+        self.notes.extend(out.notes.iter().cloned());
+        let text = std::fs::read(&out.path).map_err(|e| format!("{}: {e}", out.path.display()))?;
+        let mut profile = keisoku_stacks::speedscope::parse(&text, "py-spy --idle output")
+            .map_err(|e| e.to_string())?;
+        profile.set_pid(self.py_pid);
+        profile.title = format!("py-spy --idle (wall-clock) {}", self.run);
+        place_wall_samples(&mut profile, out.started_run_ns as f64 / 1e6, stopped_ms);
+        profile.start_unix_ns = u64::try_from(self.started_unix_ms)
+            .ok()
+            .map(|ms| ms.saturating_mul(1_000_000));
+        Ok(profile)
+    }
+}
+
+/// Puts py-spy `--idle` samples on the run's clock.
+///
+/// With `--idle` py-spy keeps every thread at every tick, so a thread's
+/// samples are its ticks in order; their speedscope file still gives each
+/// the same 1/rate and no time (see [`place_pyspy_samples`]). The ticks are
+/// spread at equal steps over py-spy's span, the step measured rather than
+/// taken from the rate (a late py-spy on a crowded host takes fewer ticks
+/// than it asked for): span / the most samples any thread has. A thread
+/// with fewer ticks than that started after py-spy did (a worker's
+/// helper thread, started by its first request), so its ticks end at the
+/// stop rather than start at the attach.
+fn place_wall_samples(profile: &mut keisoku_stacks::Profile, from_ms: f64, to_ms: f64) {
+    let to_ms = to_ms.max(from_ms);
+    let n = profile.samples.len();
+    let thread_of: Vec<u32> = profile.samples.thread.clone().unwrap_or_else(|| vec![0; n]);
+    let mut order: Vec<usize> = (0..n).collect();
+    if let Some(t) = profile.samples.time_ns.as_ref() {
+        order.sort_by_key(|&i| (thread_of[i], t[i], i));
+    } else {
+        order.sort_by_key(|&i| (thread_of[i], i));
+    }
+    let groups: Vec<&[usize]> = order
+        .chunk_by(|&x, &y| thread_of[x] == thread_of[y])
+        .collect();
+    let most = groups.iter().map(|g| g.len()).max().unwrap_or(0).max(1);
+    let step = (to_ms - from_ms) / most as f64;
+    let mut times = vec![0u64; n];
+    for group in groups {
+        let k = group.len();
+        for (j, &i) in group.iter().enumerate() {
+            let t_ms = to_ms - (k - j) as f64 * step + step / 2.0;
+            times[i] = (t_ms.max(0.0) * 1e6) as u64;
+        }
+    }
+    profile.samples.time_ns = Some(times);
+    profile.time_origin_ns = None;
 }
 
 /// CPU over time: (end of a sampler interval in ms on the run's clock,
@@ -937,7 +1037,9 @@ fn write_series(
 
 #[cfg(test)]
 mod tests {
-    use super::{place_pyspy_samples, remove_stale_workdirs, workdir_name, PendingSeries};
+    use super::{
+        place_pyspy_samples, place_wall_samples, remove_stale_workdirs, workdir_name, PendingSeries,
+    };
 
     /// A py-spy speedscope file: two threads, 4 and 2 samples at 100 Hz,
     /// counted from attach as py-spy writes them.
@@ -950,6 +1052,28 @@ mod tests {
              "samples":[[0],[0]],"weights":[0.01,0.01]}],
           "shared":{"frames":[{"name":"handle","file":"app.py","line":1},{"name":"price","file":"app.py","line":2}]}}"#;
         keisoku_stacks::speedscope::parse(doc.as_bytes(), "py-spy").expect("speedscope")
+    }
+
+    #[test]
+    fn wall_clock_samples_are_ticks_over_the_span_and_a_later_thread_ends_at_the_stop() {
+        // py-spy --idle from 1 s to 5 s: the first thread was sampled at
+        // all 4 ticks it managed, the second (started later) at the last 2.
+        let mut p = pyspy_profile();
+        place_wall_samples(&mut p, 1000.0, 5000.0);
+        let t = p.samples.time_ns.clone().expect("times");
+        let th = p.samples.thread.clone().expect("threads");
+        let of = |k: u32| -> Vec<u64> {
+            let mut v: Vec<u64> = t
+                .iter()
+                .zip(&th)
+                .filter(|(_, &x)| x == k)
+                .map(|(&t, _)| t / 1_000_000)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(of(0), vec![1500, 2500, 3500, 4500]);
+        assert_eq!(of(1), vec![3500, 4500]);
     }
 
     #[test]

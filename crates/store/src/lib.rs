@@ -33,6 +33,7 @@ mod schema;
 pub use error::{Result, StoreError};
 pub use log_lines::{LogLinesReader, LogLinesWriter};
 pub use model::*;
+pub use profile::ProfileKind;
 
 use rusqlite::{
     params, Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
@@ -877,6 +878,7 @@ impl Store {
                 access_log: self.route_seconds_json(run, RouteSource::AccessLog)?,
             },
             profile: self.profile(run)?,
+            wall_profile: self.profile_of(run, ProfileKind::Wall)?,
             findings: self.findings(run)?,
         };
         tx.finish()?;

@@ -35,6 +35,15 @@ pub struct RunJson {
     /// written and read by `keisoku_stacks::json`.
     #[serde(default, with = "profile_field")]
     pub profile: Option<Profile>,
+    /// The wall-clock profile, if one was recorded (py-spy `--idle`: every
+    /// thread at every tick, waiting or running), on the same clock as the
+    /// CPU profile. Additive: absent in older runs and when not recorded.
+    #[serde(
+        default,
+        with = "profile_field",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub wall_profile: Option<Profile>,
     /// Findings (crates/findings); empty until it reports.
     pub findings: Vec<serde_json::Value>,
 }
@@ -54,6 +63,7 @@ impl PartialEq for RunJson {
             routes,
             route_seconds,
             profile,
+            wall_profile,
             findings,
         } = self;
         let profile_json = |p: &Option<Profile>| {
@@ -69,6 +79,7 @@ impl PartialEq for RunJson {
             && *route_seconds == other.route_seconds
             && *findings == other.findings
             && profile_json(profile) == profile_json(&other.profile)
+            && profile_json(wall_profile) == profile_json(&other.wall_profile)
     }
 }
 
@@ -117,6 +128,7 @@ impl Default for RunJson {
             routes: Routes::default(),
             route_seconds: RouteSecondsBySource::default(),
             profile: None,
+            wall_profile: None,
             findings: Vec::new(),
         }
     }

@@ -39,12 +39,62 @@ fn corrupt(why: String) -> StoreError {
     StoreError::Corrupt(format!("stored profile: {why}"))
 }
 
+/// Which of a run's profiles: what a sample means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ProfileKind {
+    /// On-CPU samples (perf, py-spy without `--idle`): where CPU time goes.
+    #[default]
+    Cpu,
+    /// Wall-clock samples (py-spy `--idle`): every thread at every tick,
+    /// running or waiting, so a blocking call shows as the time it holds
+    /// a worker.
+    Wall,
+}
+
+impl ProfileKind {
+    /// Every kind, in the order pages show them.
+    pub const ALL: [ProfileKind; 2] = [ProfileKind::Cpu, ProfileKind::Wall];
+
+    /// The kind's name (`cpu`, `wall`), as flags and pages spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProfileKind::Cpu => "cpu",
+            ProfileKind::Wall => "wall",
+        }
+    }
+
+    /// The kind a name spells, if any.
+    pub fn from_name(name: &str) -> Option<ProfileKind> {
+        ProfileKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The tables holding this kind: the CPU profile keeps the original
+    /// names, so older stores read as they did.
+    fn table(self, base: &str) -> String {
+        match self {
+            ProfileKind::Cpu => base.to_string(),
+            ProfileKind::Wall => format!("wall_{base}"),
+        }
+    }
+}
+
 impl Store {
-    /// Stores (or replaces) the run's profile: frames and nodes as rows,
+    /// Stores (or replaces) the run's CPU profile ([`Store::put_profile_of`]).
+    pub fn put_profile(&self, run: &str, p: &Profile) -> Result<()> {
+        self.put_profile_of(run, ProfileKind::Cpu, p)
+    }
+
+    /// The run's CPU profile, if one was stored ([`Store::profile_of`]).
+    pub fn profile(&self, run: &str) -> Result<Option<Profile>> {
+        self.profile_of(run, ProfileKind::Cpu)
+    }
+
+    /// Stores (or replaces) the run's profile of one kind: frames and nodes as rows,
     /// samples as compact blobs in chunks. Sample times are kept to the
     /// microsecond, as profile JSON writes them; CPUs, events and parse
     /// damage are not stored (profile JSON has none of them).
-    pub fn put_profile(&self, run: &str, p: &Profile) -> Result<()> {
+    pub fn put_profile_of(&self, run: &str, kind: ProfileKind, p: &Profile) -> Result<()> {
+        let t = |base: &str| kind.table(base);
         let tx = self.write_transaction()?;
         for table in [
             "profiles",
@@ -52,7 +102,10 @@ impl Store {
             "profile_nodes",
             "profile_samples",
         ] {
-            tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [run])?;
+            tx.execute(
+                &format!("DELETE FROM {} WHERE run_id = ?1", t(table)),
+                [run],
+            )?;
         }
         // The counts form wins, as in profile JSON.
         let samples = p.counts.is_none().then_some(&p.samples);
@@ -74,8 +127,8 @@ impl Store {
             .as_ref()
             .map(|c| codec::encode_values(&c.iter().map(|&v| v as f64).collect::<Vec<_>>()));
         tx.execute(
-            "INSERT INTO profiles (run_id, title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            &format!("INSERT INTO {} (run_id, title, unit, kinds, threads, start_unix_ns, duration_ms, counts, sample_count, has_time, has_thread, has_weight)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", t("profiles")),
             params![
                 run,
                 p.title,
@@ -92,15 +145,17 @@ impl Store {
             ],
         )?;
         {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_frames (run_id, id, name, module, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
+            let mut ins = tx.prepare_cached(&format!(
+                "INSERT INTO {} (run_id, id, name, module, kind) VALUES (?1, ?2, ?3, ?4, ?5)",
+                t("profile_frames")
+            ))?;
             for (i, f) in p.frames.iter().enumerate() {
                 ins.execute(params![run, i as i64, f.name, f.module, f.kind as u32])?;
             }
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_nodes (run_id, id, parent, frame) VALUES (?1, ?2, ?3, ?4)",
-            )?;
+            let mut ins = tx.prepare_cached(&format!(
+                "INSERT INTO {} (run_id, id, parent, frame) VALUES (?1, ?2, ?3, ?4)",
+                t("profile_nodes")
+            ))?;
             for (i, (&parent, &frame)) in p.parent.iter().zip(&p.node_frame).enumerate() {
                 let parent = if parent == NO_PARENT {
                     -1
@@ -111,9 +166,10 @@ impl Store {
             }
         }
         if let Some(s) = samples {
-            let mut ins = tx.prepare_cached(
-                "INSERT INTO profile_samples (run_id, seq, n, node, time, thread, weight) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
+            let mut ins = tx.prepare_cached(&format!(
+                "INSERT INTO {} (run_id, seq, n, node, time, thread, weight) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                t("profile_samples")
+            ))?;
             for (seq, start) in (0..s.len()).step_by(SAMPLE_CHUNK).enumerate() {
                 let end = (start + SAMPLE_CHUNK).min(s.len());
                 // Columns have the samples' length (the model's rule); a
@@ -143,14 +199,15 @@ impl Store {
         Ok(())
     }
 
-    /// The run's profile, if one was stored: sample times count from the
-    /// run's t = 0 and `start_unix_ns` is the run's start.
-    pub fn profile(&self, run: &str) -> Result<Option<Profile>> {
+    /// The run's profile of one kind, if one was stored: sample times
+    /// count from the run's t = 0 and `start_unix_ns` is the run's start.
+    pub fn profile_of(&self, run: &str, kind: ProfileKind) -> Result<Option<Profile>> {
+        let t = |base: &str| kind.table(base);
         let head = self
             .conn
             .query_row(
-                "SELECT title, unit, kinds, threads, start_unix_ns, counts, sample_count, has_time, has_thread, has_weight
-                 FROM profiles WHERE run_id = ?1",
+                &format!("SELECT title, unit, kinds, threads, start_unix_ns, counts, sample_count, has_time, has_thread, has_weight
+                 FROM {} WHERE run_id = ?1", t("profiles")),
                 [run],
                 |r| {
                     Ok((
@@ -188,9 +245,10 @@ impl Store {
         let mut p = Profile::new(title, unit);
         let kinds: Vec<String> = serde_json::from_str(&kinds)?;
         let mut frames = Vec::new();
-        let mut stmt = self.conn.prepare(
-            "SELECT name, module, kind FROM profile_frames WHERE run_id = ?1 ORDER BY id",
-        )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT name, module, kind FROM {} WHERE run_id = ?1 ORDER BY id",
+            t("profile_frames")
+        ))?;
         for f in stmt.query_map([run], |r| {
             Ok((
                 r.get::<_, String>(0)?,
@@ -209,9 +267,10 @@ impl Store {
         // come out the same, and parents precede children (the stored rule),
         // so one pass maps them.
         let mut nodes: Vec<u32> = Vec::new();
-        let mut stmt = self
-            .conn
-            .prepare("SELECT parent, frame FROM profile_nodes WHERE run_id = ?1 ORDER BY id")?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT parent, frame FROM {} WHERE run_id = ?1 ORDER BY id",
+            t("profile_nodes")
+        ))?;
         for row in stmt.query_map([run], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))? {
             let (parent, frame) = row?;
             // A negative frame id is no frame either.
@@ -252,9 +311,10 @@ impl Store {
             s.weight = has_weight.then(|| Vec::with_capacity(cap));
             s.time_ns = has_time.then(|| Vec::with_capacity(cap));
             s.thread = has_thread.then(|| Vec::with_capacity(cap));
-            let mut stmt = self.conn.prepare(
-                "SELECT n, node, time, thread, weight FROM profile_samples WHERE run_id = ?1 ORDER BY seq",
-            )?;
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT n, node, time, thread, weight FROM {} WHERE run_id = ?1 ORDER BY seq",
+                t("profile_samples")
+            ))?;
             let rows = stmt.query_map([run], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,

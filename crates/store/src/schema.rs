@@ -161,4 +161,49 @@ CREATE TABLE log_chunks (
 ALTER TABLE route_histograms ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE route_histograms ADD COLUMN transport_errors INTEGER NOT NULL DEFAULT 0;
 "#,
+    // Version 4: a run's wall-clock profile beside its CPU profile (py-spy
+    // --idle: every thread at every tick, waiting or not), in tables shaped
+    // as the CPU profile's so one reader serves both; a store without them
+    // simply has no wall-clock profiles.
+    r#"
+CREATE TABLE wall_profiles (
+    run_id        TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    title         TEXT NOT NULL,
+    unit          TEXT NOT NULL,
+    kinds         TEXT NOT NULL,
+    threads       TEXT NOT NULL,
+    start_unix_ns INTEGER,
+    duration_ms   REAL,
+    counts        BLOB,
+    sample_count  INTEGER NOT NULL DEFAULT 0,
+    has_time      INTEGER NOT NULL DEFAULT 0,
+    has_thread    INTEGER NOT NULL DEFAULT 0,
+    has_weight    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE wall_profile_frames (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    id     INTEGER NOT NULL,
+    name   TEXT NOT NULL,
+    module TEXT NOT NULL,
+    kind   INTEGER NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE wall_profile_nodes (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    id     INTEGER NOT NULL,
+    parent INTEGER NOT NULL,
+    frame  INTEGER NOT NULL,
+    PRIMARY KEY (run_id, id)
+);
+CREATE TABLE wall_profile_samples (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq    INTEGER NOT NULL,
+    n      INTEGER NOT NULL,
+    node   BLOB NOT NULL,
+    time   BLOB,
+    thread BLOB,
+    weight BLOB,
+    PRIMARY KEY (run_id, seq)
+);
+"#,
 ];

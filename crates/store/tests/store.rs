@@ -702,3 +702,59 @@ fn two_writers_appending_series_at_once_both_wait_for_the_lock() {
         w.join().unwrap().unwrap();
     }
 }
+
+#[test]
+fn a_wall_clock_profile_is_kept_beside_the_cpu_profile_and_older_stores_read_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    let run;
+    {
+        let store = Store::open(&path).unwrap();
+        run = store.create_run(&new_run("kinds", 1_000)).unwrap();
+        store.put_profile(&run, &profile(100)).unwrap();
+        store.finish(&run, RunStatus::Complete, 1000.0).unwrap();
+    }
+    {
+        // A store as version 3 wrote it: no wall-clock tables at all.
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP TABLE wall_profile_samples; DROP TABLE wall_profile_nodes;
+                 DROP TABLE wall_profile_frames; DROP TABLE wall_profiles;
+                 DELETE FROM schema_version WHERE version > 3;",
+            )
+            .unwrap();
+    }
+    let store = Store::open(&path).unwrap();
+    let json = store.load(&run).unwrap();
+    assert_eq!(
+        json.profile.as_ref().map(json_of),
+        Some(json_of(&profile(100)))
+    );
+    assert!(json.wall_profile.is_none());
+    // Its Run JSON has no wall_profile field at all (readers of version 1 see no change).
+    assert!(!serde_json::to_string(&json)
+        .unwrap()
+        .contains("wall_profile"));
+    // The wall-clock profile goes beside the CPU one; neither replaces the other.
+    store
+        .put_profile_of(&run, ProfileKind::Wall, &profile(300))
+        .unwrap();
+    let json = store.load(&run).unwrap();
+    assert_eq!(
+        json.profile.as_ref().map(json_of),
+        Some(json_of(&profile(100)))
+    );
+    assert_eq!(
+        json.wall_profile.as_ref().map(json_of),
+        Some(json_of(&profile(300)))
+    );
+    let text = serde_json::to_string(&json).unwrap();
+    let back: RunJson = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, json);
+    assert_eq!(ProfileKind::from_name("wall"), Some(ProfileKind::Wall));
+    assert_eq!(ProfileKind::from_name("off-cpu"), None);
+    // Removing the run removes both.
+    assert!(store.remove(&run).unwrap());
+    assert!(store.profile_of(&run, ProfileKind::Wall).unwrap().is_none());
+}

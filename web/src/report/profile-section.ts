@@ -33,6 +33,8 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
   private threads: ReadonlySet<number> | null = null;
   /** The differential flame graph of heat-map range B against A, while both are selected. */
   diff: FlameGraph | null = null;
+  /** The wall-clock flame graph, when the run has a wall-clock profile. */
+  readonly wallFlame: FlameGraph | null = null;
 
   /** Builds the section inside `parent` (attached first: the components size themselves from it). */
   constructor(run: RunJson, parent: HTMLElement) {
@@ -97,6 +99,31 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
     const details = h('details', { class: 'ks-functions' }, h('summary', { text: 'Functions by self and total time' }));
     this.sec.append(details);
     new FunctionTable(details, this.flame);
+    if (run.wall_profile) this.wallFlame = this.addWall(run);
+  }
+
+  /**
+   * The second flame graph: the wall-clock profile, where a thread blocked
+   * in a call is as wide as the time it waits (on-CPU samples show only
+   * what it computes). Same clock as the CPU profile, so ranges apply.
+   */
+  private addWall(run: RunJson): FlameGraph | null {
+    let wall: Profile;
+    try {
+      wall = Profile.from(run.wall_profile);
+    } catch (e) {
+      this.sec.append(h('p', { class: 'ks-fatal', text: `The wall-clock profile could not be read: ${e instanceof Error ? e.message : String(e)}` }));
+      return null;
+    }
+    const box = h('div', { class: 'ks-flame-box ks-wall-flame' });
+    const facts = [wall.sampleCount !== null ? `${fmtCount(wall.sampleCount)} samples` : null, `${fmtCount(wall.frameCount)} distinct frames`].filter(Boolean).join(' · ');
+    this.sec.append(
+      h('h3', { id: 'wall-clock', text: 'Wall-clock flame graph' }),
+      h('p', { class: 'ks-muted ks-hint', text: `Every thread at every tick, waiting or running (${facts}): a call that blocks is as wide as the time it holds the thread; idle workers wait in select, poll or accept.` }),
+      box,
+    );
+    // The thread filter indexes the CPU profile's threads, not these.
+    return new FlameGraph(box, wall, { maxHeight: '60vh' });
   }
 
   /** Applies a range on the run's clock (null: everything) without emitting. */
@@ -109,9 +136,11 @@ export class ProfileView extends Emitter<{ range: TimeRange | null }> {
         const from = range.fromMs - this.offsetMs;
         const to = range.toMs - this.offsetMs;
         this.flame.setRange(from, to);
+        this.wallFlame?.setRange(from, to);
         this.heat?.select('a', from, to);
       } else {
         this.flame.setRange(null, null);
+        this.wallFlame?.setRange(null, null);
         this.heat?.clearSelection();
       }
     } finally {

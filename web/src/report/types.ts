@@ -161,6 +161,8 @@ export interface RunJson {
   series?: Series[];
   routes?: { client?: RouteRow[]; access_log?: RouteRow[] };
   profile?: ProfileJson | null;
+  /** The wall-clock profile (py-spy --idle: every thread at every tick, waiting or running), when one was recorded. */
+  wall_profile?: ProfileJson | null;
   findings?: Finding[];
   route_seconds?: { client?: RouteSeconds[]; access_log?: RouteSeconds[] };
 }

@@ -3,7 +3,7 @@
 
 use crate::exit::{bad_input, OK};
 use crate::shared::output::write_to;
-use crate::shared::profile::{load, selection, svg, FormatArg};
+use crate::shared::profile::{load_kind, selection, svg, FormatArg};
 use crate::shared::store::StoreArg;
 use anyhow::Context;
 use keisoku_stacks::callgraph::CallGraph;
@@ -70,6 +70,10 @@ pub struct Args {
     /// names it (tottime, cumtime or ncalls).
     #[arg(long, value_name = "KEY", default_value = "tottime", value_parser = ["tottime", "time", "cumtime", "cumulative", "ncalls", "calls"])]
     sort: String,
+    /// A stored run's profile to draw: cpu (on-CPU samples) or wall (wall-clock:
+    /// every thread at every tick, waiting or running; recorded with --profile py-spy).
+    #[arg(long, value_name = "KIND", default_value = "cpu", value_parser = ["cpu", "wall"])]
+    kind: String,
     #[command(flatten)]
     store: StoreArg,
 }
@@ -118,7 +122,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "--callers prints a table on the terminal; leave out -o",
         ));
     }
-    let loaded = load(&args.input, args.format, args.event.clone(), &args.store)?;
+    let profile_kind = keisoku_store::ProfileKind::from_name(&args.kind)
+        .ok_or_else(|| bad_input(format!("--kind {}: expected cpu or wall", args.kind)))?;
+    let loaded = load_kind(
+        &args.input,
+        args.format,
+        args.event.clone(),
+        &args.store,
+        profile_kind,
+    )?;
     if callers.is_some() && loaded.callgraph.is_none() {
         return Err(bad_input(format!(
             "--callers needs a call-graph profile (cProfile/pstats); {} holds sampled stacks",

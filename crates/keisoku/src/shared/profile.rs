@@ -8,6 +8,7 @@ use crate::shared::store::{store_error, StoreArg};
 use clap::builder::{PossibleValue, TypedValueParser};
 use keisoku_stacks::filter::Selection;
 use keisoku_stacks::{Format, Profile, ReadOptions, FORMATS};
+use keisoku_store::ProfileKind;
 
 /// The `--format` value parser of every command reading profiles, built
 /// from the stacks crate's format registry: `--help` lists each format with
@@ -61,11 +62,29 @@ pub fn load(
     event: Option<String>,
     store: &StoreArg,
 ) -> anyhow::Result<Profile> {
+    load_kind(path, format, event, store, ProfileKind::Cpu)
+}
+
+/// [`load`] of one kind of a stored run's profiles (`--kind`); a file has
+/// one profile, so a kind other than CPU is refused for it.
+pub fn load_kind(
+    path: &str,
+    format: Option<Format>,
+    event: Option<String>,
+    store: &StoreArg,
+    kind: ProfileKind,
+) -> anyhow::Result<Profile> {
     // Not a file but a stored run: explain recorded runs like files.
     if format.is_none() {
-        if let Some(profile) = stored_profile(path, store)? {
+        if let Some(profile) = stored_profile(path, store, kind)? {
             return Ok(profile);
         }
+    }
+    if kind != ProfileKind::Cpu {
+        return Err(bad_input(format!(
+            "--kind {} reads a stored run's profile; {path} is a file",
+            kind.name()
+        )));
     }
     let loaded =
         keisoku_stacks::read_profile(path, &ReadOptions { format, event }).map_err(classify)?;
@@ -120,16 +139,28 @@ pub fn svg(p: &Profile, folded: &str) -> anyhow::Result<Vec<u8>> {
 /// The profile of the stored run `spec`, or `None` when `spec` names a file
 /// (or stdin), which the caller then reads. A name that is neither a file
 /// nor a run in the store, or a run without a profile, is bad input.
-fn stored_profile(spec: &str, store: &StoreArg) -> anyhow::Result<Option<Profile>> {
+fn stored_profile(
+    spec: &str,
+    store: &StoreArg,
+    kind: ProfileKind,
+) -> anyhow::Result<Option<Profile>> {
     let Some((db, run)) = store.file_or_run(spec)? else {
         return Ok(None);
     };
-    let mut profile = db.profile(&run).map_err(store_error)?.ok_or_else(|| {
-        bad_input(format!(
-            "run {run} has no profile (was it recorded with --profile none, or did perf fail? see `keisoku show {run}`)"
-        ))
+    let mut profile = db.profile_of(&run, kind).map_err(store_error)?.ok_or_else(|| {
+        bad_input(match kind {
+            ProfileKind::Cpu => format!(
+                "run {run} has no profile (was it recorded with --profile none, or did perf fail? see `keisoku show {run}`)"
+            ),
+            ProfileKind::Wall => format!(
+                "run {run} has no wall-clock profile (one is recorded with --profile py-spy; see `keisoku show {run}`)"
+            ),
+        })
     })?;
     // The store keeps the recorder's title; commands name the run.
-    profile.title = format!("run {run}");
+    profile.title = match kind {
+        ProfileKind::Cpu => format!("run {run}"),
+        ProfileKind::Wall => format!("run {run} (wall-clock)"),
+    };
     Ok(Some(profile))
 }
