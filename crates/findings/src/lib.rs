@@ -25,6 +25,10 @@ pub use rules::{
     STALL_DROP, STALL_MAX_BIN_MS, STALL_WORK_SHARE, WAIT_MIN_MS, WAIT_SHARE,
 };
 pub use rules::{CPU_BOUND_NVCSW_PER_REQUEST, WAIT_PROBLEM_MS};
+pub use rules::{
+    LARGE_RESPONSE_BYTES, RESPONSE_BYTES_SHARE, RESPONSE_GROWTH, RESPONSE_GROWTH_MIN_BYTES,
+    RESPONSE_TIME_SHARE,
+};
 
 use keisoku_store::RunJson;
 
@@ -42,6 +46,7 @@ pub fn analyze(run: &RunJson) -> Vec<Finding> {
     out.extend(rules::page_cache(&v));
     out.extend(rules::connection_churn(&v));
     out.extend(rules::route_dominating(&v));
+    out.extend(rules::unbounded_response(&v));
     out.extend(rules::blocking_wait(&v));
     out.extend(errors::errors(run));
     rank(&mut out);
