@@ -19,6 +19,17 @@ pub const HOT_THREAD_PCT: f64 = 70.0;
 /// A thread of the same family with this share of the top thread's samples
 /// counts as a second worker.
 pub const SIBLING_SHARE: f64 = 0.03;
+/// One thread's demand (% of one core) from which it counts as saturated
+/// on a host whose CPU is busy (at least [`CPU_BOUND_BUSY_PCT`] in that
+/// phase) while the thread itself waits for a core (at least
+/// [`STARVED_WAIT_PCT`]): there the load generator is starved too and sends the next
+/// request only when it gets a core, so the lone worker idles between
+/// requests and its demand stays under [`HOT_THREAD_PCT`] though it does
+/// all the work (flask-shop's one gunicorn worker: 62-68% at load 19-23).
+pub const HOT_THREAD_BUSY_HOST_PCT: f64 = 50.0;
+/// A thread's wait for a core (% of one core) from which it counts as
+/// starved by others: [`HOT_THREAD_BUSY_HOST_PCT`] applies only then.
+pub const STARVED_WAIT_PCT: f64 = 20.0;
 /// Involuntary context switches per request from which scheduling counts as churn.
 pub const NIVCSW_PER_REQUEST: f64 = 8.0;
 /// CPU migrations per request from which scheduling counts as churn.
@@ -99,6 +110,10 @@ pub const LARGE_RESPONSE_BYTES: f64 = 1024.0 * 1024.0;
 /// A route's share of the access log's request time from which its
 /// response size is worth a finding (it is where the time goes).
 pub const RESPONSE_TIME_SHARE: f64 = 0.5;
+/// Requests of the route from which its bytes are judged: a growing
+/// answer is deterministic (it follows the data), so a starved server's
+/// few requests still show it; fewer than this are no trend.
+pub const UNBOUNDED_MIN_REQUESTS: u64 = 10;
 /// A route's share of the response bytes from which the log's all-route
 /// `log.body_bytes` series is read as that route's.
 pub const RESPONSE_BYTES_SHARE: f64 = 0.8;
@@ -270,26 +285,38 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     if v.cores() < 2.0 {
         return Vec::new();
     }
-    // The busiest phase says whether that thread ran out of core.
-    let Some((phase, cpu)) = v
+    // The phase where the thread wanted the most (its CPU plus its wait for
+    // a core) says whether it ran out of core.
+    let threads = thread_samples(v);
+    let total: f64 = threads.iter().map(|t| t.1).sum();
+    let Some(hot) = v
         .phases
         .iter()
-        .filter_map(|p| Some((p, v.server_cpu(p.start_ms, p.end_ms)?)))
-        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .filter_map(|p| {
+            let cpu = v.server_cpu(p.start_ms, p.end_ms)?;
+            if total >= 50.0 {
+                hot_from_profile(v, &threads, p, cpu)
+            } else {
+                hot_from_series(v, p)
+            }
+        })
+        .max_by(|x, y| x.demand.total_cmp(&y.demand))
     else {
         return Vec::new();
     };
-    let threads = thread_samples(v);
-    let total: f64 = threads.iter().map(|t| t.1).sum();
-    let hot = if total >= 50.0 {
-        hot_from_profile(v, &threads, phase, cpu)
+    // On a busy host a lone worker that is itself kept waiting for a core
+    // counts from a lower demand: the starved load generator leaves it
+    // idle between requests.
+    let starved = v
+        .host_busy(hot.phase.start_ms, hot.phase.end_ms)
+        .is_some_and(|b| b >= CPU_BOUND_BUSY_PCT)
+        && hot.demand - hot.cpu >= STARVED_WAIT_PCT;
+    let hot_pct = if starved {
+        HOT_THREAD_BUSY_HOST_PCT
     } else {
-        hot_from_series(v, phase)
+        HOT_THREAD_PCT
     };
-    let Some(hot) = hot else {
-        return Vec::new();
-    };
-    if hot.demand < HOT_THREAD_PCT || hot.share < 0.5 || hot.siblings > 0 {
+    if hot.demand < hot_pct || hot.share < 0.5 || hot.siblings > 0 {
         return Vec::new();
     }
     let HotThread { name, share, .. } = &hot;
@@ -2131,7 +2158,7 @@ pub(crate) fn unbounded_response(v: &View) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    if top.count < 30 || total_bytes <= 0.0 || total_time <= 0.0 {
+    if top.count < UNBOUNDED_MIN_REQUESTS || total_bytes <= 0.0 || total_time <= 0.0 {
         return Vec::new();
     }
     let time_share = top.sum / total_time;

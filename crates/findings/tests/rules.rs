@@ -296,6 +296,31 @@ fn single_core_counts_a_starved_workers_wait_for_a_core() {
 }
 
 #[test]
+fn single_core_on_a_busy_host_counts_from_half_a_core_when_the_worker_is_starved() {
+    // Load 20 on 2 cores: the lone worker runs 35% of a core and waits
+    // 25% for one; the starved load generator leaves it idle the rest.
+    let mut run = base();
+    set(&mut run, "cpu.all.idle", |_, _| 0.0);
+    set(&mut run, "proc.cpu_user", |_, _| 35.0);
+    set(&mut run, "proc.cpu_system", |_, _| 3.0);
+    profile(&mut run, &["worker-0", "backend-0"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 20 == 0)))
+    });
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 35.0);
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 250.0);
+    assert_eq!(ids(&run)[0], "single-core");
+    // Not when it is not kept waiting: then it simply has little to do.
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 100.0);
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 45.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+    // Nor on a host with idle cores, where it could have run.
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 250.0);
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 35.0);
+    set(&mut run, "cpu.all.idle", |_, _| 40.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+}
+
+#[test]
 fn single_core_uses_the_threads_own_wait_when_it_has_series() {
     // The process waits 350 ms/s for a core, but from its own series the
     // worker waits only 50 ms/s: the rest is other threads' waiting, and
