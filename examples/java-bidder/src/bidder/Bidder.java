@@ -161,13 +161,20 @@ public final class Bidder {
                 logged = sb + "]}";
             }
             CampaignTable.Campaign c = top.get(i);
+            if (i > 0) {
+                sb.append(',');
+            }
+            if (i >= BIDS_PER_RESPONSE) {
+                // The rows past the bids the exchange takes, as the query returned them: the
+                // cost of an unbounded answer is its size, not a formatter (so the causes
+                // formatter and scan stay apart when stacked).
+                sb.append("{\"campaign\":").append(c.id()).append(",\"price\":").append(c.price()).append('}');
+                continue;
+            }
             DateTimeFormatter stamp = causes.contains("formatter")
                     ? DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.US)
                     : STAMP;
             DecimalFormat price = causes.contains("formatter") ? new DecimalFormat("#,##0.0000") : PRICE.get();
-            if (i > 0) {
-                sb.append(',');
-            }
             sb.append("{\"campaign\":").append(c.id()).append(",\"price\":\"").append(price.format(c.price()))
                     .append("\",\"at\":\"").append(stamp.format(now.plusNanos(i))).append("\"}");
         }
