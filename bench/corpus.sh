@@ -7,7 +7,10 @@
 #
 # usage: bench/corpus.sh [SERVICE...]     (default: every service in examples/expectations.tsv)
 # Environment: KEISOKU (default target/debug/keisoku, built if missing), NEIGHBOUR=0 to skip
-# the shared-host half, OUT (default bench/out/corpus-<UTC time>.md).
+# the shared-host half, OUT (default bench/out/corpus-<UTC time>.md), PORT_BASE (default 19200:
+# the services listen on PORT_BASE..PORT_BASE+53), CORPUS_DIR (kept runs, see run-case.sh).
+# Each row also says the 1-minute load average when the case started and ended: the host
+# is shared, and what a neighbour costs is part of the result.
 # ~20 s a case; the whole matrix (5 services, 2 hosts) takes ~20 minutes on 2 cores.
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,10 +24,13 @@ mkdir -p "$ROOT/bench/out"
 OUT=${OUT:-$ROOT/bench/out/corpus-$(date -u +%Y%m%dT%H%M%SZ).md}
 SERVICES=${*:-$(grep -v '^#' "$EX/expectations.tsv" | cut -f1 | uniq)}
 
+# Each service gets 10 ports from PORT_BASE (it uses PORT..PORT+3 for its helpers).
+PORT_BASE=${PORT_BASE:-19200}
 port_of() {
   case "$1" in
-    flask-shop) echo 19200 ;; java-bidder) echo 19210 ;; node-bff) echo 19220 ;;
-    perl-dsp) echo 19230 ;; nginx-proxy) echo 19240 ;; *) echo 19250 ;;
+    flask-shop) echo $((PORT_BASE)) ;; java-bidder) echo $((PORT_BASE + 10)) ;;
+    node-bff) echo $((PORT_BASE + 20)) ;; perl-dsp) echo $((PORT_BASE + 30)) ;;
+    nginx-proxy) echo $((PORT_BASE + 40)) ;; *) echo $((PORT_BASE + 50)) ;;
   esac
 }
 
@@ -59,8 +65,8 @@ verdict() {
   echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), kernel $(uname -r);"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg); keisoku $(git -C "$ROOT" rev-parse --short HEAD)."
   echo
-  echo "| service | mode | causes | host | verdict | cause -> finding (rank) | all findings (rank id severity) |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| service | mode | causes | host | load avg (start-end) | verdict | cause -> finding (rank) | all findings (rank id severity) |"
+  echo "|---|---|---|---|---|---|---|---|"
 } | tee "$OUT"
 
 for svc in $SERVICES; do
@@ -73,13 +79,15 @@ for svc in $SERVICES; do
     echo "$cases" | while read -r mode cs; do
       [ "$cs" = - ] && cs=
       f=$(mktemp)
+      load0=$(cut -d' ' -f1 /proc/loadavg)
       if "$EX/run-case.sh" "$svc" "$mode" "$cs" "$port" $([ "$host" = neighbour ] && echo neighbour) > "$f" 2> "$f.err"; then
         v=$(verdict "$svc" "$mode" "$cs" "$f")
       else
         v="FAIL	keisoku run failed: $(tail -1 "$f.err")"
       fi
+      load1=$(cut -d' ' -f1 /proc/loadavg)
       all=$(awk -F'\t' '{ printf "%s%s %s %s", (NR > 1 ? "; " : ""), $1, $2, $3 }' "$f")
-      printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$svc" "$mode" "${cs:--}" "$host" \
+      printf '| %s | %s | %s | %s | %s-%s | %s | %s | %s |\n' "$svc" "$mode" "${cs:--}" "$host" "$load0" "$load1" \
         "$(echo "$v" | cut -f1)" "$(echo "$v" | cut -f2)" "$all" | tee -a "$OUT"
       rm -f "$f" "$f.err"
     done

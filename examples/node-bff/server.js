@@ -8,6 +8,8 @@
 //                reads the template and the site config with readFileSync (loadConfig)
 //   single       one process (no cluster) on a multi-core host
 //   nokeepalive  a new TCP connection to the recommendation backend for every request
+//   unbounded    the page lists every reader comment ever posted (no limit): each request
+//                posts one, so the response grows with the traffic served
 // MODE=tuned: cluster with one worker per core, objects cached, one formatter, singletons,
 // a keep-alive agent to the backend.
 const cluster = require('node:cluster');
@@ -18,7 +20,7 @@ const path = require('node:path');
 
 const MODE = process.env.MODE || 'naive';
 const CAUSES = new Set(MODE === 'tuned' ? [] : (process.env.CAUSES || '').split(',').map((s) => s.trim()).filter(Boolean));
-const KNOWN = ['json', 'intl', 'di', 'single', 'nokeepalive'];
+const KNOWN = ['json', 'intl', 'di', 'single', 'nokeepalive', 'unbounded'];
 for (const c of CAUSES) {
   if (!KNOWN.includes(c)) {
     console.error(`node-bff: unknown cause ${c} (known: ${KNOWN.join(', ')})`);
@@ -130,6 +132,20 @@ function serve() {
     });
   }
 
+  // --- reader comments -------------------------------------------------------
+  // Every request posts one (a reader's reaction); the page shows the latest few, or with the
+  // cause unbounded all of them: the query has no limit.
+  const comments = [];
+  let commentSeq = 0;
+  function postComment() {
+    commentSeq += 1;
+    comments.push({ id: commentSeq, article: 10000 + (commentSeq % 400), text: `comment ${commentSeq}: agreed` });
+  }
+  function latestComments() {
+    if (CAUSES.has('unbounded')) return comments;
+    return comments.slice(-10);
+  }
+
   app.get('/news/top', async (req, res) => {
     const start = process.hrtime.bigint();
     try {
@@ -140,7 +156,9 @@ function serve() {
       const renderer = container.resolve('ArticleRenderer');
       const parts = [];
       for (let i = 0; i < 30; i++) parts.push(renderer.render(list[i]));
-      const body = `<html><body><ol>${parts.join('')}</ol><p>${recommended.ids.length} recommended</p></body></html>`;
+      postComment();
+      const shown = latestComments().map((c) => `<li data-article="${c.article}">${c.text}</li>`).join('');
+      const body = `<html><body><ol>${parts.join('')}</ol><ul>${shown}</ul><p>${recommended.ids.length} recommended</p></body></html>`;
       res.type('html').send(body);
       const secs = Number(process.hrtime.bigint() - start) / 1e9;
       accessLog.write(`time:${new Date().toISOString()}\tmethod:GET\turi:/news/top\tstatus:200\tsize:${Buffer.byteLength(body)}\treqtime:${secs.toFixed(6)}\n`);

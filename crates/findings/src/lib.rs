@@ -25,7 +25,14 @@ pub use rules::{
     ROUTE_SLOW_RATIO, SCHED_COST_SHARE, SERVER_CLOSE_SHARE, SIBLING_SHARE, STALL_BIN_MS,
     STALL_DROP, STALL_MAX_BIN_MS, STALL_WORK_SHARE, WAIT_MIN_MS, WAIT_SHARE,
 };
-pub use rules::{CPU_BOUND_NVCSW_PER_REQUEST, WAIT_PROBLEM_MS, WALL_WAIT_PROBLEM_MS};
+pub use rules::{
+    CPU_BOUND_NVCSW_PER_REQUEST, HOT_THREAD_BUSY_HOST_PCT, STARVED_WAIT_PCT, WAIT_PROBLEM_MS,
+    WALL_WAIT_PROBLEM_MS,
+};
+pub use rules::{
+    LARGE_RESPONSE_BYTES, RESPONSE_BYTES_SHARE, RESPONSE_GROWTH, RESPONSE_GROWTH_MIN_BYTES,
+    RESPONSE_TIME_SHARE, UNBOUNDED_MIN_REQUESTS,
+};
 
 use keisoku_store::RunJson;
 
@@ -43,6 +50,7 @@ pub fn analyze(run: &RunJson) -> Vec<Finding> {
     out.extend(rules::page_cache(&v));
     out.extend(rules::connection_churn(&v));
     out.extend(rules::route_dominating(&v));
+    out.extend(rules::unbounded_response(&v));
     out.extend(rules::blocking_wait(&v));
     out.extend(errors::errors(run));
     rank(&mut out);

@@ -271,6 +271,17 @@ pub(crate) const RUNTIME_THREADS: &[&str] = &[
     "v8 platformwork",
 ];
 
+/// Frames at the root of a runtime's helper threads, for runtimes whose
+/// helpers carry the process's own name (Node's V8 platform workers are
+/// all `node`): the JIT compiling in the background, concurrent GC.
+pub(crate) const RUNTIME_FRAMES: &[&str] = &[
+    "platformworkerthread",
+    "defaultjobworker",
+    "optimizingcompiledispatcher",
+    "concurrentmarking",
+    "compilebroker::compiler_thread_loop",
+];
+
 /// Frames that name no function of the program: HotSpot's template
 /// interpreter (every interpreted method's samples), code perf could not
 /// place, the JIT's stubs. The hottest function is named past them.
@@ -357,6 +368,7 @@ mod tests {
             .chain(STALL_WORK)
             .chain(STALL_MODULES)
             .chain(RUNTIME_THREADS)
+            .chain(RUNTIME_FRAMES)
             .chain(NO_FUNCTION);
         for p in all {
             assert_eq!(*p, p.to_lowercase(), "{p}");

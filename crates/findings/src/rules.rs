@@ -3,7 +3,9 @@
 //! they hold on a fast or slow machine; docs/findings.md lists them.
 
 use crate::model::{Evidence, Finding, FrameShare, Severity};
-use crate::patterns::{is_stall_work, matches, Kind, KINDS, NO_FUNCTION, RUNTIME_THREADS};
+use crate::patterns::{
+    is_stall_work, matches, Kind, KINDS, NO_FUNCTION, RUNTIME_FRAMES, RUNTIME_THREADS,
+};
 use crate::view::{MeasuredPhase, ThreadKey, View};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -17,6 +19,17 @@ pub const HOT_THREAD_PCT: f64 = 70.0;
 /// A thread of the same family with this share of the top thread's samples
 /// counts as a second worker.
 pub const SIBLING_SHARE: f64 = 0.03;
+/// One thread's demand (% of one core) from which it counts as saturated
+/// on a host whose CPU is busy (at least [`CPU_BOUND_BUSY_PCT`] in that
+/// phase) while the thread itself waits for a core (at least
+/// [`STARVED_WAIT_PCT`]): there the load generator is starved too and sends the next
+/// request only when it gets a core, so the lone worker idles between
+/// requests and its demand stays under [`HOT_THREAD_PCT`] though it does
+/// all the work (flask-shop's one gunicorn worker: 62-68% at load 19-23).
+pub const HOT_THREAD_BUSY_HOST_PCT: f64 = 50.0;
+/// A thread's wait for a core (% of one core) from which it counts as
+/// starved by others: [`HOT_THREAD_BUSY_HOST_PCT`] applies only then.
+pub const STARVED_WAIT_PCT: f64 = 20.0;
 /// Involuntary context switches per request from which scheduling counts as churn.
 pub const NIVCSW_PER_REQUEST: f64 = 8.0;
 /// CPU migrations per request from which scheduling counts as churn.
@@ -92,6 +105,26 @@ pub const PER_REQUEST_CONNECTS: f64 = 0.9;
 pub const SERVER_CLOSE_SHARE: f64 = 0.5;
 /// Major faults per request from which page-cache thrash is considered.
 pub const MAJFAULTS_PER_REQUEST: f64 = 0.05;
+/// Growth of a route's bytes per response (the run's last third over its
+/// first) from which its responses grow: a list without a limit follows
+/// its table; a bounded page stays the same size whatever the load.
+pub const RESPONSE_GROWTH: f64 = 1.4;
+/// Growth must also add this many bytes per response: a few bytes more
+/// of a tiny answer (a longer timestamp, a counter) is not a list growing.
+pub const RESPONSE_GROWTH_MIN_BYTES: f64 = 4096.0;
+/// Mean bytes per response from which a route's answers are large whether
+/// or not they grow: no page a client renders at once is this big.
+pub const LARGE_RESPONSE_BYTES: f64 = 1024.0 * 1024.0;
+/// A route's share of the access log's request time from which its
+/// response size is worth a finding (it is where the time goes).
+pub const RESPONSE_TIME_SHARE: f64 = 0.5;
+/// Requests of the route from which its bytes are judged: a growing
+/// answer is deterministic (it follows the data), so a starved server's
+/// few requests still show it; fewer than this are no trend.
+pub const UNBOUNDED_MIN_REQUESTS: u64 = 10;
+/// A route's share of the response bytes from which the log's all-route
+/// `log.body_bytes` series is read as that route's.
+pub const RESPONSE_BYTES_SHARE: f64 = 0.8;
 
 fn pct(x: f64) -> String {
     format!("{:.0}%", x * 100.0)
@@ -249,6 +282,8 @@ struct HotThread<'p> {
     source: &'static str,
     series: Vec<String>,
     siblings: usize,
+    /// Runtime helper threads (JIT, GC) of its family left out of the siblings.
+    helpers: usize,
 }
 
 /// One core saturated while others idle: one thread does the work. From
@@ -258,26 +293,38 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
     if v.cores() < 2.0 {
         return Vec::new();
     }
-    // The busiest phase says whether that thread ran out of core.
-    let Some((phase, cpu)) = v
+    // The phase where the thread wanted the most (its CPU plus its wait for
+    // a core) says whether it ran out of core.
+    let threads = thread_samples(v);
+    let total: f64 = threads.iter().map(|t| t.1).sum();
+    let Some(hot) = v
         .phases
         .iter()
-        .filter_map(|p| Some((p, v.server_cpu(p.start_ms, p.end_ms)?)))
-        .max_by(|x, y| x.1.total_cmp(&y.1))
+        .filter_map(|p| {
+            let cpu = v.server_cpu(p.start_ms, p.end_ms)?;
+            if total >= 50.0 {
+                hot_from_profile(v, &threads, p, cpu)
+            } else {
+                hot_from_series(v, p)
+            }
+        })
+        .max_by(|x, y| x.demand.total_cmp(&y.demand))
     else {
         return Vec::new();
     };
-    let threads = thread_samples(v);
-    let total: f64 = threads.iter().map(|t| t.1).sum();
-    let hot = if total >= 50.0 {
-        hot_from_profile(v, &threads, phase, cpu)
+    // On a busy host a lone worker that is itself kept waiting for a core
+    // counts from a lower demand: the starved load generator leaves it
+    // idle between requests.
+    let starved = v
+        .host_busy(hot.phase.start_ms, hot.phase.end_ms)
+        .is_some_and(|b| b >= CPU_BOUND_BUSY_PCT)
+        && hot.demand - hot.cpu >= STARVED_WAIT_PCT;
+    let hot_pct = if starved {
+        HOT_THREAD_BUSY_HOST_PCT
     } else {
-        hot_from_series(v, phase)
+        HOT_THREAD_PCT
     };
-    let Some(hot) = hot else {
-        return Vec::new();
-    };
-    if hot.demand < HOT_THREAD_PCT || hot.share < 0.5 || hot.siblings > 0 {
+    if hot.demand < hot_pct || hot.share < 0.5 || hot.siblings > 0 {
         return Vec::new();
     }
     let HotThread { name, share, .. } = &hot;
@@ -306,10 +353,18 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
                 hot.demand.min(100.0),
                 hot.source
             ),
-            format!(
-                "no other thread of its kind ({}*) does comparable work",
-                family(name)
-            ),
+            if hot.helpers > 0 {
+                format!(
+                    "no other thread of its kind ({}*) does comparable work ({} runtime helper threads, a JIT compiler or GC by their frames, left out)",
+                    family(name),
+                    hot.helpers
+                )
+            } else {
+                format!(
+                    "no other thread of its kind ({}*) does comparable work",
+                    family(name)
+                )
+            },
         ],
         series: hot.series,
         range_ms: Some(v.measured_window().into()),
@@ -328,7 +383,14 @@ fn hot_from_profile<'p>(
     cpu: f64,
 ) -> Option<HotThread<'p>> {
     let total: f64 = threads.iter().map(|t| t.1).sum();
-    let &(top, top_w) = threads.first()?;
+    // The busiest thread that serves requests: a JIT compiler or GC helper
+    // is neither the worker nor a second one.
+    let helper: HashSet<u32> = threads
+        .iter()
+        .filter(|(t, _)| runtime_thread(v, *t) || runtime_work(v, *t))
+        .map(|(t, _)| *t)
+        .collect();
+    let &(top, top_w) = threads.iter().find(|(t, _)| !helper.contains(t))?;
     let mut in_phase: HashMap<u32, f64> = HashMap::new();
     for s in v.samples_in(p.start_ms, p.end_ms) {
         if let Some(t) = s.thread {
@@ -365,8 +427,16 @@ fn hot_from_profile<'p>(
     // spread its work, even when a busy machine starves all but one of them.
     let siblings = threads
         .iter()
-        .skip(1)
-        .filter(|(t, w)| family(&v.thread_name(*t)) == family(&name) && *w >= SIBLING_SHARE * top_w)
+        .filter(|(t, w)| {
+            *t != top
+                && !helper.contains(t)
+                && family(&v.thread_name(*t)) == family(&name)
+                && *w >= SIBLING_SHARE * top_w
+        })
+        .count();
+    let helpers = helper
+        .iter()
+        .filter(|t| family(&v.thread_name(**t)) == family(&name))
         .count();
     Some(HotThread {
         name,
@@ -378,6 +448,7 @@ fn hot_from_profile<'p>(
         source,
         series,
         siblings,
+        helpers,
     })
 }
 
@@ -423,6 +494,7 @@ fn hot_from_series<'p>(v: &View, p: &'p MeasuredPhase) -> Option<HotThread<'p>> 
         source: "its own thread series",
         series: vec![top.series("cpu"), top.series("runq_delay_ms")],
         siblings,
+        helpers: 0,
     })
 }
 
@@ -460,6 +532,27 @@ fn node_weights(v: &View, a: f64, b: f64) -> (f64, BTreeMap<u32, f64>) {
 /// (JIT compilers, garbage collectors, the VM's own threads).
 fn runtime_thread(v: &View, t: u32) -> bool {
     matches(&v.thread_name(t).to_lowercase(), RUNTIME_THREADS)
+}
+
+/// Whether most of a thread's samples are a runtime's helper work (a JIT
+/// compiling in the background, concurrent GC), by the frames at its root:
+/// for helpers that carry the process's name.
+fn runtime_work(v: &View, t: u32) -> bool {
+    let (mut all, mut helper) = (0.0, 0.0);
+    let mut by_node: HashMap<u32, f64> = HashMap::new();
+    for s in v.samples.iter().filter(|s| s.thread == Some(t)) {
+        *by_node.entry(s.node).or_default() += s.weight;
+    }
+    for (node, w) in by_node {
+        all += w;
+        if v.stack(node)
+            .iter()
+            .any(|f| matches(v.frame_name_lc(*f), RUNTIME_FRAMES))
+        {
+            helper += w;
+        }
+    }
+    all > 0.0 && helper >= 0.5 * all
 }
 
 /// The frame that names a kind's work in a stack (leaf first), if any: the
@@ -2058,4 +2151,175 @@ fn correlation(x: &[(f64, f64)], y: &[(f64, f64)]) -> Option<f64> {
         syy += (b - my) * (b - my);
     }
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// Bytes per response and median latency in the first and last third of
+/// the seconds that had answers.
+struct ResponseGrowth {
+    first_bytes: f64,
+    last_bytes: f64,
+    first_p50: Option<f64>,
+    last_p50: Option<f64>,
+    range_ms: [f64; 2],
+}
+
+/// How the access log's bytes per response moved over the run, from the
+/// `log.body_bytes` and `log.rps` series (warm-up included: a list grows
+/// from the first request on).
+fn response_growth(v: &View) -> Option<ResponseGrowth> {
+    let end = v.run.run.duration_ms.max(v.measured_window().1);
+    let bytes: HashMap<u64, f64> = v
+        .points("log.body_bytes", 0.0, end)
+        .into_iter()
+        .map(|(t, b)| (t.to_bits(), b))
+        .collect();
+    let seconds: Vec<(f64, f64, f64)> = v
+        .points("log.rps", 0.0, end)
+        .into_iter()
+        .filter(|(_, r)| *r > 0.0)
+        .filter_map(|(t, r)| Some((t, r, *bytes.get(&t.to_bits())?)))
+        .collect();
+    let third = seconds.len() / 3;
+    if third < 2 {
+        return None;
+    }
+    let per_response = |part: &[(f64, f64, f64)]| {
+        let (r, b) = part.iter().fold((0.0, 0.0), |(r, b), s| (r + s.1, b + s.2));
+        (r > 0.0).then(|| b / r)
+    };
+    let first = &seconds[..third];
+    let last = &seconds[seconds.len() - third..];
+    let p50 = |part: &[(f64, f64, f64)]| {
+        let (a, b) = (part.first()?.0 - 1000.0, part.last()?.0);
+        v.mean("log.p50_ms", a, b)
+    };
+    Some(ResponseGrowth {
+        first_bytes: per_response(first)?,
+        last_bytes: per_response(last)?,
+        first_p50: p50(first),
+        last_p50: p50(last),
+        range_ms: [seconds[0].0 - 1000.0, seconds[seconds.len() - 1].0],
+    })
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// A route whose answers grow over the run or are very large, while it
+/// holds most of the request time: a query or list without a limit, as a
+/// user sees it from the access log's body sizes.
+pub(crate) fn unbounded_response(v: &View) -> Vec<Finding> {
+    let (rows, source) = if v.run.routes.access_log.is_empty() {
+        (&v.run.routes.client, "client")
+    } else {
+        (&v.run.routes.access_log, "access log")
+    };
+    let total_time: f64 = rows.iter().map(|r| r.sum).filter(|s| s.is_finite()).sum();
+    let total_bytes: f64 = rows
+        .iter()
+        .map(|r| r.sum_body)
+        .filter(|s| s.is_finite())
+        .sum();
+    let Some(top) = rows
+        .iter()
+        .filter(|r| r.sum_body.is_finite())
+        .max_by(|x, y| x.sum_body.total_cmp(&y.sum_body))
+    else {
+        return Vec::new();
+    };
+    if top.count < UNBOUNDED_MIN_REQUESTS || total_bytes <= 0.0 || total_time <= 0.0 {
+        return Vec::new();
+    }
+    let time_share = top.sum / total_time;
+    if time_share < RESPONSE_TIME_SHARE {
+        return Vec::new();
+    }
+    // The log's bytes series counts every route: it is this route's only
+    // when this route sends nearly all of the bytes.
+    let growth = if source == "access log" && top.sum_body / total_bytes >= RESPONSE_BYTES_SHARE {
+        response_growth(v)
+    } else {
+        None
+    };
+    let grows = growth.as_ref().filter(|g| {
+        g.first_bytes > 0.0
+            && g.last_bytes >= RESPONSE_GROWTH * g.first_bytes
+            && g.last_bytes - g.first_bytes >= RESPONSE_GROWTH_MIN_BYTES
+    });
+    let large = top.avg_body >= LARGE_RESPONSE_BYTES;
+    if grows.is_none() && !large {
+        return Vec::new();
+    }
+    let route = format!("{} {}", top.method, top.uri);
+    let ratio = grows.map_or(1.0, |g| g.last_bytes / g.first_bytes);
+    let score = 50.0 + 10.0 * (ratio - 1.0).min(2.0) + 10.0 * time_share;
+    let mut f = finding("unbounded-response", None, Severity::Warning, score);
+    f.title = match grows {
+        Some(g) => format!(
+            "{route}: responses grew from {} to {} each over the run ({:.1}x); the route takes {} of request time",
+            fmt_bytes(g.first_bytes),
+            fmt_bytes(g.last_bytes),
+            ratio,
+            pct(time_share)
+        ),
+        None => format!(
+            "{route}: {} per response on average (up to {}); the route takes {} of request time",
+            fmt_bytes(top.avg_body),
+            fmt_bytes(top.max_body),
+            pct(time_share)
+        ),
+    };
+    f.summary = "One route answers with more and more (or very many) bytes: its result has no limit, so every request reads, renders and sends all of it, and its cost follows the data, not the request.".into();
+    f.impact = match grows.and_then(|g| Some((g.first_p50?, g.last_p50?))) {
+        Some((a, b)) if b > a => format!(
+            "median latency went from {} ms to {} ms as the responses grew; it keeps growing with the data",
+            fmt_num(a),
+            fmt_num(b)
+        ),
+        _ => format!(
+            "{} of request time is spent on answers of {} on average",
+            pct(time_share),
+            fmt_bytes(top.avg_body)
+        ),
+    };
+    f.suggestion = "bound the result: paginate (LIMIT plus a cursor or offset), return only the fields the client shows, or serve a summary and fetch details on demand".into();
+    let mut text = vec![format!(
+        "{source}: {route}: {} requests, {} per response on average ({} to {}), {} of the bytes and {} of request time",
+        top.count,
+        fmt_bytes(top.avg_body),
+        fmt_bytes(top.min_body),
+        fmt_bytes(top.max_body),
+        pct(top.sum_body / total_bytes),
+        pct(time_share)
+    )];
+    if let Some(g) = &growth {
+        text.push(format!(
+            "log.body_bytes / log.rps: {} per response in the first third of the run, {} in the last",
+            fmt_bytes(g.first_bytes),
+            fmt_bytes(g.last_bytes)
+        ));
+    }
+    f.evidence = Evidence {
+        text,
+        series: if growth.is_some() {
+            vec![
+                "log.body_bytes".into(),
+                "log.rps".into(),
+                "log.p50_ms".into(),
+            ]
+        } else {
+            Vec::new()
+        },
+        range_ms: Some(growth.map_or_else(|| v.measured_window().into(), |g| g.range_ms)),
+        phases: Vec::new(),
+        frames: Vec::new(),
+    };
+    vec![f]
 }

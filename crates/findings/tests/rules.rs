@@ -221,6 +221,67 @@ fn single_core_fires_for_one_worker_not_for_two() {
 }
 
 #[test]
+fn single_core_leaves_out_runtime_helpers_that_share_the_process_name() {
+    // One Node process: the event loop does the requests; V8's platform
+    // workers (all named `node`, like it) compile and mark in the
+    // background at 5-8% of its samples each.
+    let mut run = base();
+    set(&mut run, "proc.cpu_user", |_, _| 95.0);
+    set(&mut run, "proc.cpu_system", |_, _| 5.0);
+    let threads = ["node", "node", "node", "node"];
+    profile(&mut run, &threads, 2000, |i, _| match i % 16 {
+        0 => Some((
+            vec![
+                "start_thread",
+                "node::(anonymous namespace)::PlatformWorkerThread",
+                "v8::internal::OptimizingCompileDispatcher::CompileTask::RunInternal",
+                "v8::internal::compiler::GraphReducer::ReduceTop",
+            ],
+            1,
+        )),
+        1 => Some((
+            vec![
+                "start_thread",
+                "node::(anonymous namespace)::PlatformWorkerThread",
+                "v8::platform::DefaultJobWorker::Run",
+                "v8::internal::ConcurrentMarking::RunMajor",
+            ],
+            2,
+        )),
+        2 => Some((
+            vec![
+                "start_thread",
+                "node::(anonymous namespace)::PlatformWorkerThread",
+            ],
+            3,
+        )),
+        _ => Some((vec!["node::Start", "uv_run", "JS:handle"], 0)),
+    });
+    let f = analyze(&run);
+    let single = f
+        .iter()
+        .find(|f| f.id == "single-core")
+        .unwrap_or_else(|| panic!("single-core in {}", render_text(&f)));
+    assert!(
+        single
+            .evidence
+            .text
+            .iter()
+            .any(|t| t.contains("3 runtime helper threads")),
+        "{:?}",
+        single.evidence.text
+    );
+    // Two processes of the same name serving requests (a cluster) are workers.
+    profile(&mut run, &threads, 2000, |i, _| {
+        Some((
+            vec!["node::Start", "uv_run", "JS:handle"],
+            u32::from(i % 5 == 0),
+        ))
+    });
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+}
+
+#[test]
 fn single_core_counts_a_starved_workers_wait_for_a_core() {
     // A busy host: the one worker runs 55% of a core and waits runnable
     // for another 350 ms each second; alone it is still the whole server.
@@ -233,6 +294,31 @@ fn single_core_counts_a_starved_workers_wait_for_a_core() {
     assert!(!ids(&run).contains(&"single-core".to_string()));
     set(&mut run, "proc.runq_delay_ms", |_, _| 350.0);
     assert_eq!(ids(&run)[0], "single-core");
+}
+
+#[test]
+fn single_core_on_a_busy_host_counts_from_half_a_core_when_the_worker_is_starved() {
+    // Load 20 on 2 cores: the lone worker runs 35% of a core and waits
+    // 25% for one; the starved load generator leaves it idle the rest.
+    let mut run = base();
+    set(&mut run, "cpu.all.idle", |_, _| 0.0);
+    set(&mut run, "proc.cpu_user", |_, _| 35.0);
+    set(&mut run, "proc.cpu_system", |_, _| 3.0);
+    profile(&mut run, &["worker-0", "backend-0"], 2000, |i, _| {
+        Some((vec!["main", "handle", "score"], u32::from(i % 20 == 0)))
+    });
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 35.0);
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 250.0);
+    assert_eq!(ids(&run)[0], "single-core");
+    // Not when it is not kept waiting: then it simply has little to do.
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 100.0);
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 45.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
+    // Nor on a host with idle cores, where it could have run.
+    set(&mut run, "thread.worker-0:1:1.runq_delay_ms", |_, _| 250.0);
+    set(&mut run, "thread.worker-0:1:1.cpu", |_, _| 35.0);
+    set(&mut run, "cpu.all.idle", |_, _| 40.0);
+    assert!(!ids(&run).contains(&"single-core".to_string()));
 }
 
 #[test]
@@ -598,6 +684,58 @@ fn route_dominating_uses_the_sum_column() {
     // One route alone dominates nothing.
     run.routes.access_log = vec![route("/bid", 100, 8.0)];
     assert!(!ids(&run).contains(&"route-dominating".to_string()));
+}
+
+/// One route whose body bytes per response follow `bytes(t)` (ms -> bytes),
+/// as the followed access log's `log.*` series show it (a point a second).
+fn logged_bytes(run: &mut RunJson, bytes: impl Fn(f64) -> f64) {
+    let t: Vec<f64> = (1..=12).map(|s| s as f64 * 1000.0).collect();
+    let rps: Vec<f64> = t.iter().map(|t| rps_at(run, *t)).collect();
+    let body: Vec<f64> = t.iter().zip(&rps).map(|(t, r)| r * bytes(*t)).collect();
+    for (name, v) in [("log.rps", rps.clone()), ("log.body_bytes", body.clone())] {
+        run.series.retain(|s| s.name != name);
+        run.series.push(Series {
+            name: name.into(),
+            unit: "/s".into(),
+            t_ms: t.clone(),
+            v,
+        });
+    }
+    let count: f64 = rps.iter().sum();
+    let sum_body: f64 = body.iter().sum();
+    let mut row = route("/items", count as u64, 2.0);
+    row.sum_body = sum_body;
+    row.avg_body = sum_body / count;
+    row.min_body = bytes(0.0);
+    row.max_body = bytes(12_000.0);
+    run.routes.access_log = vec![row];
+}
+
+#[test]
+fn unbounded_response_fires_when_a_routes_answers_grow() {
+    let mut run = base();
+    // A list without a limit: 20 kB at the start, 60 kB at the end.
+    logged_bytes(&mut run, |t| 20_000.0 + 40_000.0 * t / 12_000.0);
+    let f = analyze(&run);
+    let u = f
+        .iter()
+        .find(|f| f.id == "unbounded-response")
+        .unwrap_or_else(|| panic!("unbounded-response in {}", render_text(&f)));
+    assert_eq!(u.severity, Severity::Warning);
+    assert!(u.title.contains("GET /items"), "{}", u.title);
+    assert!(u.suggestion.contains("paginate"), "{}", u.suggestion);
+    // A bounded page: the same size all run, or growing by a few bytes.
+    logged_bytes(&mut run, |_| 20_000.0);
+    assert!(!ids(&run).contains(&"unbounded-response".to_string()));
+    logged_bytes(&mut run, |t| 200.0 + 400.0 * t / 12_000.0);
+    assert!(!ids(&run).contains(&"unbounded-response".to_string()));
+    // Very large answers count even when they do not grow.
+    logged_bytes(&mut run, |_| 3.0 * 1024.0 * 1024.0);
+    assert!(ids(&run).contains(&"unbounded-response".to_string()));
+    // Not when another route takes most of the request time.
+    logged_bytes(&mut run, |t| 20_000.0 + 40_000.0 * t / 12_000.0);
+    run.routes.access_log.push(route("/search", 100, 2000.0));
+    assert!(!ids(&run).contains(&"unbounded-response".to_string()));
 }
 
 #[test]

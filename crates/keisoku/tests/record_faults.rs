@@ -174,6 +174,13 @@ fn the_access_log_is_followed_through_rotation_and_truncation() {
         .find(|s| s.name == "log.rps")
         .expect("log.rps");
     assert_eq!(rps.v.iter().sum::<f64>(), 25.0);
+    // Every line's body bytes (size:5), by the second it was read in.
+    let bytes = run
+        .series
+        .iter()
+        .find(|s| s.name == "log.body_bytes")
+        .expect("log.body_bytes");
+    assert_eq!(bytes.v.iter().sum::<f64>(), 125.0);
     // The run kept every line it counted, byte for byte and in order,
     // across the rotation and the truncation.
     let kept = run.routes.access_log_lines.as_ref().expect("lines kept");

@@ -147,6 +147,9 @@ struct LogSecond {
     /// `[time - request_time, time]` overlap), summed: divided by 1000 it
     /// is the mean number in flight.
     busy_ms: f64,
+    /// Response body bytes of the second's answers: with `log.rps` it
+    /// shows responses that grow over a run (a query without a limit).
+    body_bytes: f64,
 }
 
 impl Follower {
@@ -456,6 +459,9 @@ impl State {
         let server_error = rec.status >= 500;
         let total = self.totals.entry(second).or_default();
         total.latencies.push(us);
+        if rec.body_bytes.is_finite() && rec.body_bytes > 0.0 {
+            total.body_bytes += rec.body_bytes;
+        }
         if let Some(slot) = usize::try_from(rec.status / 100)
             .ok()
             .and_then(|c| c.checked_sub(1))
@@ -570,6 +576,7 @@ impl State {
                 ("log.p50_ms", "ms", q(0.5)),
                 ("log.p99_ms", "ms", q(0.99)),
                 ("log.inflight", "req", second.busy_ms / 1000.0),
+                ("log.body_bytes", "B/s", second.body_bytes),
             ] {
                 buf.push(name, unit, t, v);
             }

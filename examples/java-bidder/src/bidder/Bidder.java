@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * rollover (the logging config: logback's synchronous RollingFileAppender gzip-compressing
  * on rollover under the appender lock; chosen in start.sh), regex (the user-agent pattern
  * compiled per request), formatter (date and price formatters built per bid item), scan (the
- * campaign query reads the whole table and sorts it, without an index or a limit).
+ * campaign query reads the whole table and sorts it, without an index or a limit, and the bid
+ * answers with every row it returned; the table grows by CAMPAIGN_GROWTH rows a second from the first bid on).
  */
 public final class Bidder {
     private static final Logger BID_LOG = LoggerFactory.getLogger("bidder.bids");
@@ -91,7 +92,8 @@ public final class Bidder {
             }
         }
         int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "60000"));
-        CampaignTable table = new CampaignTable(rows);
+        int growth = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGN_GROWTH", "8000"));
+        CampaignTable table = new CampaignTable(rows, growth);
         String logPath = System.getenv().getOrDefault("ACCESS_LOG", "/tmp/keisoku-corpus/java-bidder.log");
         BufferedWriter access = new BufferedWriter(new FileWriter(logPath, StandardCharsets.UTF_8, true));
         Bidder bidder = new Bidder(causes, table, access);
@@ -143,28 +145,45 @@ public final class Bidder {
         if (isKnownBot(userAgent)) {
             return "{\"nobid\":\"bot\"}";
         }
+        campaigns.startGrowing();
         List<CampaignTable.Campaign> top = causes.contains("scan")
                 ? campaigns.selectBySegmentUnbounded(segment)
                 : campaigns.topForSegment(segment);
         StringBuilder sb = new StringBuilder(1024);
         sb.append("{\"segment\":").append(segment).append(",\"platform\":\"").append(platform).append("\",\"bids\":[");
         ZonedDateTime now = ZonedDateTime.now(ZoneOffset.UTC);
-        for (int i = 0; i < Math.min(BIDS_PER_RESPONSE, top.size()); i++) {
+        // The cause scan answers with every row the query returned (no LIMIT): the response
+        // follows the table, which grows while the bidder runs.
+        int shown = causes.contains("scan") ? top.size() : Math.min(BIDS_PER_RESPONSE, top.size());
+        String logged = null;
+        for (int i = 0; i < shown; i++) {
+            if (i == BIDS_PER_RESPONSE) {
+                logged = sb + "]}";
+            }
             CampaignTable.Campaign c = top.get(i);
+            if (i > 0) {
+                sb.append(',');
+            }
+            if (i >= BIDS_PER_RESPONSE) {
+                // The rows past the bids the exchange takes, as the query returned them: the
+                // cost of an unbounded answer is its size, not a formatter (so the causes
+                // formatter and scan stay apart when stacked).
+                sb.append("{\"campaign\":").append(c.id()).append(",\"price\":").append(c.price()).append('}');
+                continue;
+            }
             DateTimeFormatter stamp = causes.contains("formatter")
                     ? DateTimeFormatter.ofPattern("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", Locale.US)
                     : STAMP;
             DecimalFormat price = causes.contains("formatter") ? new DecimalFormat("#,##0.0000") : PRICE.get();
-            if (i > 0) {
-                sb.append(',');
-            }
             sb.append("{\"campaign\":").append(c.id()).append(",\"price\":\"").append(price.format(c.price()))
                     .append("\",\"at\":\"").append(stamp.format(now.plusNanos(i))).append("\"}");
         }
         sb.append("]}");
         String response = sb.toString();
-        // Every bid is logged in full (the bid log is what the ad ops read): ~1 kB a request.
-        BID_LOG.info("bid seg={} ua={} platform={} response={} trace={}", segment, userAgent, platform, response,
+        // Every bid is logged (the bid log is what the ad ops read): ~2 kB a request, its first
+        // BIDS_PER_RESPONSE bids whatever the response holds, so the log is sized as in tuned mode.
+        BID_LOG.info("bid seg={} ua={} platform={} response={} trace={}", segment, userAgent, platform,
+                logged == null ? response : logged,
                 Long.toHexString(Double.doubleToLongBits(Math.random())) + Long.toHexString(System.nanoTime()));
         return response;
     }
@@ -187,34 +206,91 @@ public final class Bidder {
         return false;
     }
 
-    /** The campaign store: an in-memory table, with an index the tuned path uses. */
+    /**
+     * The campaign store: an in-memory table, with an index the tuned path uses. New campaigns
+     * arrive while the bidder runs (GROWTH rows a second, the ad ops' sync), as in a real table.
+     */
     static final class CampaignTable {
         record Campaign(int id, int segment, double price, String advertiser) {}
 
-        private final Campaign[] rows;
-        private final List<List<Campaign>> topBySegment = new ArrayList<>();
+        private final java.util.Random random = new java.util.Random(42);
+        /** Rows [0, size): the writer publishes a larger array before the size that needs it. */
+        private volatile Campaign[] rows;
+        private volatile int size;
+        /** Per segment its BIDS_PER_RESPONSE best rows, replaced whole by the writer. */
+        private volatile List<List<Campaign>> topBySegment;
 
-        CampaignTable(int n) {
-            rows = new Campaign[n];
-            java.util.Random r = new java.util.Random(42);
+        CampaignTable(int n, int growthPerSecond) {
+            rows = new Campaign[Math.max(16, n * 2)];
+            append(n);
+            this.growthPerSecond = growthPerSecond;
+        }
+
+        private final int growthPerSecond;
+        private final java.util.concurrent.atomic.AtomicBoolean growing =
+                new java.util.concurrent.atomic.AtomicBoolean();
+
+        /**
+         * Starts the sync with the first bid, so the table's growth is measured from the traffic's
+         * start however long the JVM took to start on a crowded host.
+         */
+        void startGrowing() {
+            if (growthPerSecond > 0 && growing.compareAndSet(false, true)) {
+                Thread sync = new Thread(() -> {
+                    while (true) {
+                        try {
+                            Thread.sleep(100);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                        append(Math.max(1, growthPerSecond / 10));
+                    }
+                }, "campaign-sync");
+                sync.setDaemon(true);
+                sync.start();
+            }
+        }
+
+        /** Only the sync thread (and the constructor before it) appends. */
+        private void append(int n) {
+            Campaign[] a = rows;
+            int s = size;
+            if (s + n > a.length) {
+                a = Arrays.copyOf(a, Math.max(a.length * 2, s + n));
+                rows = a;
+            }
             for (int i = 0; i < n; i++) {
-                rows[i] = new Campaign(i, r.nextInt(64), r.nextDouble() * 3.0, "adv-" + r.nextInt(5000));
+                a[s + i] = new Campaign(s + i, random.nextInt(64), random.nextDouble() * 3.0,
+                        "adv-" + random.nextInt(5000));
             }
-            for (int s = 0; s < 64; s++) {
-                topBySegment.add(selectBySegmentUnbounded(s).subList(0, BIDS_PER_RESPONSE));
+            size = s + n;
+            List<List<Campaign>> top = new ArrayList<>();
+            for (int seg = 0; seg < 64; seg++) {
+                List<Campaign> best = new ArrayList<>(topBySegment == null ? List.of() : topBySegment.get(seg));
+                for (int i = s; i < s + n; i++) {
+                    if (a[i].segment() == seg) {
+                        best.add(a[i]);
+                    }
+                }
+                best.sort((x, y) -> Double.compare(y.price(), x.price()));
+                top.add(List.copyOf(best.subList(0, Math.min(BIDS_PER_RESPONSE, best.size()))));
             }
+            topBySegment = top;
         }
 
         /** SELECT * FROM campaigns WHERE segment = ? ORDER BY price DESC: no index, no LIMIT. */
         List<Campaign> selectBySegmentUnbounded(int segment) {
+            int n = size;
+            Campaign[] a = rows;
             List<Campaign> out = new ArrayList<>();
-            for (Campaign c : rows) {
+            for (int i = 0; i < n; i++) {
+                Campaign c = a[i];
                 if (c.segment() == Math.floorMod(segment, 64) || c.advertiser().hashCode() % 997 == segment) {
                     out.add(c);
                 }
             }
             Campaign[] sorted = out.toArray(new Campaign[0]);
-            Arrays.sort(sorted, (a, b) -> Double.compare(b.price(), a.price()));
+            Arrays.sort(sorted, (x, y) -> Double.compare(y.price(), x.price()));
             return Arrays.asList(sorted);
         }
 
