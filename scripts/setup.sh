@@ -113,8 +113,9 @@ command -v openssl >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="s
 # ---- HTTP/2 and gRPC (issue 18, h2grpc) -------------------------------------------------------
 # crates/keisoku/tests/bench_h2.rs loads nginx over HTTP/2 (nginx-light above has the http_v2
 # module) and a Python grpcio server (generic handler: no protoc needed); bench/loadgen-h2.sh
-# compares CPU per request with h2load from nghttp2-client.
-{ command -v h2load >/dev/null 2>&1 && python3 -c 'import grpc' >/dev/null 2>&1; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+# compares CPU per request with h2load from nghttp2-client. Debian's python3-grpcio is for
+# /usr/bin/python3 (a pyenv python3 earlier on PATH does not see it), so the test runs that one.
+{ command -v h2load >/dev/null 2>&1 && /usr/bin/python3 -c 'import grpc' >/dev/null 2>&1; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1 ||
     { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1; } ||

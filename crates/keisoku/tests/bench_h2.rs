@@ -323,6 +323,20 @@ open(ready, "w").write("ready\n")
 server.wait_for_termination()
 "#;
 
+/// Debian's python3-grpcio is installed for /usr/bin/python3; a python3
+/// earlier on PATH (pyenv) may not have it.
+fn python_with_grpc() -> &'static str {
+    ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", "import grpc"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("python3 with grpcio: run scripts/setup.sh")
+}
+
 struct Grpc {
     child: Child,
     port: u16,
@@ -340,7 +354,7 @@ impl Grpc {
         std::fs::write(&message, b"\x0a\x07keisoku\x10\x96\x01").unwrap();
         let ready = dir.path().join("ready");
         let port = free_port();
-        let child = Command::new("python3")
+        let child = Command::new(python_with_grpc())
             .arg(&script)
             .arg(port.to_string())
             .arg(&ready)

@@ -1100,10 +1100,25 @@ where
         return handshake(io, None).await;
     };
     let start = Instant::now();
-    let tls = connector
-        .connect(name.clone(), io)
-        .await
-        .map_err(|e| (ErrorKind::Other, format!("TLS: {e}")))?;
+    let tls = connector.connect(name.clone(), io).await.map_err(|e| {
+        let refused = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<rustls::Error>())
+            .is_some_and(|r| {
+                matches!(
+                    r,
+                    rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)
+                )
+            });
+        if refused {
+            (
+                ErrorKind::Other,
+                "TLS: the server did not choose HTTP/2 by ALPN (it refused with no_application_protocol); it may not speak HTTP/2 on this port".to_string(),
+            )
+        } else {
+            (ErrorKind::Other, format!("TLS: {e}"))
+        }
+    })?;
     let us = start.elapsed().as_micros() as u64;
     let c = tls.get_ref().1;
     let alpn = c
