@@ -92,6 +92,8 @@ struct TlsInfo {
 }
 
 type Driver = Boxed<'static, Result<(), ::h2::Error>>;
+/// A connection's driver with the connection and generation it drives.
+type Ended = (usize, u32, Result<(), ::h2::Error>);
 
 struct Connected {
     send: ::h2::client::SendRequest<Bytes>,
@@ -122,7 +124,7 @@ struct Conn<'a> {
 struct Futs<'a> {
     reqs: FuturesUnordered<Boxed<'a, Outcome<'a>>>,
     connects: FuturesUnordered<Boxed<'a, ConnectDone>>,
-    drivers: FuturesUnordered<Boxed<'static, (usize, u32, Result<(), ::h2::Error>)>>,
+    drivers: FuturesUnordered<Boxed<'static, Ended>>,
 }
 
 /// One second of this worker with what hand-over needs besides the tally
