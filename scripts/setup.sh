@@ -142,3 +142,13 @@ gobin=$( (command -v go >/dev/null 2>&1 && go env GOPATH) || /usr/local/go/bin/g
 [[ -x $gobin/vegeta ]] || { echo "setup: building vegeta v12.13.0 (go install)" >&2
   PATH=$PATH:/usr/local/go/bin go install github.com/tsenart/vegeta/v12@v12.13.0 >/tmp/keisoku-go-vegeta.log 2>&1 ||
     { tail -20 /tmp/keisoku-go-vegeta.log >&2; echo "setup: go install vegeta failed" >&2; exit 1; }; }
+# ---- HTTP/2 and gRPC (issue 18, h2grpc) -------------------------------------------------------
+# crates/keisoku/tests/bench_h2.rs loads nginx over HTTP/2 (nginx-light above has the http_v2
+# module) and a Python grpcio server (generic handler: no protoc needed); bench/loadgen-h2.sh
+# compares CPU per request with h2load from nghttp2-client. Debian's python3-grpcio is for
+# /usr/bin/python3 (a pyenv python3 earlier on PATH does not see it), so the test runs that one.
+{ command -v h2load >/dev/null 2>&1 && /usr/bin/python3 -c 'import grpc' >/dev/null 2>&1; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1 ||
+    { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1; } ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install nghttp2-client python3-grpcio failed" >&2; exit 1; }; }

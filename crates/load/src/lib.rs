@@ -19,6 +19,7 @@
 
 mod engine;
 pub mod error;
+pub mod h2;
 pub mod hlog;
 pub mod http;
 pub mod knee;
@@ -320,6 +321,8 @@ struct Runner<'a> {
     max_rate_search: bool,
     /// How each target is reached (see [`transport::links`]).
     links: Vec<transport::Link>,
+    /// `--h2`: the HTTP/2 workers' requests and connections.
+    h2: Option<h2::H2Run>,
 }
 
 impl<'a> Runner<'a> {
@@ -355,6 +358,10 @@ impl<'a> Runner<'a> {
                 }
             }
         }
+        let h2 = match &plan.h2 {
+            Some(_) => Some(h2::H2Run::new(plan, &links, &requests)?),
+            None => None,
+        };
         if plan.data.is_some() && !templates.iter().flatten().any(|t| t.uses_csv()) {
             return Err(LoadError::BadInput(
                 "--data: no request reads it; use {{csv.COLUMN}} in a URL, header or body".into(),
@@ -410,6 +417,7 @@ impl<'a> Runner<'a> {
             partial: false,
             max_rate_search: false,
             links,
+            h2,
         })
     }
 
@@ -548,9 +556,13 @@ impl<'a> Runner<'a> {
                 .iter()
                 .map(|ws| {
                     let shared = &shared;
+                    let h2 = self.h2.as_ref();
                     std::thread::Builder::new()
                         .name(format!("keisoku-load-{}", ws.index))
-                        .spawn_scoped(scope, move || engine::run_worker(ws, shared))
+                        .spawn_scoped(scope, move || match h2 {
+                            Some(h2) => h2::run_worker(ws, shared, h2),
+                            None => engine::run_worker(ws, shared),
+                        })
                 })
                 .collect();
             let mut next_progress = Instant::now() + Duration::from_secs(1);
@@ -747,6 +759,11 @@ impl<'a> Runner<'a> {
                     .max(1),
             ),
             keepalive: plan.keepalive,
+            protocol: plan
+                .h2
+                .as_ref()
+                .map(|o| o.protocol(plan.targets.iter().any(|t| t.tls))),
+            streams: plan.h2.as_ref().map(|o| o.streams),
             warmup: self.warmup,
             overall,
             phases: self.phases,

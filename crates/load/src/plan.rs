@@ -441,6 +441,8 @@ pub struct Plan {
     pub transport: crate::transport::Transport,
     /// `--data`: the CSV rows `{{csv.COLUMN}}` templates read.
     pub data: Option<crate::template::Data>,
+    /// `--h2`: speak HTTP/2 (and gRPC) instead of HTTP/1.1.
+    pub h2: Option<crate::h2::H2Options>,
 }
 
 impl Plan {
@@ -465,6 +467,7 @@ impl Plan {
             keepalive: true,
             transport: crate::transport::Transport::default(),
             data: None,
+            h2: None,
         }
     }
 

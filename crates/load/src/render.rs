@@ -83,8 +83,16 @@ fn header(r: &Report) -> String {
         },
         (n, _) => format!("{n} phases"),
     };
+    let protocol = match (&r.protocol, r.streams) {
+        (Some(p), Some(m)) => format!(
+            ", HTTP/2 ({p}), {m} stream{} per connection",
+            if m == 1 { "" } else { "s" }
+        ),
+        (Some(p), None) => format!(", HTTP/2 ({p})"),
+        _ => String::new(),
+    };
     format!(
-        "keisoku bench: {model}, {load}, {} thread{}, {:.1}s measured{}",
+        "keisoku bench: {model}, {load}{protocol}, {} thread{}, {:.1}s measured{}",
         r.threads,
         if r.threads == 1 { "" } else { "s" },
         r.overall.duration_s,
@@ -138,6 +146,19 @@ pub fn stats_block(s: &Stats, model: Model) -> String {
         "  status    1xx {}  2xx {}  3xx {}  4xx {}  5xx {}",
         st.s1xx, st.s2xx, st.s3xx, st.s4xx, st.s5xx
     );
+    if !s.grpc_status.is_empty() {
+        let mut codes: Vec<(u32, u64)> = s
+            .grpc_status
+            .iter()
+            .filter_map(|(c, n)| c.parse().ok().map(|c| (c, *n)))
+            .collect();
+        codes.sort_unstable();
+        let codes: Vec<String> = codes
+            .iter()
+            .map(|(c, n)| format!("{} {c} {n}", crate::h2::grpc::code_name(*c)))
+            .collect();
+        let _ = writeln!(out, "  grpc      {}", codes.join("  "));
+    }
     if s.errors == 0 {
         let _ = writeln!(out, "  errors    none");
     } else {
@@ -225,6 +246,15 @@ pub fn error_split(s: &Stats) -> String {
         } else {
             parts.push(format!("5xx {} ({})", s.status.s5xx, codes.join(", ")));
         }
+    }
+    let grpc: u64 = s
+        .grpc_status
+        .iter()
+        .filter(|(c, _)| c.as_str() != "0")
+        .map(|(_, n)| n)
+        .sum();
+    if grpc > 0 {
+        parts.push(format!("grpc-status not OK {grpc}"));
     }
     parts.extend(
         ErrorKind::ALL

@@ -29,17 +29,28 @@ pub enum ErrorKind {
     Malformed,
     /// Any other socket error.
     Other,
+    /// HTTP/2: the server sent GOAWAY and the stream was not answered.
+    GoAway,
+    /// HTTP/2: the server reset the stream (RST_STREAM, any code but
+    /// REFUSED_STREAM).
+    StreamReset,
+    /// HTTP/2: the server refused the stream (RST_STREAM REFUSED_STREAM:
+    /// it did no work on it, e.g. above its concurrent-stream limit).
+    RefusedStream,
 }
 
 impl ErrorKind {
     /// Every kind, in reporting order.
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
         ErrorKind::ReadTimeout,
         ErrorKind::Malformed,
         ErrorKind::Other,
+        ErrorKind::GoAway,
+        ErrorKind::StreamReset,
+        ErrorKind::RefusedStream,
     ];
 
     /// The JSON key / table label of the kind.
@@ -51,6 +62,9 @@ impl ErrorKind {
             ErrorKind::ReadTimeout => "read_timeout",
             ErrorKind::Malformed => "malformed",
             ErrorKind::Other => "other",
+            ErrorKind::GoAway => "goaway",
+            ErrorKind::StreamReset => "rst_stream",
+            ErrorKind::RefusedStream => "refused_stream",
         }
     }
 }
@@ -70,6 +84,20 @@ pub struct ErrorCounts {
     pub malformed: u64,
     /// Other socket errors.
     pub other: u64,
+    /// HTTP/2 streams lost to the server's GOAWAY (absent when none, so
+    /// HTTP/1.1 results read as before).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub goaway: u64,
+    /// HTTP/2 streams the server reset (RST_STREAM).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rst_stream: u64,
+    /// HTTP/2 streams the server refused (RST_STREAM REFUSED_STREAM).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub refused_stream: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl ErrorCounts {
@@ -87,6 +115,9 @@ impl ErrorCounts {
             ErrorKind::ReadTimeout => self.read_timeout,
             ErrorKind::Malformed => self.malformed,
             ErrorKind::Other => self.other,
+            ErrorKind::GoAway => self.goaway,
+            ErrorKind::StreamReset => self.rst_stream,
+            ErrorKind::RefusedStream => self.refused_stream,
         }
     }
 
@@ -98,6 +129,9 @@ impl ErrorCounts {
             ErrorKind::ReadTimeout => &mut self.read_timeout,
             ErrorKind::Malformed => &mut self.malformed,
             ErrorKind::Other => &mut self.other,
+            ErrorKind::GoAway => &mut self.goaway,
+            ErrorKind::StreamReset => &mut self.rst_stream,
+            ErrorKind::RefusedStream => &mut self.refused_stream,
         }
     }
 
@@ -303,6 +337,10 @@ pub struct Stats {
     /// HTTP runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport: Option<crate::transport::TransportStats>,
+    /// gRPC calls by `grpc-status` code (`"0"` is OK; every other code is
+    /// counted in `errors`); absent for plain HTTP runs.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub grpc_status: std::collections::BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -355,6 +393,8 @@ pub struct Tally {
     pub unfinished: u64,
     /// TLS handshakes, redirects, compression.
     pub transport: crate::transport::TransportTally,
+    /// gRPC calls by `grpc-status` code; a handful of codes, so a short list.
+    pub grpc: Vec<(u32, u64)>,
 }
 
 impl Tally {
@@ -364,6 +404,23 @@ impl Tally {
             Some(slot) => slot.1 += 1,
             None => self.codes.push((status, 1)),
         }
+    }
+
+    /// Counts one gRPC call's `grpc-status` (0 is OK, any other code an error).
+    pub fn add_grpc(&mut self, code: u32) {
+        match self.grpc.iter_mut().find(|(c, _)| *c == code) {
+            Some(slot) => slot.1 += 1,
+            None => self.grpc.push((code, 1)),
+        }
+    }
+
+    /// gRPC calls that ended with a non-OK `grpc-status`.
+    pub fn grpc_errors(&self) -> u64 {
+        self.grpc
+            .iter()
+            .filter(|(c, _)| *c != 0)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     /// An empty tally with histograms tracking 1 µs to `high_us`.
@@ -382,6 +439,7 @@ impl Tally {
             server_closed: 0,
             unfinished: 0,
             transport: crate::transport::TransportTally::default(),
+            grpc: Vec::new(),
         }
     }
 
@@ -395,6 +453,12 @@ impl Tally {
             match self.codes.iter_mut().find(|(c, _)| *c == code) {
                 Some(slot) => slot.1 += n,
                 None => self.codes.push((code, n)),
+            }
+        }
+        for &(code, n) in &o.grpc {
+            match self.grpc.iter_mut().find(|(c, _)| *c == code) {
+                Some(slot) => slot.1 += n,
+                None => self.grpc.push((code, n)),
             }
         }
         self.connects += o.connects;
@@ -414,9 +478,10 @@ impl Tally {
         }
     }
 
-    /// Errors: transport errors plus 5xx answers.
+    /// Errors: transport errors plus 5xx answers plus gRPC calls whose
+    /// `grpc-status` was not OK.
     pub fn errors(&self) -> u64 {
-        self.errors.total() + self.status.s5xx
+        self.errors.total() + self.status.s5xx + self.grpc_errors()
     }
 
     /// [`Tally::errors`] as a percentage of attempts (responses plus
@@ -463,6 +528,7 @@ impl Tally {
             schedule: self.schedule.clone(),
             histogram: self.latency.clone(),
             transport: self.transport.stats(),
+            grpc_status: self.grpc.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
         }
     }
 }
@@ -620,6 +686,14 @@ pub struct Report {
     pub threads: usize,
     /// Whether connections were reused.
     pub keepalive: bool,
+    /// `h2` (HTTP/2 over TLS, negotiated by ALPN) or `h2c` (HTTP/2 over
+    /// plain TCP, prior knowledge), with `+grpc` for gRPC calls; absent for
+    /// HTTP/1.1, so those results read as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// HTTP/2: concurrent streams per connection (`--streams`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<usize>,
     /// The warm-up interval, if any.
     pub warmup: Option<Span>,
     /// Totals over all measured phases.

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 #[derive(clap::Args, Debug)]
 #[command(
     about = "Drive HTTP load at a target and measure latency honestly",
-    long_about = "Drive HTTP/1.1 load (http:// or https://, TCP or a Unix socket, direct or through a proxy) at one or more URLs (rotated) and report throughput, \
+    long_about = "Drive HTTP/1.1 load (http:// or https://, TCP or a Unix socket, direct or through a proxy), HTTP/2 (--h2, --streams) or gRPC unary calls (--grpc) at one or more URLs (rotated) and report throughput, \
 latency percentiles from HdrHistograms, status classes, errors by kind and a per-second timeline.\n\n\
 Closed model (-c): each connection sends its next request when the previous answer arrives; \
 latency is service time. Open model (-R): requests go out on a fixed schedule and latency counts \
@@ -23,7 +23,9 @@ keisoku bench --sweep-connections 5..50:5 --step-duration 10s http://127.0.0.1:8
 keisoku bench -R 500 --data users.csv 'http://127.0.0.1:8080/users/{{csv.id}}?r={{rand_int 1 100}}'\n  \
 keisoku bench --sweep-rate 1000..8000:1000 --slo 'p99<=100ms' --find-max http://127.0.0.1:8080/\n  \
 keisoku bench -k --no-keepalive -c 20 -d 10s https://127.0.0.1:8443/\n  \
-keisoku bench --unix-socket /run/app.sock http://localhost/health\n\n\
+keisoku bench --unix-socket /run/app.sock http://localhost/health\n  \
+keisoku bench --h2 -k -c 4 --streams 25 -d 30s https://127.0.0.1:8443/\n  \
+keisoku bench --grpc /helloworld.Greeter/SayHello --body @hello.bin -c 10 http://127.0.0.1:50051\n\n\
 Exit status: 0 ok, 1 no request succeeded or interrupted, 2 bad input, 3 the SLO failed."
 )]
 pub struct Args {
@@ -40,6 +42,49 @@ pub struct Args {
     hdr_log: Option<PathBuf>,
     #[command(flatten)]
     transport: TransportArgs,
+    #[command(flatten)]
+    h2: H2Args,
+}
+
+/// HTTP/2 and gRPC.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "HTTP/2 and gRPC")]
+struct H2Args {
+    /// Speak HTTP/2: over TLS for https:// (ALPN h2, refused if the server
+    /// does not choose it), prior-knowledge h2c for http:// and --unix-socket.
+    #[arg(long)]
+    h2: bool,
+    /// HTTP/2: concurrent streams per connection. Each stream is one closed-model
+    /// "connection": -c N --streams M keeps N x M requests in flight on N connections
+    /// (open model: the cap). Default 1, as h2load and oha.
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..=keisoku_load::h2::MAX_STREAMS as i64))]
+    streams: Option<u32>,
+    /// gRPC unary calls of this method (/package.Service/Method) over HTTP/2 (implies --h2):
+    /// --body @FILE is the protobuf-encoded request message (framed by keisoku);
+    /// a grpc-status other than 0 is an error, counted per code.
+    #[arg(long, value_name = "METHOD")]
+    grpc: Option<String>,
+}
+
+impl H2Args {
+    /// Makes the plan speak HTTP/2 (and gRPC), or says which flag is missing.
+    fn apply(&self, plan: &mut keisoku_load::Plan) -> anyhow::Result<()> {
+        use keisoku_load::h2::{grpc_targets, H2Options, DEFAULT_STREAMS};
+        if !self.h2 && self.grpc.is_none() {
+            if self.streams.is_some() {
+                return Err(crate::exit::bad_input("--streams is for HTTP/2: add --h2"));
+            }
+            return Ok(());
+        }
+        if let Some(method) = &self.grpc {
+            grpc_targets(plan, method).map_err(load_err)?;
+        }
+        plan.h2 = Some(H2Options {
+            streams: self.streams.map_or(DEFAULT_STREAMS, |s| s as usize),
+            grpc: self.grpc.is_some(),
+        });
+        Ok(())
+    }
 }
 
 /// How connections reach the target: TLS, a Unix socket, a proxy,
@@ -117,6 +162,7 @@ impl TransportArgs {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut job = build(&args.urls, &args.load)?;
     job.plan.transport = args.transport.transport();
+    args.h2.apply(&mut job.plan)?;
     for t in &job.plan.targets {
         if job.plan.transport.unix_socket.is_none() {
             if let Some(p) = job.plan.transport.proxy.for_target(t.tls, &t.host) {

@@ -1,0 +1,436 @@
+//! `keisoku bench --h2` and `--grpc` end to end against real servers on
+//! loopback: nginx over HTTP/2 with TLS (ALPN h2) and in prior-knowledge
+//! h2c, whose access log (`$server_protocol`, `$connection`,
+//! `$connection_requests`) proves what went on the wire; and a Python
+//! grpcio server whose flaky method fails every fourth call, so the
+//! per-code counts are known exactly.
+
+mod common;
+
+use common::{free_port, wait_for, BIN};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+fn nginx_bin() -> PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .expect("nginx is not installed: run scripts/setup.sh")
+}
+
+/// A self-signed certificate for 127.0.0.1 (X.509 v3, as webpki requires).
+fn certificate(dir: &Path) {
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.pem",
+            "-subj",
+            "/CN=localhost",
+            "-days",
+            "2",
+            "-addext",
+            "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
+        .output()
+        .expect("openssl is not installed: run scripts/setup.sh");
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// nginx serving HTTP/2 over TLS, h2c, and HTTP/1.1-only TLS; killed by
+/// its own pid when dropped.
+struct Nginx {
+    child: Child,
+    dir: tempfile::TempDir,
+    h2: u16,
+    h2c: u16,
+    h1: u16,
+}
+
+impl Nginx {
+    fn start() -> Nginx {
+        let dir = tempfile::tempdir().unwrap();
+        certificate(dir.path());
+        let (h2, h2c, h1) = (free_port(), free_port(), free_port());
+        let d = dir.path().display();
+        // `listen ... http2` is the form nginx 1.22 (Debian 12) reads;
+        // `http2 on` came with 1.25.
+        let conf = format!(
+            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+events {{ worker_connections 1024; }}\n\
+http {{\n  log_format h2 \"uri:$request_uri\\tproto:$server_protocol\\tconn:$connection\\treqs:$connection_requests\\tstatus:$status\";\n\
+  access_log {d}/access.log h2;\n\
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+  ssl_certificate {d}/srv.pem; ssl_certificate_key {d}/srv.key;\n\
+  keepalive_requests 100000;\n\
+  server {{ listen 127.0.0.1:{h2} ssl http2;\n\
+    location /fail {{ return 503 \"no\\n\"; }}\n\
+    location / {{ return 200 \"hello\\n\"; }} }}\n\
+  server {{ listen 127.0.0.1:{h2c} http2;\n\
+    location / {{ return 200 \"plain\\n\"; }} }}\n\
+  server {{ listen 127.0.0.1:{h1} ssl;\n\
+    location / {{ return 200 \"h1\\n\"; }} }}\n}}\n"
+        );
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(nginx_bin())
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx");
+        let n = Nginx {
+            child,
+            dir,
+            h2,
+            h2c,
+            h1,
+        };
+        for port in [h2, h2c, h1] {
+            wait_for(Duration::from_secs(20), "nginx to listen", || {
+                std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+            });
+        }
+        n
+    }
+
+    /// Access-log lines of `uri`, waiting until there are `n`.
+    fn lines(&self, uri: &str, n: usize) -> Vec<BTreeMap<String, String>> {
+        let log = self.dir.path().join("access.log");
+        wait_for(Duration::from_secs(10), "nginx's access log lines", || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<BTreeMap<String, String>> = text
+                .lines()
+                .filter(|l| l.starts_with(&format!("uri:{uri}\t")))
+                .map(|l| {
+                    l.split('\t')
+                        .filter_map(|f| f.split_once(':'))
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                })
+                .collect();
+            (lines.len() >= n).then_some(lines)
+        })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("bench")
+        .args(args)
+        .env_remove("http_proxy")
+        .env_remove("https_proxy")
+        .env_remove("HTTPS_PROXY")
+        .output()
+        .unwrap()
+}
+
+/// `bench ARGS --json -`: the JSON, after checking the exit status.
+fn bench_json(args: &[&str], code: i32) -> serde_json::Value {
+    let out = bench(&[args, &["--json", "-"]].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stdout));
+    })
+}
+
+#[test]
+fn http2_over_tls_multiplexes_streams_on_few_connections() {
+    let n = Nginx::start();
+    let url = format!("https://127.0.0.1:{}/", n.h2);
+    let j = bench_json(
+        &[
+            "--h2",
+            "-k",
+            "-c",
+            "2",
+            "--streams",
+            "8",
+            "-t",
+            "1",
+            "-n",
+            "400",
+            &url,
+        ],
+        0,
+    );
+    assert_eq!(j["protocol"], "h2");
+    assert_eq!(j["streams"], 8);
+    assert_eq!(j["requests"], 400);
+    assert_eq!(j["errors"], 0);
+    assert_eq!(j["status"]["2xx"], 400);
+    assert_eq!(j["connects"], 2, "{j}");
+    assert_eq!(j["transport"]["tls"]["alpn"], "h2");
+    assert_eq!(j["transport"]["tls"]["handshakes"], 2);
+    // Requests went up to 16 at a time over the 2 connections.
+    let peak = j["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["inflight"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert!(peak > 2 && peak <= 16, "peak in flight {peak}");
+    let lines = n.lines("/", 400);
+    assert_eq!(lines.len(), 400);
+    assert!(lines.iter().all(|l| l["proto"] == "HTTP/2.0"), "{lines:?}");
+    let conns: std::collections::BTreeSet<&String> = lines.iter().map(|l| &l["conn"]).collect();
+    assert_eq!(conns.len(), 2, "{conns:?}");
+    let most = lines
+        .iter()
+        .map(|l| l["reqs"].parse::<u64>().unwrap())
+        .max()
+        .unwrap();
+    assert!(most >= 200, "at most {most} requests on one connection");
+    // The terminal summary names the protocol.
+    let out = bench(&["--h2", "-k", "-c", "1", "-n", "20", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("HTTP/2 (h2)"), "{text}");
+}
+
+#[test]
+fn h2c_prior_knowledge_errors_and_the_open_model() {
+    let n = Nginx::start();
+    let url = format!("http://127.0.0.1:{}/c", n.h2c);
+    let j = bench_json(&["--h2", "-c", "1", "--streams", "4", "-n", "100", &url], 0);
+    assert_eq!(j["protocol"], "h2c");
+    assert_eq!(
+        (j["requests"].as_u64(), j["connects"].as_u64()),
+        (Some(100), Some(1))
+    );
+    let lines = n.lines("/c", 100);
+    assert!(lines.iter().all(|l| l["proto"] == "HTTP/2.0"));
+    // 5xx answers are errors over HTTP/2 as over HTTP/1.1.
+    let fail = format!("https://127.0.0.1:{}/fail", n.h2);
+    let j = bench_json(&["--h2", "-k", "-c", "2", "-n", "30", &fail], 0);
+    assert_eq!(
+        (j["errors"].as_u64(), j["status"]["5xx"].as_u64()),
+        (Some(30), Some(30))
+    );
+    // The open model: intended send times, a schedule, no lag to speak of.
+    let url = format!("http://127.0.0.1:{}/open", n.h2c);
+    let j = bench_json(
+        &[
+            "--h2",
+            "-R",
+            "200",
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            &url,
+        ],
+        0,
+    );
+    let s = &j["schedule"];
+    let intended = s["intended"].as_u64().unwrap();
+    assert!((380..=420).contains(&intended), "{s}");
+    assert_eq!(
+        j["requests"].as_u64().unwrap() + s["unsent"].as_u64().unwrap(),
+        intended
+    );
+    assert!(j["service_ms"]["p50"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_server_that_does_not_choose_h2_is_an_error_not_http11() {
+    let n = Nginx::start();
+    let url = format!("https://127.0.0.1:{}/", n.h1);
+    let out = bench(&["--h2", "-k", "-c", "1", "-d", "1s", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not choose HTTP/2 by ALPN"), "{err}");
+    // What --h2 does not do is refused before any request.
+    for (flags, why) in [
+        (&["--no-keepalive"][..], "drop --no-keepalive"),
+        (&["--follow", "2"][..], "--follow"),
+        (&["--compressed"][..], "--compressed"),
+    ] {
+        let out = bench(&[&["--h2", "-k", "-n", "1"], flags, &[&url]].concat());
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(why),
+            "{flags:?}"
+        );
+    }
+    let out = bench(&["--streams", "4", "-n", "1", &url]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --h2"));
+}
+
+/// A gRPC server with one generic handler: `/keisoku.Test/Flaky` answers
+/// every call with its request message, except every fourth call, which
+/// fails INVALID_ARGUMENT; a request message other than the expected one
+/// fails DATA_LOSS (so a framing mistake cannot pass).
+const GRPC_SERVER: &str = r#"
+import sys, threading
+from concurrent import futures
+import grpc
+
+port, ready = int(sys.argv[1]), sys.argv[2]
+expected = open(sys.argv[3], "rb").read()
+lock = threading.Lock()
+calls = [0]
+
+def flaky(request, context):
+    if request != expected:
+        context.abort(grpc.StatusCode.DATA_LOSS, "unexpected message %r" % request[:40])
+    with lock:
+        calls[0] += 1
+        n = calls[0]
+    if n % 4 == 0:
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT, "every fourth call fails")
+    return request
+
+handler = grpc.method_handlers_generic_handler(
+    "keisoku.Test", {"Flaky": grpc.unary_unary_rpc_method_handler(flaky)})
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+server.add_generic_rpc_handlers((handler,))
+server.add_insecure_port("127.0.0.1:%d" % port)
+server.start()
+open(ready, "w").write("ready\n")
+server.wait_for_termination()
+"#;
+
+/// Debian's python3-grpcio is installed for /usr/bin/python3; a python3
+/// earlier on PATH (pyenv) may not have it.
+fn python_with_grpc() -> &'static str {
+    ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| {
+            Command::new(p)
+                .args(["-c", "import grpc"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("python3 with grpcio: run scripts/setup.sh")
+}
+
+struct Grpc {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+    message: PathBuf,
+}
+
+impl Grpc {
+    fn start() -> Grpc {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("server.py");
+        std::fs::write(&script, GRPC_SERVER).unwrap();
+        // A protobuf message: field 1 (string) "keisoku", field 2 (varint) 150.
+        let message = dir.path().join("req.bin");
+        std::fs::write(&message, b"\x0a\x07keisoku\x10\x96\x01").unwrap();
+        let ready = dir.path().join("ready");
+        let port = free_port();
+        let child = Command::new(python_with_grpc())
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(&ready)
+            .arg(&message)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 with grpcio: run scripts/setup.sh");
+        wait_for(Duration::from_secs(30), "the gRPC server", || {
+            std::fs::metadata(&ready).ok()
+        });
+        Grpc {
+            child,
+            port,
+            _dir: dir,
+            message,
+        }
+    }
+}
+
+impl Drop for Grpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn grpc_statuses_are_counted_per_code_exactly() {
+    let g = Grpc::start();
+    let url = format!("http://127.0.0.1:{}", g.port);
+    let body = format!("@{}", g.message.display());
+    let j = bench_json(
+        &[
+            "--grpc",
+            "/keisoku.Test/Flaky",
+            "--body",
+            &body,
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-n",
+            "200",
+            &url,
+        ],
+        0,
+    );
+    assert_eq!(j["protocol"], "h2c+grpc");
+    assert_eq!(j["requests"], 200, "{j}");
+    assert_eq!(j["status"]["2xx"], 200);
+    assert_eq!(j["grpc_status"]["0"], 150, "{}", j["grpc_status"]);
+    assert_eq!(j["grpc_status"]["3"], 50, "{}", j["grpc_status"]);
+    assert_eq!(j["errors"], 50);
+    assert_eq!(j["errors_transport"], 0);
+    // The echoed message came back framed: 5 + 12 bytes per OK call.
+    assert_eq!(j["bytes"], 150 * 17);
+    // A wrong message is the server's DATA_LOSS, counted as code 15.
+    let wrong = g._dir.path().join("wrong.bin");
+    std::fs::write(&wrong, b"\x0a\x01x").unwrap();
+    let j = bench_json(
+        &[
+            "--grpc",
+            "/keisoku.Test/Flaky",
+            "--body",
+            &format!("@{}", wrong.display()),
+            "-n",
+            "10",
+            "-c",
+            "1",
+            &url,
+        ],
+        0,
+    );
+    assert_eq!(j["grpc_status"]["15"], 10, "{}", j["grpc_status"]);
+    assert_eq!(j["errors"], 10);
+    let out = bench(&["--grpc", "Flaky", "-n", "1", &url]);
+    assert_eq!(out.status.code(), Some(2));
+}
