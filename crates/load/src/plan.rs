@@ -441,6 +441,8 @@ pub struct Plan {
     pub transport: crate::transport::Transport,
     /// `--data`: the CSV rows `{{csv.COLUMN}}` templates read.
     pub data: Option<crate::template::Data>,
+    /// `--scenario`: the targets are its steps, run in order by virtual users.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
 }
 
 impl Plan {
@@ -465,6 +467,7 @@ impl Plan {
             keepalive: true,
             transport: crate::transport::Transport::default(),
             data: None,
+            scenario: None,
         }
     }
 
@@ -476,6 +479,14 @@ impl Plan {
         }
         if self.phases.is_empty() {
             return bad("no phase to run");
+        }
+        if let Some(s) = &self.scenario {
+            if s.steps.len() != self.targets.len() {
+                return bad("--scenario: the targets must be the scenario's steps");
+            }
+            if self.transport.follow > 0 {
+                return bad("--scenario with --follow: not supported (a step's checks read the answer it got; add a step for the redirect's target)");
+            }
         }
         if self.threads == 0 {
             return bad("--threads must be at least 1");
