@@ -384,6 +384,18 @@ impl Scenario {
                 };
                 Some(format!("{}{rel}", b.trim_end_matches('/')))
             };
+            if let Some(full) = abs_of(&s.url) {
+                let after = full.split_once("://").map_or(full.as_str(), |(_, r)| r);
+                let authority = after.split(['/', '?']).next().unwrap_or("");
+                if authority.contains("{{") {
+                    return Err(at(
+                        source,
+                        line("url"),
+                        &key("url"),
+                        "variables and templates go in the path and query, not in the host or port",
+                    ));
+                }
+            }
             let Some(absolute) = abs_of(&url) else {
                 return Err(at(
                     source,
@@ -597,4 +609,80 @@ pub struct Prepared {
     pub scenario: std::sync::Arc<Scenario>,
     /// The plan's headers with what the transport adds.
     pub headers: Vec<(String, String)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile(text: &str) -> Result<Scenario, String> {
+        Scenario::compile("s.yaml", text, Some("http://127.0.0.1:1/api")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn json_paths() {
+        let doc = serde_json::json!({"a": {"b": [10, {"c d": true}]}});
+        let p = |s: &str| JsonPath::parse(s).unwrap();
+        assert_eq!(p("$.a.b[0]").find(&doc), Some(&serde_json::json!(10)));
+        assert_eq!(
+            p("$.a.b[1]['c d']").find(&doc),
+            Some(&serde_json::json!(true))
+        );
+        assert_eq!(p("$").find(&doc), Some(&doc));
+        assert!(p("$.a.x").find(&doc).is_none());
+        assert!(p("$.a.b[9]").find(&doc).is_none());
+        for bad in ["a.b", "$.", "$[x", "$[x]", "$a"] {
+            assert!(JsonPath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn steps_compile_with_variables_base_and_once() {
+        let s = compile(
+            "once:\n  - name: login\n    method: post\n    url: login\n    body: '{\"u\":1}'\n    extract:\n      - var: id\n        json: $.id\nsteps:\n  - name: item\n    url: /items/{{var.id}}?q={{seq}}\n    headers:\n      X-Id: 'v{{var.id}}'\n    think: 10ms..20ms\n",
+        )
+        .unwrap();
+        assert_eq!(s.once, 1);
+        assert_eq!(s.steps[0].target.method, "POST");
+        assert_eq!(s.steps[0].target.path, "/api/login");
+        let item = &s.steps[1];
+        assert_eq!(item.target.path, "/api/items/0?q={{seq}}");
+        let vr = item.var_parts.as_ref().unwrap();
+        assert_eq!(
+            vr.path,
+            vec![
+                VarPart::Lit("/api/items/".into()),
+                VarPart::Var(0),
+                VarPart::Lit("?q={{seq}}".into())
+            ]
+        );
+        assert_eq!(vr.headers[0].0, "X-Id");
+        assert_eq!(
+            item.think,
+            Some(Think {
+                low: Duration::from_millis(10),
+                high: Duration::from_millis(20)
+            })
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_line_and_key() {
+        let cases = [
+            ("steps:\n  - name: a\n    url: /x\n    bogus: 1\n", "s.yaml:4:", "bogus"),
+            ("steps:\n  - name: a\n    url: /{{var.x}}\n", "s.yaml:3:", "var.x"),
+            ("steps:\n  - name: a\n    url: /x\n  - name: a\n    url: /y\n", "s.yaml:4:", "two steps"),
+            ("steps:\n  - name: a\n    url: /x\n    checks:\n      status: 999\n", "s.yaml:5:", "checks.status"),
+            ("steps:\n  - name: a\n    url: /x\n    think: 2s..1s\n", "s.yaml:4:", "backwards"),
+            ("steps:\n  - name: a\n    url: http://{{var.h}}:1/x\n", "s.yaml:3:", "url"),
+            ("steps: []\n", "s.yaml:1:", "at least one"),
+            ("steps:\n  - name: a\n    url: /x\n    extract:\n      - var: v\n        json: $.a\n        header: X\n", "s.yaml:5:", "exactly one of"),
+        ];
+        for (text, at, what) in cases {
+            let e = compile(text)
+                .err()
+                .unwrap_or_else(|| panic!("{text} compiled"));
+            assert!(e.contains(at) && e.contains(what), "{text}: {e}");
+        }
+    }
 }
