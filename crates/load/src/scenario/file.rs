@@ -136,3 +136,17 @@ pub fn line_of(text: &str, step: Option<&str>, key: &str) -> usize {
         })
         .map_or(start + 1, |(i, _)| i + 1)
 }
+
+/// The 1-based line of the `n`-th (from 0) `name: STEP` line, for a name
+/// given twice.
+pub fn line_of_nth(text: &str, step: &str, n: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start().trim_start_matches('-').trim();
+            t.strip_prefix("name:")
+                .is_some_and(|v| v.trim().trim_matches(|c| c == '"' || c == '\'') == step)
+        })
+        .nth(n)
+        .map_or(1, |(i, _)| i + 1)
+}

@@ -350,7 +350,7 @@ impl Scenario {
             let line = |key: &str| file::line_of(text, Some(&name), key);
             let key = |k2: &str| {
                 format!(
-                    "{} step {:?} {k2}",
+                    "{} step {:?}, key {k2}",
                     if k < once { "once" } else { "steps" },
                     name
                 )
@@ -361,7 +361,7 @@ impl Scenario {
             if names.contains(&name) {
                 return Err(at(
                     source,
-                    line("name"),
+                    file::line_of_nth(text, &name, 1),
                     &key("name"),
                     "two steps have this name; each step is a route of its own",
                 ));
