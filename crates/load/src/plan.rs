@@ -471,6 +471,23 @@ impl Plan {
         }
     }
 
+    /// Each target's method and label for results: its URL, or with
+    /// `--scenario` its step's name (a scenario's routes are its steps).
+    pub fn target_labels(&self) -> Vec<(String, String)> {
+        self.targets
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let label = self
+                    .scenario
+                    .as_ref()
+                    .and_then(|s| s.steps.get(k))
+                    .map_or_else(|| t.url.clone(), |s| s.name.clone());
+                (t.method.clone(), label)
+            })
+            .collect()
+    }
+
     /// Checks the plan is runnable; the error names the offending field.
     pub fn validate(&self) -> Result<(), LoadError> {
         let bad = |m: &str| Err(LoadError::BadInput(m.to_string()));

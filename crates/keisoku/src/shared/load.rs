@@ -162,10 +162,7 @@ pub fn write_outputs(
     hdr_log: Option<&std::path::Path>,
     report: &Report,
 ) -> anyhow::Result<()> {
-    let mut text = render::summary(report);
-    if let Some(s) = &report.scenario {
-        text.push_str(&keisoku_load::scenario::report::text(s));
-    }
+    let text = render::summary(report);
     if json == Some("-") {
         eprint!("{text}");
         let body = render::json(report).context("writing JSON to stdout")?;
