@@ -278,3 +278,36 @@ fn bad_scenario_files_exit_2_naming_file_line_and_key() {
         assert!(err.contains(line), "{yaml}: want line {line}: {err}");
     }
 }
+
+/// The open model starts one iteration per intended start time on a free
+/// user: every intended start is an iteration that ended, was cut by the
+/// end of the run or was never started (charged); users log in once each.
+#[test]
+fn open_model_starts_iterations_on_free_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = start_app(dir.path());
+    let (v, text) = bench(
+        dir.path(),
+        &format!("{LOGIN}{ITERATION}"),
+        app.port,
+        &["-R", "60", "-c", "8", "-d", "2s", "--slo", "p99<=5s"],
+    );
+    let sc = &v["scenario"];
+    let intended = n(&v["schedule"]["intended"]);
+    assert!(intended >= 100, "{text}");
+    assert_eq!(
+        n(&sc["iterations"]) + n(&sc["unfinished"]) + n(&sc["unsent"]),
+        intended,
+        "{sc}\n{text}"
+    );
+    let s = stats(app.port);
+    let users = n(&s["sessions"]);
+    assert!((1..=8).contains(&users), "{s}");
+    assert_eq!(n(&step(&v, "login")["requests"]), users);
+    assert_eq!(n(&step(&v, "me")["requests"]), n(&s["requests"]["GET /me"]));
+    // The SLO judged the iterations: its p99 is the iterations' p99.
+    assert_eq!(
+        v["slo"]["clauses"][0]["measured"], sc["latency_ms"]["p99"],
+        "{text}"
+    );
+}

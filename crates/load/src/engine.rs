@@ -981,6 +981,11 @@ impl Worker<'_, '_> {
             self.tally.latency.saturating_record(us);
             s.unsent += 1;
             s.intended += 1;
+            if let Some(sc) = &mut self.scen {
+                // A scenario's schedule starts iterations: the unsent one is charged too.
+                sc.tally.iterations.latency.saturating_record(us);
+                sc.tally.unsent += 1;
+            }
             k += 1;
         }
     }

@@ -56,6 +56,9 @@ pub struct ScenarioTally {
     pub failed: u64,
     /// Iterations cut by the end of the run (not ended, not failed).
     pub unfinished: u64,
+    /// Open model: iterations due but never started (no free user before
+    /// the end); each is charged in the latency as (end - intended start).
+    pub unsent: u64,
     /// Per step.
     pub steps: Vec<StepFailures>,
     /// Per step: transport errors.
@@ -69,6 +72,7 @@ impl ScenarioTally {
             iterations: Tally::new(high_us, SIGFIG, open),
             failed: 0,
             unfinished: 0,
+            unsent: 0,
             steps: vec![StepFailures::default(); steps],
             transport: vec![0; steps],
         }
@@ -79,6 +83,7 @@ impl ScenarioTally {
         self.iterations.merge(&o.iterations);
         self.failed += o.failed;
         self.unfinished += o.unfinished;
+        self.unsent += o.unsent;
         for (a, b) in self.steps.iter_mut().zip(&o.steps) {
             a.merge(b);
         }
@@ -142,6 +147,8 @@ pub struct IterationStats {
     pub failed: u64,
     /// Cut by the end of the run.
     pub unfinished: u64,
+    /// Open model: due but never started; charged in the latency.
+    pub unsent: u64,
     /// Ended iterations per second.
     pub rate: f64,
     /// Iteration latency (open model: from the intended start).
@@ -159,6 +166,7 @@ impl IterationStats {
             iterations: stats.requests,
             failed: t.failed,
             unfinished: t.unfinished,
+            unsent: t.unsent,
             rate: stats.rps,
             latency_ms: stats.latency_ms.clone(),
             stats,
@@ -218,8 +226,8 @@ pub fn text(r: &ScenarioReport) -> String {
     let _ = writeln!(out, "\nScenario {} (an SLO judges iterations)", r.file);
     let _ = writeln!(
         out,
-        "  iterations {}  failed {}  unfinished {}  rate {:.1}/s  latency p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
-        o.iterations, o.failed, o.unfinished, o.rate, o.latency_ms.p50, o.latency_ms.p90, o.latency_ms.p99, o.latency_ms.max
+        "  iterations {}  failed {}  unfinished {}  unsent {}  rate {:.1}/s  latency p50 {:.2} ms  p90 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+        o.iterations, o.failed, o.unfinished, o.unsent, o.rate, o.latency_ms.p50, o.latency_ms.p90, o.latency_ms.p99, o.latency_ms.max
     );
     let w = r
         .steps
