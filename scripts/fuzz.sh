@@ -369,6 +369,10 @@ EOF
         printf 'GET http://127.0.0.1:8080/\n' >"$dir/seed-one"
         printf '# weights\n3 GET http://127.0.0.1:8080/api/items?id=1\n1 POST http://127.0.0.1:8080/api/orders @body\n\n2 PUT http://[::1]:8080/a/b @body\nDELETE http://localhost:8080/x\n' >"$dir/seed-mixed"
         ;;
+    load_scenario)
+        cp "$root/examples/scenario-app/login.yaml" "$dir/seed-login"
+        printf 'steps:\n  - name: a\n    url: /x\n    think: 1ms..2ms\n    checks: {status: [200, 201], body_contains: ok, json: [{path: "$.a[0]", equals: 1}]}\n    extract: [{var: v, regex: "id=(\\\\d+)"}]\n  - name: b\n    url: /y/{{var.v}}\n' >"$dir/seed-steps"
+        ;;
     grammars)
         # First byte picks the grammar (see fuzz_targets/grammars.rs).
         i=0

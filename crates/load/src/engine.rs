@@ -31,6 +31,9 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How often a worker hands its counts to the progress reporter.
 const PUBLISH_EVERY: Duration = Duration::from_millis(200);
 const READ_BUF: usize = 16 * 1024;
+
+#[path = "scenario/drive.rs"]
+mod drive;
 const MAX_EVENTS: usize = 512;
 
 /// State shared by the workers of one phase and the coordinating thread.
@@ -100,6 +103,9 @@ pub(crate) struct WorkerSpec<'a> {
     pub follow: u32,
     /// `--compressed`: decode gzip/deflate bodies.
     pub compressed: bool,
+    /// `--scenario`: connections are virtual users running its steps
+    /// (the targets are the steps, in order).
+    pub scenario: Option<&'a crate::scenario::Prepared>,
 }
 
 /// One second of one worker (or, merged, of the run).
@@ -170,6 +176,8 @@ pub(crate) struct WorkerOut {
     pub cpu_s: f64,
     pub wall_s: f64,
     pub reasons: Vec<(ErrorKind, String)>,
+    /// `--scenario`: iterations and step failures.
+    pub scenario: Option<crate::scenario::report::ScenarioTally>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -219,6 +227,8 @@ struct Conn {
     draw: ConnDraw,
     /// The request in flight was rendered into `draw.buf`.
     templated: bool,
+    /// `--scenario`: the virtual user this connection is.
+    user: Option<Box<crate::scenario::user::User>>,
 }
 
 struct Worker<'a, 's> {
@@ -256,6 +266,8 @@ struct Worker<'a, 's> {
     rng: Rng,
     /// Closed model: connections `0..active` send; a ramp moves it.
     active: usize,
+    /// `--scenario`: iterations, step failures, think-time timers.
+    scen: Option<Box<drive::WorkerScenario>>,
 }
 
 /// Runs one worker to the end of the phase (or until stopped).
@@ -274,7 +286,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         ));
     }
     let open = spec.rate.is_some();
-    let multi = spec.targets.len() > 1;
+    let multi = spec.targets.len() > 1 || spec.scenario.is_some();
     let now = Instant::now();
     let mut w = Worker {
         spec,
@@ -304,6 +316,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
                 redirect: None,
                 draw: ConnDraw::default(),
                 templated: false,
+                user: None,
             })
             .collect(),
         free: Vec::with_capacity(spec.connections),
@@ -338,8 +351,16 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         head: spec.targets.iter().map(|t| t.method == "HEAD").collect(),
         rng: Rng::new(spec.index),
         active: spec.connections,
+        scen: spec.scenario.map(|p| {
+            Box::new(drive::WorkerScenario::new(
+                p.scenario.steps.len(),
+                spec.high_us,
+                open,
+            ))
+        }),
     };
     w.run();
+    let scenario = w.scenario_finish();
     let wall_s = wall0.elapsed().as_secs_f64();
     let cpu_s = thread_cpu_s() - cpu0;
     // The connections close when the worker ends: its last second ends with none.
@@ -370,6 +391,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         cpu_s,
         wall_s,
         reasons: std::mem::take(&mut w.reasons),
+        scenario,
     })
 }
 
@@ -462,6 +484,7 @@ impl Worker<'_, '_> {
                     self.set_active(closed_active(r, elapsed, l, self.conns.len()), now);
                 }
             }
+            let think_wake = self.scenario_timers(now);
             if sched.is_some() {
                 while !self.draining {
                     let Some(due) = next_due.filter(|d| *d <= now) else {
@@ -531,6 +554,9 @@ impl Worker<'_, '_> {
             }
             if let Some(d) = next_due.filter(|_| !self.draining && !self.free.is_empty()) {
                 wake = wake.min(d);
+            }
+            if let Some(t) = think_wake {
+                wake = wake.min(t);
             }
             let timeout = wake.saturating_duration_since(Instant::now());
             let n = epoll_wait(self.ep, &mut events, timeout);
@@ -659,6 +685,7 @@ impl Worker<'_, '_> {
 
     /// Assigns a request for target `t` to connection `i` and starts it.
     fn start_request(&mut self, i: usize, t: usize, intended: Instant, now: Instant) {
+        let t = self.scenario_pick(i, intended).unwrap_or(t);
         let head = self.head[t];
         let timeout = self.spec.timeout;
         let c = &mut self.conns[i];
@@ -682,6 +709,9 @@ impl Worker<'_, '_> {
         c.reader = ResponseReader::new(head).with(self.spec.follow > 0, self.spec.compressed);
         c.hops = 0;
         c.redirect = None;
+        if self.spec.scenario.is_some() {
+            self.scenario_render(i, t);
+        }
         self.inflight += 1;
         let inflight = self.inflight as u64;
         let sec = self.second(now);
@@ -892,6 +922,10 @@ impl Worker<'_, '_> {
             sec.tally.server_closed += 1;
             self.tally.server_closed += 1;
         }
+        if self.spec.scenario.is_some() {
+            self.scenario_complete(i, t, status, now);
+            return;
+        }
         if self.open {
             self.make_free(i);
         } else if i >= self.active {
@@ -947,6 +981,11 @@ impl Worker<'_, '_> {
             self.tally.latency.saturating_record(us);
             s.unsent += 1;
             s.intended += 1;
+            if let Some(sc) = &mut self.scen {
+                // A scenario's schedule starts iterations: the unsent one is charged too.
+                sc.tally.iterations.latency.saturating_record(us);
+                sc.tally.unsent += 1;
+            }
             k += 1;
         }
     }
@@ -1073,6 +1112,9 @@ impl Worker<'_, '_> {
             self.pub_errors += 1;
             if !self.reasons.iter().any(|(k, _)| *k == kind) {
                 self.reasons.push((kind, reason));
+            }
+            if self.spec.scenario.is_some() {
+                self.scenario_failed(i, t, now);
             }
         }
         if matches!(self.conns[i].st, St::Backoff(_)) {

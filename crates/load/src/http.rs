@@ -119,6 +119,24 @@ pub struct ResponseReader {
     /// Body bytes after decoding, once the answer is complete; `None` when
     /// the body was not compressed.
     pub decoded_bytes: Option<u64>,
+    /// Scenarios only: the head's headers and the body, kept so checks and
+    /// extractions can read them (plain runs keep nothing).
+    pub capture: Option<Box<Capture>>,
+}
+
+/// Most body bytes a [`Capture`] keeps; the rest is counted, not kept.
+pub const MAX_CAPTURE: usize = 1 << 20;
+
+/// What a scenario step keeps of its response.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// Header names and values of the final head, in order.
+    pub headers: Vec<(String, Vec<u8>)>,
+    /// The body as received (still encoded when compressed), at most
+    /// [`MAX_CAPTURE`] bytes.
+    pub body: Vec<u8>,
+    /// The body was longer than [`MAX_CAPTURE`].
+    pub truncated: bool,
 }
 
 impl ResponseReader {
@@ -136,6 +154,7 @@ impl ResponseReader {
             decoder: None,
             encoded_bytes: 0,
             decoded_bytes: None,
+            capture: None,
         }
     }
 
@@ -149,6 +168,11 @@ impl ResponseReader {
 
     /// Passes body bytes through the decoder, if the body is encoded.
     fn body(&mut self, b: &[u8]) -> Result<(), Malformed> {
+        if let Some(c) = &mut self.capture {
+            let room = MAX_CAPTURE.saturating_sub(c.body.len());
+            c.truncated |= b.len() > room;
+            c.body.extend_from_slice(&b[..b.len().min(room)]);
+        }
         if let Some(d) = &mut self.decoder {
             self.encoded_bytes += b.len() as u64;
             d.write(b)
@@ -311,6 +335,14 @@ impl ResponseReader {
         headers: &[httparse::Header],
     ) -> Result<(), Malformed> {
         self.status = status;
+        if let Some(c) = &mut self.capture {
+            c.headers.clear();
+            c.headers.extend(
+                headers
+                    .iter()
+                    .map(|h| (h.name.to_string(), h.value.to_vec())),
+            );
+        }
         let mut length: Option<u64> = None;
         let mut chunked = false;
         let mut conn_close = version == 0;

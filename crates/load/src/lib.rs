@@ -26,6 +26,7 @@ pub mod knee;
 pub mod plan;
 pub mod render;
 pub mod report;
+pub mod scenario;
 pub mod slo;
 pub mod spec;
 pub mod stages;
@@ -323,6 +324,12 @@ struct Runner<'a> {
     links: Vec<transport::Link>,
     /// `--h2`: the HTTP/2 workers' requests and connections.
     h2: Option<h2::H2Run>,
+    /// `--scenario`: the steps as the workers run them.
+    scenario: Option<scenario::Prepared>,
+    /// `--scenario`: iterations of the phase just executed.
+    scen_last: Option<scenario::report::ScenarioTally>,
+    /// `--scenario`: per measured phase, its label, iterations and length.
+    scen_phases: Vec<(String, scenario::report::ScenarioTally, f64)>,
 }
 
 impl<'a> Runner<'a> {
@@ -332,6 +339,10 @@ impl<'a> Runner<'a> {
         links: Vec<transport::Link>,
     ) -> Result<Runner<'a>, LoadError> {
         let headers = transport_headers(&plan.headers, &plan.transport);
+        let scenario = plan.scenario.as_ref().map(|s| scenario::Prepared {
+            scenario: s.clone(),
+            headers: headers.clone(),
+        });
         let mut requests = Vec::with_capacity(plan.targets.len());
         let mut templates = Vec::with_capacity(plan.targets.len());
         for (t, link) in plan.targets.iter().zip(&links) {
@@ -418,6 +429,9 @@ impl<'a> Runner<'a> {
             max_rate_search: false,
             links,
             h2,
+            scenario,
+            scen_last: None,
+            scen_phases: Vec::new(),
         })
     }
 
@@ -461,6 +475,9 @@ impl<'a> Runner<'a> {
             if tally.requests == 0 && tally.errors.total() == 0 {
                 return Ok(());
             }
+        }
+        if let Some(st) = self.scen_last.take() {
+            self.scen_phases.push((spec.label(), st, wall));
         }
         self.overall.merge(&tally);
         for (acc, t) in self.per_target.iter_mut().zip(&per_target) {
@@ -543,6 +560,7 @@ impl<'a> Runner<'a> {
                     links: &self.links,
                     follow: plan.transport.follow,
                     compressed: plan.transport.compressed,
+                    scenario: self.scenario.as_ref(),
                 }
             })
             .collect();
@@ -630,10 +648,17 @@ impl<'a> Runner<'a> {
             .iter()
             .map(|_| Tally::new(self.high_us, SIGFIG, open))
             .collect();
+        let mut scen: Option<scenario::report::ScenarioTally> = None;
         for out in outs {
             let out = out.map_err(LoadError::Engine)?;
             tally.merge(&out.tally);
-            if plan.targets.len() > 1 {
+            if let Some(st) = &out.scenario {
+                match &mut scen {
+                    Some(acc) => acc.merge(st),
+                    None => scen = Some(st.clone()),
+                }
+            }
+            if plan.targets.len() > 1 || plan.scenario.is_some() {
                 for (acc, t) in per_target.iter_mut().zip(&out.per_target) {
                     acc.merge(t);
                 }
@@ -647,9 +672,10 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        if plan.targets.len() == 1 {
+        if plan.targets.len() == 1 && plan.scenario.is_none() {
             per_target = vec![tally.clone()];
         }
+        self.scen_last = scen;
         self.timeline.drain(&shared);
         // The phase's last second may go on in the next phase: it waits.
         let now_s = self.run_start.elapsed().as_secs();
@@ -678,9 +704,15 @@ impl<'a> Runner<'a> {
             .targets
             .iter()
             .zip(&self.per_target)
-            .map(|(t, tally)| TargetReport {
+            .enumerate()
+            .map(|(k, (t, tally))| TargetReport {
                 method: t.method.clone(),
-                url: t.url.clone(),
+                // A scenario's routes are its steps, by name.
+                url: plan
+                    .scenario
+                    .as_ref()
+                    .and_then(|s| s.steps.get(k))
+                    .map_or_else(|| t.url.clone(), |s| s.name.clone()),
                 weight: t.weight,
                 stats: tally.stats(measured),
             })
@@ -741,6 +773,16 @@ impl<'a> Runner<'a> {
         } else {
             knee::knee(&self.phases)
         };
+        let scenario = plan.scenario.as_ref().map(|s| {
+            scenario_report(
+                s,
+                &self.scen_phases,
+                &self.per_target,
+                measured,
+                self.high_us,
+                plan.model == Model::Open,
+            )
+        });
         let mut reasons: Vec<(ErrorKind, String)> = self.reasons;
         reasons.sort_by_key(|(k, _)| ErrorKind::ALL.iter().position(|x| x == k));
         Report {
@@ -780,7 +822,57 @@ impl<'a> Runner<'a> {
                 .into_iter()
                 .map(|(k, r)| format!("{}: {r}", k.name()))
                 .collect(),
+            scenario,
         }
+    }
+}
+
+/// The scenario section of a report: iterations per phase and overall,
+/// and per step its requests (the step's route) and failures.
+fn scenario_report(
+    s: &scenario::Scenario,
+    phases: &[(String, scenario::report::ScenarioTally, f64)],
+    per_target: &[Tally],
+    measured: f64,
+    high_us: u64,
+    open: bool,
+) -> scenario::report::ScenarioReport {
+    use scenario::report::{
+        IterationPhase, IterationStats, ScenarioReport, ScenarioTally, StepReport,
+    };
+    let mut all = ScenarioTally::new(s.steps.len(), high_us, open);
+    for (_, t, _) in phases {
+        all.merge(t);
+    }
+    ScenarioReport {
+        file: s.source.clone(),
+        slo_basis: "iterations",
+        overall: IterationStats::new(&all, measured),
+        phases: phases
+            .iter()
+            .map(|(label, t, wall)| IterationPhase {
+                label: label.clone(),
+                iterations: IterationStats::new(t, *wall),
+            })
+            .collect(),
+        steps: s
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(k, step)| {
+                let st = per_target.get(k).map(|t| t.stats(measured));
+                StepReport {
+                    name: step.name.clone(),
+                    once: k < s.once,
+                    method: step.target.method.clone(),
+                    url: step.target.url.clone(),
+                    requests: st.as_ref().map_or(0, |x| x.requests),
+                    errors_transport: all.transport.get(k).copied().unwrap_or(0),
+                    failures: all.steps.get(k).cloned().unwrap_or_default(),
+                    latency_ms: st.map(|x| x.latency_ms).unwrap_or_default(),
+                }
+            })
+            .collect(),
     }
 }
 
@@ -836,6 +928,10 @@ fn closed_stall_hint(p: &PhaseReport, timeline: &Timeline) -> Option<String> {
 /// does (the highest such phase is the answer); a `--find-max` search
 /// passes when it found a rate.
 pub fn judge(report: &mut Report, slo: &Slo) -> bool {
+    // A scenario's unit of work is the iteration: the SLO judges those.
+    if let Some(pass) = scenario::report::judge(report, slo) {
+        return pass;
+    }
     for p in &mut report.phases {
         p.slo = Some(slo.judge(&p.stats));
     }

@@ -443,6 +443,8 @@ pub struct Plan {
     pub data: Option<crate::template::Data>,
     /// `--h2`: speak HTTP/2 (and gRPC) instead of HTTP/1.1.
     pub h2: Option<crate::h2::H2Options>,
+    /// `--scenario`: the targets are its steps, run in order by virtual users.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
 }
 
 impl Plan {
@@ -468,7 +470,25 @@ impl Plan {
             transport: crate::transport::Transport::default(),
             data: None,
             h2: None,
+            scenario: None,
         }
+    }
+
+    /// Each target's method and label for results: its URL, or with
+    /// `--scenario` its step's name (a scenario's routes are its steps).
+    pub fn target_labels(&self) -> Vec<(String, String)> {
+        self.targets
+            .iter()
+            .enumerate()
+            .map(|(k, t)| {
+                let label = self
+                    .scenario
+                    .as_ref()
+                    .and_then(|s| s.steps.get(k))
+                    .map_or_else(|| t.url.clone(), |s| s.name.clone());
+                (t.method.clone(), label)
+            })
+            .collect()
     }
 
     /// Checks the plan is runnable; the error names the offending field.
@@ -479,6 +499,14 @@ impl Plan {
         }
         if self.phases.is_empty() {
             return bad("no phase to run");
+        }
+        if let Some(s) = &self.scenario {
+            if s.steps.len() != self.targets.len() {
+                return bad("--scenario: the targets must be the scenario's steps");
+            }
+            if self.transport.follow > 0 {
+                return bad("--scenario with --follow: not supported (a step's checks read the answer it got; add a step for the redirect's target)");
+            }
         }
         if self.threads == 0 {
             return bad("--threads must be at least 1");

@@ -37,6 +37,9 @@ pub fn summary(r: &Report) -> String {
         out.push('\n');
         out.push_str(&targets_table(r));
     }
+    if let Some(s) = &r.scenario {
+        out.push_str(&crate::scenario::report::text(s));
+    }
     if !r.timeline.is_empty() {
         out.push('\n');
         out.push_str(&timeline_table(r));

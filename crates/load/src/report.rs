@@ -726,6 +726,10 @@ pub struct Report {
     /// The first message seen for each error kind (e.g. the OS error of a
     /// refused connect), to say why a run failed.
     pub error_reasons: Vec<String>,
+    /// `--scenario`: iterations and per-step failures (the steps' own
+    /// numbers are in `targets`, one per step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<crate::scenario::report::ScenarioReport>,
 }
 
 impl Report {

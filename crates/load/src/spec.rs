@@ -61,6 +61,9 @@ pub struct LoadSpec {
     pub stages_rate: Option<String>,
     /// `--stages-connections`: closed-model ramps `DUR:N,...`.
     pub stages_connections: Option<String>,
+    /// `--scenario`: a YAML file of steps each virtual user runs (the URL,
+    /// if given, is the base of its relative step URLs).
+    pub scenario: Option<PathBuf>,
 }
 
 /// Connections of the closed model unless told otherwise (the flag's default too).
@@ -94,6 +97,7 @@ impl Default for LoadSpec {
             data_mode: None,
             stages_rate: None,
             stages_connections: None,
+            scenario: None,
         }
     }
 }
@@ -166,8 +170,27 @@ impl LoadSpec {
             .clone()
             .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.to_string());
         let mut targets: Vec<Target> = Vec::new();
-        for u in urls {
-            targets.push(Target::new(&method, u, body.clone(), 1)?);
+        let mut scenario = None;
+        if let Some(f) = &a.scenario {
+            let clash = [
+                ("--targets", a.targets.is_some()),
+                ("-X", a.method.is_some()),
+                ("--body", a.body.is_some()),
+                ("--find-max", a.find_max),
+                ("a second URL", urls.len() > 1),
+            ];
+            if let Some((other, _)) = clash.iter().find(|(_, given)| *given) {
+                return Err(bad(format!(
+                    "--scenario gives the requests (steps); drop {other} (a URL, if given, is the base of relative step URLs)"
+                )));
+            }
+            let s = crate::scenario::Scenario::load(f, urls.first().map(String::as_str))?;
+            targets = s.targets();
+            scenario = Some(std::sync::Arc::new(s));
+        } else {
+            for u in urls {
+                targets.push(Target::new(&method, u, body.clone(), 1)?);
+            }
         }
         if let Some(f) = &a.targets {
             targets.extend(parse_targets_file(f)?);
@@ -176,6 +199,7 @@ impl LoadSpec {
             return Err(bad("no target: give a URL or --targets FILE"));
         }
         let mut plan = Plan::new(targets);
+        plan.scenario = scenario;
         let mut close = a.no_keepalive;
         let mut chunked = false;
         for h in &a.headers {

@@ -101,11 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     rec.start_recorders().map_err(record_error)?;
     // Seconds and phases go to the store as they end: a killed run keeps them.
-    let targets: Vec<(String, String)> = plan
-        .targets
-        .iter()
-        .map(|t| (t.method.clone(), t.url.clone()))
-        .collect();
+    let targets: Vec<(String, String)> = plan.target_labels();
     let stream = rec.load_stream(&targets).map_err(record_error)?;
     ctl.live = Some(stream.live());
 

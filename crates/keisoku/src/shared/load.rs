@@ -83,6 +83,11 @@ pub struct LoadArgs {
     /// connection-sequential or connection-random (a connection keeps its row).
     #[arg(long, value_name = "MODE", requires = "data")]
     data_mode: Option<String>,
+    /// A scenario file (YAML): steps with checks, extracted values, cookies
+    /// and think time, run by each connection as a virtual user; the URL,
+    /// if given, is the base of relative step URLs (docs/bench.md "Scenarios").
+    #[arg(long, value_name = "FILE.yaml")]
+    scenario: Option<PathBuf>,
 }
 
 impl LoadArgs {
@@ -111,6 +116,7 @@ impl LoadArgs {
             data_mode: self.data_mode.clone(),
             stages_rate: self.stages_rate.clone(),
             stages_connections: self.stages_connections.clone(),
+            scenario: self.scenario.clone(),
         }
     }
 }
