@@ -24,6 +24,7 @@ pub mod http;
 pub mod knee;
 pub mod plan;
 pub mod render;
+pub mod replay;
 pub mod report;
 pub mod slo;
 pub mod spec;
@@ -320,6 +321,8 @@ struct Runner<'a> {
     max_rate_search: bool,
     /// How each target is reached (see [`transport::links`]).
     links: Vec<transport::Link>,
+    /// Why a replay's reader stopped early, when it did.
+    replay_errors: Vec<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -332,6 +335,12 @@ impl<'a> Runner<'a> {
         let mut requests = Vec::with_capacity(plan.targets.len());
         let mut templates = Vec::with_capacity(plan.targets.len());
         for (t, link) in plan.targets.iter().zip(&links) {
+            if plan.replay.is_some() {
+                // Each replayed request brings its own bytes.
+                requests.push(Vec::new());
+                templates.push(None);
+                continue;
+            }
             // Through a plain HTTP proxy the request line carries the
             // absolute form of the target.
             let absolute;
@@ -410,6 +419,7 @@ impl<'a> Runner<'a> {
             partial: false,
             max_rate_search: false,
             links,
+            replay_errors: Vec::new(),
         })
     }
 
@@ -502,6 +512,20 @@ impl<'a> Runner<'a> {
             Some(phase_start + spec.duration)
         };
         let cores = plan::default_threads();
+        let feed = match &plan.replay {
+            Some(r) => Some(replay::feed::Feed::start(
+                r,
+                replay::feed::Base {
+                    authority: plan.targets[0].authority.clone(),
+                    absolute: self.links[0]
+                        .absolute_form
+                        .then(|| format!("http://{}", plan.targets[0].authority)),
+                    headers: transport_headers(&plan.headers, &plan.transport),
+                    keepalive: plan.keepalive,
+                },
+            )?),
+            None => None,
+        };
         let specs: Vec<WorkerSpec> = (0..threads)
             .map(|t| {
                 let conns =
@@ -535,6 +559,7 @@ impl<'a> Runner<'a> {
                     links: &self.links,
                     follow: plan.transport.follow,
                     compressed: plan.transport.compressed,
+                    replay: feed.as_ref(),
                 }
             })
             .collect();
@@ -638,6 +663,9 @@ impl<'a> Runner<'a> {
         if plan.targets.len() == 1 {
             per_target = vec![tally.clone()];
         }
+        if let Some(e) = feed.as_ref().and_then(|f| f.error()) {
+            self.replay_errors.push(e);
+        }
         self.timeline.drain(&shared);
         // The phase's last second may go on in the next phase: it waits.
         let now_s = self.run_start.elapsed().as_secs();
@@ -684,6 +712,13 @@ impl<'a> Runner<'a> {
             .collect();
         let mut warnings = Vec::new();
         let mut notes = Vec::new();
+        if let Some(r) = &plan.replay {
+            notes.extend(r.notes.iter().cloned());
+            warnings.extend(r.warnings.iter().cloned());
+            for e in &self.replay_errors {
+                warnings.push(format!("replay: the file stopped being read early: {e}"));
+            }
+        }
         let busiest = generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max);
         if busiest >= CPU_SATURATED_PCT {
             warnings.push(format!(

@@ -441,6 +441,9 @@ pub struct Plan {
     pub transport: crate::transport::Transport,
     /// `--data`: the CSV rows `{{csv.COLUMN}}` templates read.
     pub data: Option<crate::template::Data>,
+    /// `--replay`: the recorded requests replace the targets' own (the
+    /// targets are then the file's routes, for results per route).
+    pub replay: Option<std::sync::Arc<crate::replay::ReplayPlan>>,
 }
 
 impl Plan {
@@ -465,6 +468,7 @@ impl Plan {
             keepalive: true,
             transport: crate::transport::Transport::default(),
             data: None,
+            replay: None,
         }
     }
 

@@ -61,6 +61,8 @@ pub struct LoadSpec {
     pub stages_rate: Option<String>,
     /// `--stages-connections`: closed-model ramps `DUR:N,...`.
     pub stages_connections: Option<String>,
+    /// `--replay FILE` and its options: recorded requests at their pace.
+    pub replay: Option<crate::replay::ReplayOptions>,
 }
 
 /// Connections of the closed model unless told otherwise (the flag's default too).
@@ -94,6 +96,7 @@ impl Default for LoadSpec {
             data_mode: None,
             stages_rate: None,
             stages_connections: None,
+            replay: None,
         }
     }
 }
@@ -159,6 +162,9 @@ impl LoadSpec {
     /// Builds the load job from target URLs and these options. Every
     /// problem with the options is [`LoadError::BadInput`] naming the flag.
     pub fn build(&self, urls: &[String]) -> Result<Job, LoadError> {
+        if let Some(r) = &self.replay {
+            return crate::replay::job(self, urls, r);
+        }
         let a = self;
         let body = read_body(a.body.as_deref())?;
         let method = a

@@ -52,6 +52,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let job = bench::build(&args.target, &args.load)?;
+    bench::announce_proxy(&job);
     bench::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let plan = &job.plan;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
