@@ -435,9 +435,7 @@ impl Worker<'_, '_> {
             if self.open {
                 self.make_free(i);
                 self.connect(i, 0, now);
-            } else if i >= self.active {
-                break;
-            } else if !self.shared.claim() || !self.start_next(i, now) {
+            } else if i >= self.active || !self.shared.claim() || !self.start_next(i, now) {
                 break;
             }
         }

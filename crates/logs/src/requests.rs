@@ -154,6 +154,18 @@ impl RequestReader {
         self.timed
     }
 
+    /// Whether the format stamps a request when it was received rather
+    /// than when its response ended: Apache's `%t`, the Classic Load
+    /// Balancer's and S3's `time` are the arrival; nginx's `$time_local`
+    /// and `$msec`, Caddy's `ts`, the Application Load Balancer's `time`
+    /// and CloudFront's `date time` are the end.
+    pub fn stamps_start(&self) -> bool {
+        matches!(
+            self.parser.format().name(),
+            "apache-us" | "apache-s" | "elb" | "s3"
+        )
+    }
+
     /// The next non-blank line: a request, or why it is not one; `None` at
     /// the end of the file.
     pub fn next_request(&mut self) -> Result<Option<Next>, ReadError> {
@@ -250,7 +262,7 @@ mod tests {
         assert_eq!(rec.route_uri, "/a");
         assert_eq!(rec.request_time, Some(0.25));
         assert_eq!(rec.fraction_digits, 3);
-        assert!((rec.time - 1_795_989_601.5).abs() < 1e-6, "{}", rec.time);
+        assert!((rec.time - 1_795_514_401.5).abs() < 1e-6, "{}", rec.time);
         match r.next_request().unwrap() {
             Some(Next::Unread(u)) => assert_eq!(u.line, 3),
             other => panic!("{other:?}"),

@@ -394,7 +394,7 @@ mod tests {
             a.headers,
             vec![("Accept".to_string(), "text/html".to_string())]
         );
-        assert!((a.start - 1_795_989_600.25).abs() < 1e-6);
+        assert!((a.start - 1_795_514_400.25).abs() < 1e-6);
         let b = &calls[1];
         assert_eq!(b.method, "POST");
         assert_eq!(b.body, b"a+b=c%26d");

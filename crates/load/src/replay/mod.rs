@@ -117,6 +117,8 @@ pub struct ReadStats {
     pub fraction_digits: u8,
     /// Whether the format records request times (logs).
     pub request_times: bool,
+    /// Whether the format stamps the arrival of a request, not its end.
+    pub stamps_start: bool,
     /// HAR entries of other schemes (data:, blob:, ws:) left out.
     pub not_http: u64,
 }
@@ -142,8 +144,10 @@ pub fn each_call(
     let mut stats = ReadStats {
         format: reader.format_name().to_string(),
         request_times: reader.has_request_times(),
+        stamps_start: reader.stamps_start(),
         ..ReadStats::default()
     };
+    let stamps_start = stats.stamps_start;
     let path = opts.file.display().to_string();
     // Lines stamped in the same whole second wait here until the second
     // changes, so they can be spread across it.
@@ -154,7 +158,7 @@ pub fn each_call(
         let n = group.len() as f64;
         for (k, rec) in group.drain(..).enumerate() {
             let end = rec.time.floor() + (k as f64 + 0.5) / n;
-            f(log_call(rec, end))?;
+            f(log_call(rec, end, stamps_start))?;
         }
         ControlFlow::Continue(())
     };
@@ -176,10 +180,10 @@ pub fn each_call(
         stats.fraction_digits = stats.fraction_digits.max(rec.fraction_digits);
         if rec.fraction_digits == 0 {
             stats.whole_seconds += 1;
-            if second.first().is_some_and(|s| s.time != rec.time) {
-                if flush(&mut second, f).is_break() {
-                    return Ok(stats);
-                }
+            if second.first().is_some_and(|s| s.time != rec.time)
+                && flush(&mut second, f).is_break()
+            {
+                return Ok(stats);
             }
             second.push(rec);
             continue;
@@ -188,7 +192,7 @@ pub fn each_call(
             return Ok(stats);
         }
         let end = rec.time;
-        if f(log_call(rec, end)).is_break() {
+        if f(log_call(rec, end, stamps_start)).is_break() {
             return Ok(stats);
         }
     }
@@ -196,9 +200,11 @@ pub fn each_call(
     Ok(stats)
 }
 
-/// A log line's request, started `request_time` before its stamp `end`.
-fn log_call(rec: keisoku_logs::requests::Recorded, end: f64) -> Call {
-    let start = end - rec.request_time.unwrap_or(0.0).min(86_400.0);
+/// A log line's request, started `request_time` before its stamp `end`
+/// (or at its stamp, for a format that stamps the arrival).
+fn log_call(rec: keisoku_logs::requests::Recorded, end: f64, stamps_start: bool) -> Call {
+    let took = if stamps_start { None } else { rec.request_time };
+    let start = end - took.unwrap_or(0.0).min(86_400.0);
     let raw = String::from_utf8_lossy(&rec.uri).into_owned();
     let (host, target) = split_absolute(&raw);
     let body_lost = matches!(rec.method.as_str(), "POST" | "PUT" | "PATCH");
@@ -413,7 +419,12 @@ pub fn scan(opts: &ReplayOptions) -> Result<ReplayPlan, LoadError> {
                 stats.fraction_digits
             ));
         }
-        if stats.request_times {
+        if stats.stamps_start {
+            notes.push(format!(
+                "replay: the {} format stamps each request when it arrived: it is sent at its logged time",
+                stats.format
+            ));
+        } else if stats.request_times {
             notes.push(
                 "replay: each request starts at its logged time minus its request time (logs stamp the end of a request)".into(),
             );
