@@ -712,11 +712,16 @@ impl<'a> Runner<'a> {
             .collect();
         let mut warnings = Vec::new();
         let mut notes = Vec::new();
+        // A report's warnings say the generator may be what was measured
+        // (findings read them so); what a replay could not send as recorded
+        // is a note.
         if let Some(r) = &plan.replay {
             notes.extend(r.notes.iter().cloned());
-            warnings.extend(r.warnings.iter().cloned());
+            notes.extend(r.warnings.iter().cloned());
             for e in &self.replay_errors {
-                warnings.push(format!("replay: the file stopped being read early: {e}"));
+                notes.push(format!(
+                    "replay: not as recorded: the file stopped being read early: {e}"
+                ));
             }
         }
         let busiest = generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max);

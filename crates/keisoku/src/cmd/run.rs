@@ -58,7 +58,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
-        target: plan.targets.first().map(|t| t.url.clone()),
+        // A replay's targets are the file's routes; the run's target is the URL.
+        target: match plan.replay {
+            Some(_) => args.target.first().cloned(),
+            None => plan.targets.first().map(|t| t.url.clone()),
+        },
         command: recording::command_line(),
         model: Some(plan.model.name().into()),
         ..NewRun::default()

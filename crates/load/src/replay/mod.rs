@@ -277,7 +277,8 @@ pub struct ReplayPlan {
     pub other_routes: bool,
     /// Notes for the report (how the pace was recovered).
     pub notes: Vec<String>,
-    /// Warnings for the report (what could not be replayed as recorded).
+    /// What could not be replayed as recorded (notes of the report too:
+    /// its warnings are about the generator).
     pub warnings: Vec<String>,
     grouper: GrouperSpec,
 }
@@ -436,20 +437,20 @@ pub fn scan(opts: &ReplayOptions) -> Result<ReplayPlan, LoadError> {
         }
         if body_lost > 0 {
             warnings.push(format!(
-                "replay: {body_lost} POST/PUT/PATCH requests are sent without a body: an access log does not record bodies"
+                "replay: not as recorded: {body_lost} POST/PUT/PATCH requests are sent without a body (an access log does not record bodies)"
             ));
         }
     }
     if stats.unread > 0 {
         warnings.push(format!(
-            "replay: {} lines held no request to replay and were left out (first: {})",
+            "replay: not as recorded: {} lines held no request to replay and were left out (first: {})",
             stats.unread,
             stats.first_unread.as_deref().unwrap_or("-")
         ));
     }
     if stats.not_http > 0 {
         warnings.push(format!(
-            "replay: {} HAR entries are not http(s) requests (data:, blob:, ws:) and were left out",
+            "replay: not as recorded: {} HAR entries are not http(s) requests (data:, blob:, ws:) and were left out",
             stats.not_http
         ));
     }
