@@ -106,6 +106,9 @@ pub(crate) struct WorkerSpec<'a> {
     /// `--scenario`: connections are virtual users running its steps
     /// (the targets are the steps, in order).
     pub scenario: Option<&'a crate::scenario::Prepared>,
+    /// `--replay`: the recorded requests, in start order, in place of the
+    /// fixed-rate schedule (open model) or the target rotation (closed).
+    pub replay: Option<&'a crate::replay::feed::Feed>,
 }
 
 /// One second of one worker (or, merged, of the run).
@@ -229,6 +232,8 @@ struct Conn {
     templated: bool,
     /// `--scenario`: the virtual user this connection is.
     user: Option<Box<crate::scenario::user::User>>,
+    /// The next request's bytes were put into `draw.buf` by a replay.
+    replayed: bool,
 }
 
 struct Worker<'a, 's> {
@@ -317,6 +322,7 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
                 draw: ConnDraw::default(),
                 templated: false,
                 user: None,
+                replayed: false,
             })
             .collect(),
         free: Vec::with_capacity(spec.connections),
@@ -418,7 +424,9 @@ impl Worker<'_, '_> {
         let length = spec
             .end
             .map(|e| e.saturating_duration_since(spec.phase_start));
-        let sched = spec.rate.map(|r| {
+        // A replay's intended times come from its file, not from a rate.
+        let replay_open = spec.replay.filter(|_| self.open);
+        let sched = spec.rate.filter(|_| spec.replay.is_none()).map(|r| {
             Schedule::new(
                 r,
                 spec.ramp.map(|x| x.from),
@@ -433,6 +441,11 @@ impl Worker<'_, '_> {
         };
         let mut k: u64 = 0;
         let mut next_due = due_at(0);
+        let mut pending: Option<crate::replay::feed::Item> = None;
+        if let Some(feed) = replay_open {
+            pending = feed.next();
+            next_due = pending.as_ref().map(|it| spec.phase_start + it.due);
+        }
         if !self.open {
             if let (Some(r), Some(l)) = (spec.ramp, length) {
                 self.active = closed_active(r, Duration::ZERO, l, self.conns.len());
@@ -444,12 +457,7 @@ impl Worker<'_, '_> {
             if self.open {
                 self.make_free(i);
                 self.connect(i, 0, now);
-            } else if i >= self.active {
-                break;
-            } else if self.shared.claim() {
-                let t = self.next_target();
-                self.start_request(i, t, now, now);
-            } else {
+            } else if i >= self.active || !self.shared.claim() || !self.start_next(i, now) {
                 break;
             }
         }
@@ -469,6 +477,7 @@ impl Worker<'_, '_> {
             if self.shared.stop.load(Ordering::Relaxed) {
                 if !self.draining {
                     self.charge_unsent(k, now, &due_at);
+                    self.charge_unsent_replay(&mut pending, now);
                 }
                 break;
             }
@@ -476,6 +485,7 @@ impl Worker<'_, '_> {
                 self.draining = true;
                 if let Some(e) = spec.end {
                     self.charge_unsent(k, e, &due_at);
+                    self.charge_unsent_replay(&mut pending, e);
                 }
             }
             if !self.open && !self.draining {
@@ -485,7 +495,7 @@ impl Worker<'_, '_> {
                 }
             }
             let think_wake = self.scenario_timers(now);
-            if sched.is_some() {
+            if sched.is_some() || replay_open.is_some() {
                 while !self.draining {
                     let Some(due) = next_due.filter(|d| *d <= now) else {
                         break;
@@ -500,7 +510,10 @@ impl Worker<'_, '_> {
                     }
                     self.free.pop();
                     self.conns[i].in_free = false;
-                    let t = self.next_target();
+                    let t = match pending.take() {
+                        Some(item) => self.load_replayed(i, item),
+                        None => self.next_target(),
+                    };
                     let lag = now.saturating_duration_since(due);
                     if let Some(s) = &mut self.tally.schedule {
                         s.intended += 1;
@@ -517,6 +530,14 @@ impl Worker<'_, '_> {
                     self.start_request(i, t, due, now);
                     k += 1;
                     next_due = due_at(k);
+                    if let Some(feed) = replay_open {
+                        pending = feed.next();
+                        next_due = pending.as_ref().map(|it| spec.phase_start + it.due);
+                        if pending.is_none() {
+                            // The file is done: the phase ends with its answers.
+                            self.draining = true;
+                        }
+                    }
                 }
                 // Caught up (or the schedule is over): no request waits.
                 match next_due {
@@ -578,6 +599,61 @@ impl Worker<'_, '_> {
         }
         self.rot = (self.rot + 1) % r.len();
         r[self.rot]
+    }
+
+    /// Closed model: starts connection `i`'s next request, the next
+    /// target's or the replay's next one. False when a replay's file is
+    /// done (the phase then ends with the answers in flight).
+    fn start_next(&mut self, i: usize, now: Instant) -> bool {
+        let t = match self.spec.replay {
+            Some(feed) => match feed.next() {
+                Some(item) => self.load_replayed(i, item),
+                None => {
+                    self.draining = true;
+                    return false;
+                }
+            },
+            None => self.next_target(),
+        };
+        self.start_request(i, t, now, now);
+        true
+    }
+
+    /// Puts a replayed request's bytes on connection `i` for the next
+    /// [`Worker::start_request`]; returns its target (route).
+    fn load_replayed(&mut self, i: usize, item: crate::replay::feed::Item) -> usize {
+        let c = &mut self.conns[i];
+        c.draw.buf = item.bytes;
+        c.replayed = true;
+        item.target.min(self.spec.targets.len().saturating_sub(1))
+    }
+
+    /// [`Worker::charge_unsent`] for a replay: its requests due before
+    /// `limit` and never sent are charged `limit - intended`.
+    fn charge_unsent_replay(
+        &mut self,
+        pending: &mut Option<crate::replay::feed::Item>,
+        limit: Instant,
+    ) {
+        let Some(feed) = self.spec.replay.filter(|_| self.open) else {
+            return;
+        };
+        let start = self.spec.phase_start;
+        let mut next = pending.take().or_else(|| feed.next());
+        while let Some(item) = next {
+            let due = start + item.due;
+            if due >= limit {
+                break;
+            }
+            let Some(s) = &mut self.tally.schedule else {
+                return;
+            };
+            let us = (limit.saturating_duration_since(due).as_micros() as u64).max(1);
+            self.tally.latency.saturating_record(us);
+            s.unsent += 1;
+            s.intended += 1;
+            next = feed.next();
+        }
     }
 
     fn budget_spent(&self) -> bool {
@@ -689,7 +765,7 @@ impl Worker<'_, '_> {
         let head = self.head[t];
         let timeout = self.spec.timeout;
         let c = &mut self.conns[i];
-        c.templated = false;
+        c.templated = std::mem::take(&mut c.replayed);
         if let Some(Some(tpl)) = self.spec.templates.get(t) {
             tpl.render(
                 &mut c.draw,
@@ -932,8 +1008,7 @@ impl Worker<'_, '_> {
             // A ramp down: this connection's user has left.
             self.close(i);
         } else if self.can_send() {
-            let t = self.next_target();
-            self.start_request(i, t, now, now);
+            self.start_next(i, now);
         }
     }
 
@@ -953,11 +1028,9 @@ impl Worker<'_, '_> {
             if c.has_request || matches!(c.st, St::Backoff(_)) {
                 continue;
             }
-            if !self.can_send() {
+            if !self.can_send() || !self.start_next(i, now) {
                 break;
             }
-            let t = self.next_target();
-            self.start_request(i, t, now, now);
         }
     }
 
@@ -1125,8 +1198,7 @@ impl Worker<'_, '_> {
                 self.make_free(i);
             }
         } else if had_request && i < self.active && self.can_send() {
-            let t = self.next_target();
-            self.start_request(i, t, now, now);
+            self.start_next(i, now);
         }
     }
 
@@ -1201,8 +1273,7 @@ impl Worker<'_, '_> {
                     if self.open {
                         self.make_free(i);
                     } else if i < self.active && self.can_send() {
-                        let t = self.next_target();
-                        self.start_request(i, t, now, now);
+                        self.start_next(i, now);
                     }
                 }
                 _ => {}

@@ -25,6 +25,7 @@ pub mod http;
 pub mod knee;
 pub mod plan;
 pub mod render;
+pub mod replay;
 pub mod report;
 pub mod scenario;
 pub mod slo;
@@ -330,6 +331,8 @@ struct Runner<'a> {
     scen_last: Option<scenario::report::ScenarioTally>,
     /// `--scenario`: per measured phase, its label, iterations and length.
     scen_phases: Vec<(String, scenario::report::ScenarioTally, f64)>,
+    /// Why a replay's reader stopped early, when it did.
+    replay_errors: Vec<String>,
 }
 
 impl<'a> Runner<'a> {
@@ -346,6 +349,12 @@ impl<'a> Runner<'a> {
         let mut requests = Vec::with_capacity(plan.targets.len());
         let mut templates = Vec::with_capacity(plan.targets.len());
         for (t, link) in plan.targets.iter().zip(&links) {
+            if plan.replay.is_some() {
+                // Each replayed request brings its own bytes.
+                requests.push(Vec::new());
+                templates.push(None);
+                continue;
+            }
             // Through a plain HTTP proxy the request line carries the
             // absolute form of the target.
             let absolute;
@@ -432,6 +441,7 @@ impl<'a> Runner<'a> {
             scenario,
             scen_last: None,
             scen_phases: Vec::new(),
+            replay_errors: Vec::new(),
         })
     }
 
@@ -527,6 +537,20 @@ impl<'a> Runner<'a> {
             Some(phase_start + spec.duration)
         };
         let cores = plan::default_threads();
+        let feed = match &plan.replay {
+            Some(r) => Some(replay::feed::Feed::start(
+                r,
+                replay::feed::Base {
+                    authority: plan.targets[0].authority.clone(),
+                    absolute: self.links[0]
+                        .absolute_form
+                        .then(|| format!("http://{}", plan.targets[0].authority)),
+                    headers: transport_headers(&plan.headers, &plan.transport),
+                    keepalive: plan.keepalive,
+                },
+            )?),
+            None => None,
+        };
         let specs: Vec<WorkerSpec> = (0..threads)
             .map(|t| {
                 let conns =
@@ -561,6 +585,7 @@ impl<'a> Runner<'a> {
                     follow: plan.transport.follow,
                     compressed: plan.transport.compressed,
                     scenario: self.scenario.as_ref(),
+                    replay: feed.as_ref(),
                 }
             })
             .collect();
@@ -676,6 +701,9 @@ impl<'a> Runner<'a> {
             per_target = vec![tally.clone()];
         }
         self.scen_last = scen;
+        if let Some(e) = feed.as_ref().and_then(|f| f.error()) {
+            self.replay_errors.push(e);
+        }
         self.timeline.drain(&shared);
         // The phase's last second may go on in the next phase: it waits.
         let now_s = self.run_start.elapsed().as_secs();
@@ -728,6 +756,18 @@ impl<'a> Runner<'a> {
             .collect();
         let mut warnings = Vec::new();
         let mut notes = Vec::new();
+        // A report's warnings say the generator may be what was measured
+        // (findings read them so); what a replay could not send as recorded
+        // is a note.
+        if let Some(r) = &plan.replay {
+            notes.extend(r.notes.iter().cloned());
+            notes.extend(r.warnings.iter().cloned());
+            for e in &self.replay_errors {
+                notes.push(format!(
+                    "replay: not as recorded: the file stopped being read early: {e}"
+                ));
+            }
+        }
         let busiest = generator.iter().map(|g| g.cpu_pct).fold(0.0, f64::max);
         if busiest >= CPU_SATURATED_PCT {
             warnings.push(format!(

@@ -445,6 +445,9 @@ pub struct Plan {
     pub h2: Option<crate::h2::H2Options>,
     /// `--scenario`: the targets are its steps, run in order by virtual users.
     pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
+    /// `--replay`: the recorded requests replace the targets' own (the
+    /// targets are then the file's routes, for results per route).
+    pub replay: Option<std::sync::Arc<crate::replay::ReplayPlan>>,
 }
 
 impl Plan {
@@ -471,6 +474,7 @@ impl Plan {
             data: None,
             h2: None,
             scenario: None,
+            replay: None,
         }
     }
 
@@ -507,6 +511,16 @@ impl Plan {
             if self.transport.follow > 0 {
                 return bad("--scenario with --follow: not supported (a step's checks read the answer it got; add a step for the redirect's target)");
             }
+        }
+        // Each of these drives the connections its own way; none knows the others yet.
+        if self.h2.is_some() && self.scenario.is_some() {
+            return bad("--h2/--grpc with --scenario: not supported yet (scenarios speak HTTP/1.1)");
+        }
+        if self.h2.is_some() && self.replay.is_some() {
+            return bad("--h2/--grpc with --replay: not supported yet (replay speaks HTTP/1.1)");
+        }
+        if self.scenario.is_some() && self.replay.is_some() {
+            return bad("--scenario with --replay: choose one (a replay sends recorded requests, a scenario its steps)");
         }
         if self.threads == 0 {
             return bad("--threads must be at least 1");

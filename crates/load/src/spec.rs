@@ -64,6 +64,8 @@ pub struct LoadSpec {
     /// `--scenario`: a YAML file of steps each virtual user runs (the URL,
     /// if given, is the base of its relative step URLs).
     pub scenario: Option<PathBuf>,
+    /// `--replay FILE` and its options: recorded requests at their pace.
+    pub replay: Option<crate::replay::ReplayOptions>,
 }
 
 /// Connections of the closed model unless told otherwise (the flag's default too).
@@ -98,6 +100,7 @@ impl Default for LoadSpec {
             stages_rate: None,
             stages_connections: None,
             scenario: None,
+            replay: None,
         }
     }
 }
@@ -163,6 +166,9 @@ impl LoadSpec {
     /// Builds the load job from target URLs and these options. Every
     /// problem with the options is [`LoadError::BadInput`] naming the flag.
     pub fn build(&self, urls: &[String]) -> Result<Job, LoadError> {
+        if let Some(r) = &self.replay {
+            return crate::replay::job(self, urls, r);
+        }
         let a = self;
         let body = read_body(a.body.as_deref())?;
         let method = a

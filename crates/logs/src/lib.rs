@@ -24,6 +24,7 @@
 //! [`Options`] and prints what comes back):
 //! - [`analyse::files`]: files, standard input, `--pos`, `--load`;
 //! - [`stored`]: a stored run, from its kept lines or its route rows;
+//! - [`requests`]: the recorded requests one by one, for a replay;
 //! - [`diff`]: two route tables and the `--fail-over` gate;
 //! - [`options`]: the options with their defaults, the progress and
 //!   warning hooks ([`Reporter`]); [`error`]: typed failures.
@@ -48,6 +49,7 @@ pub mod load;
 pub mod options;
 pub mod output;
 pub mod render;
+pub mod requests;
 pub mod stats;
 pub mod stored;
 pub mod summary;

@@ -1,7 +1,7 @@
 //! `keisoku bench`: drive HTTP load at a target and measure latency honestly.
 
 use crate::exit::{FAILURE, GATE_FAILED, OK};
-use crate::shared::load::{build, load_err, write_outputs, LoadArgs};
+use crate::shared::load::{announce_proxy, build, load_err, write_outputs, LoadArgs};
 use crate::shared::output::Progress;
 use keisoku_load::RunControl;
 use std::path::PathBuf;
@@ -16,7 +16,9 @@ latency percentiles from HdrHistograms, status classes, errors by kind and a per
 Closed model (-c): each connection sends its next request when the previous answer arrives; \
 latency is service time. Open model (-R): requests go out on a fixed schedule and latency counts \
 from each request's intended send time, so a stalled server shows in the percentiles \
-(coordinated omission corrected, as wrk2 does); service time is reported beside it.\n\nTemplates vary each request: in a URL's path and query, -H values, --body and --targets lines, {{seq}}, {{rand_int A B}}, {{rand_str N}}, {{uuid}}, {{timestamp}}, {{timestamp_ms}} and {{csv.COLUMN}} (from --data FILE.csv) are replaced per request; {{{{ sends a literal {{. Anything else between {{ and }} is refused (exit 2). Requests carry User-Agent: keisoku/VERSION unless -H sets one.",
+(coordinated omission corrected, as wrk2 does); service time is reported beside it.\n\nTemplates vary each request: in a URL's path and query, -H values, --body and --targets lines, {{seq}}, {{rand_int A B}}, {{rand_str N}}, {{uuid}}, {{timestamp}}, {{timestamp_ms}} and {{csv.COLUMN}} (from --data FILE.csv) are replaced per request; {{{{ sends a literal {{. Anything else between {{ and }} is refused (exit 2). Requests carry User-Agent: keisoku/VERSION unless -H sets one.\n\n\
+Replay (--replay FILE): the requests of an access log or a HAR file go to the target at their recorded pace \
+(an open model: latency counts from each request's recorded time, scaled by --speed), or with --speed max as fast as -c connections allow; results are per route.",
     after_help = "Examples:\n  keisoku bench -c 50 -d 30s http://127.0.0.1:8080/health\n  \
 keisoku bench -R 4000 -d 1m --slo 'p99<=1s,p80<=500ms,errors<=0.1%' http://127.0.0.1:8080/bid\n  \
 keisoku bench --sweep-connections 5..50:5 --step-duration 10s http://127.0.0.1:8080/\n  \
@@ -25,7 +27,9 @@ keisoku bench --sweep-rate 1000..8000:1000 --slo 'p99<=100ms' --find-max http://
 keisoku bench -k --no-keepalive -c 20 -d 10s https://127.0.0.1:8443/\n  \
 keisoku bench --unix-socket /run/app.sock http://localhost/health\n  \
 keisoku bench --h2 -k -c 4 --streams 25 -d 30s https://127.0.0.1:8443/\n  \
-keisoku bench --grpc /helloworld.Greeter/SayHello --body @hello.bin -c 10 http://127.0.0.1:50051\n\n\
+keisoku bench --grpc /helloworld.Greeter/SayHello --body @hello.bin -c 10 http://127.0.0.1:50051\n  \
+keisoku bench --replay access.log --speed 2 http://127.0.0.1:8080\n  \
+keisoku bench --replay shop.har --speed max -c 20 http://127.0.0.1:8080\n\n\
 Exit status: 0 ok, 1 no request succeeded or interrupted, 2 bad input, 3 the SLO failed."
 )]
 pub struct Args {
@@ -40,8 +44,6 @@ pub struct Args {
     /// Write an HdrHistogram interval log (.hlog), one interval per second.
     #[arg(long, value_name = "FILE")]
     hdr_log: Option<PathBuf>,
-    #[command(flatten)]
-    transport: TransportArgs,
     #[command(flatten)]
     h2: H2Args,
 }
@@ -87,90 +89,10 @@ impl H2Args {
     }
 }
 
-/// How connections reach the target: TLS, a Unix socket, a proxy,
-/// redirects, compression.
-#[derive(clap::Args, Debug)]
-#[command(next_help_heading = "Transport")]
-struct TransportArgs {
-    /// https: accept any server certificate (self-signed, wrong name).
-    #[arg(short = 'k', long)]
-    insecure: bool,
-    /// https: trust the CA certificates in this PEM file instead of the system's.
-    #[arg(long, value_name = "FILE")]
-    cacert: Option<PathBuf>,
-    /// https: client certificate chain (PEM), with --key.
-    #[arg(long, value_name = "FILE", requires = "key")]
-    cert: Option<PathBuf>,
-    /// https: private key of --cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "cert")]
-    key: Option<PathBuf>,
-    /// https: no session resumption, every new connection pays a full handshake.
-    #[arg(long)]
-    no_tls_resume: bool,
-    /// https: server name to send (SNI) and verify [default: the URL's host].
-    #[arg(long, value_name = "NAME")]
-    sni: Option<String>,
-    /// Connect to this Unix domain socket; the URL still gives Host and path.
-    #[arg(long, value_name = "PATH")]
-    unix_socket: Option<PathBuf>,
-    /// Follow up to N redirects per request (same origin); the final answer is counted.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=keisoku_load::transport::MAX_FOLLOW as i64))]
-    follow: Option<u32>,
-    /// Send requests through this HTTP proxy (http://host:port; CONNECT for https)
-    /// [default: http_proxy / https_proxy from the environment].
-    #[arg(long, value_name = "URL")]
-    proxy: Option<String>,
-    /// Hosts that bypass the proxy (comma-separated, '*' for all), as no_proxy.
-    #[arg(long, value_name = "LIST")]
-    noproxy: Option<String>,
-    /// Ask for gzip/deflate bodies and decode them (decoded sizes beside wire sizes).
-    #[arg(long)]
-    compressed: bool,
-}
-
-impl TransportArgs {
-    fn transport(&self) -> keisoku_load::transport::Transport {
-        use keisoku_load::transport::{Proxies, Transport};
-        let mut proxy = match &self.proxy {
-            Some(url) => Proxies::all(url),
-            None => Proxies::from_env(|k| std::env::var(k).ok()),
-        };
-        if let Some(list) = &self.noproxy {
-            proxy.no_proxy = list
-                .split(',')
-                .map(|s| s.trim().to_ascii_lowercase())
-                .filter(|s| !s.is_empty())
-                .collect();
-        }
-        Transport {
-            tls: keisoku_load::tls::TlsOptions {
-                insecure: self.insecure,
-                cacert: self.cacert.clone(),
-                cert: self.cert.clone(),
-                key: self.key.clone(),
-                resume: !self.no_tls_resume,
-                sni: self.sni.clone(),
-            },
-            unix_socket: self.unix_socket.clone(),
-            follow: self.follow.unwrap_or(0),
-            proxy,
-            compressed: self.compressed,
-        }
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut job = build(&args.urls, &args.load)?;
-    job.plan.transport = args.transport.transport();
     args.h2.apply(&mut job.plan)?;
-    for t in &job.plan.targets {
-        if job.plan.transport.unix_socket.is_none() {
-            if let Some(p) = job.plan.transport.proxy.for_target(t.tls, &t.host) {
-                eprintln!("keisoku: {} goes through the proxy {p}", t.url);
-                break;
-            }
-        }
-    }
+    announce_proxy(&job);
     crate::shared::load::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let progress = Progress::new(false);
     let ctl = RunControl {

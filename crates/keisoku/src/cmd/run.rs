@@ -52,12 +52,17 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let job = bench::build(&args.target, &args.load)?;
+    bench::announce_proxy(&job);
     bench::check_outputs(args.json.as_deref(), args.hdr_log.as_deref())?;
     let plan = &job.plan;
     let server_timeout = dur("--server-timeout", &args.server_timeout)?;
     let new_run = NewRun {
         name: args.rec.name.clone(),
-        target: plan.targets.first().map(|t| t.url.clone()),
+        // A replay's targets are the file's routes; the run's target is the URL.
+        target: match plan.replay {
+            Some(_) => args.target.first().cloned(),
+            None => plan.targets.first().map(|t| t.url.clone()),
+        },
         command: recording::command_line(),
         model: Some(plan.model.name().into()),
         ..NewRun::default()

@@ -88,12 +88,80 @@ pub struct LoadArgs {
     /// if given, is the base of relative step URLs (docs/bench.md "Scenarios").
     #[arg(long, value_name = "FILE.yaml")]
     scenario: Option<PathBuf>,
+    #[command(flatten)]
+    transport: TransportArgs,
+    #[command(flatten)]
+    replay: ReplayArgs,
+}
+
+/// Replaying recorded traffic: an access log or a HAR file.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Replay")]
+pub struct ReplayArgs {
+    /// Send the requests recorded in an access log (any format `keisoku logs`
+    /// reads, recognised from its first lines) or a HAR file to the target URL
+    /// (scheme, host and port only), at the recorded pace; results per route.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// The file's format: a log format of `keisoku logs` (ltsv, json, regexp,
+    /// combined, ...) or har [default: recognised].
+    #[arg(long, value_name = "FORMAT", requires = "replay")]
+    replay_format: Option<String>,
+    /// The pattern of --replay-format regexp (named groups as `keisoku logs regexp`).
+    #[arg(long, value_name = "REGEXP", requires = "replay")]
+    replay_regexp: Option<String>,
+    /// Pace: 1 is the recorded pace, 2 twice as fast, max as fast as -c
+    /// connections allow (closed model).
+    #[arg(
+        long,
+        value_name = "FACTOR|max",
+        default_value = "1",
+        requires = "replay"
+    )]
+    speed: String,
+    /// Start the file again at its end (needs -d or -n).
+    #[arg(long = "loop", requires = "replay")]
+    looped: bool,
+    /// Send the recorded Host (HAR, absolute URIs) instead of the target's.
+    #[arg(long, requires = "replay")]
+    keep_host: bool,
+    /// Send a HAR file's recorded cookies (left out by default).
+    #[arg(long, requires = "replay")]
+    replay_cookies: bool,
+    /// Group URIs into routes by this regular expression, as `keisoku logs -m`
+    /// (repeatable; the first that matches names the route).
+    #[arg(long, value_name = "REGEXP", requires = "replay")]
+    replay_group: Vec<String>,
+    /// Group id-like path segments into routes, as `keisoku logs --auto-group`.
+    #[arg(long, requires = "replay")]
+    replay_auto_group: bool,
+}
+
+impl ReplayArgs {
+    fn options(&self) -> Result<Option<keisoku_load::replay::ReplayOptions>, LoadError> {
+        let Some(file) = &self.replay else {
+            return Ok(None);
+        };
+        let speed = keisoku_load::replay::Speed::parse(&self.speed)
+            .map_err(|e| LoadError::BadInput(format!("--speed {e}")))?;
+        Ok(Some(keisoku_load::replay::ReplayOptions {
+            file: file.clone(),
+            format: self.replay_format.clone(),
+            regexp: self.replay_regexp.clone(),
+            speed,
+            looped: self.looped,
+            keep_host: self.keep_host,
+            cookies: self.replay_cookies,
+            groups: self.replay_group.clone(),
+            auto_group: self.replay_auto_group,
+        }))
+    }
 }
 
 impl LoadArgs {
     /// The flags as the load crate's unvalidated options.
-    pub fn spec(&self) -> LoadSpec {
-        LoadSpec {
+    pub fn spec(&self) -> Result<LoadSpec, LoadError> {
+        Ok(LoadSpec {
             connections: self.connections,
             rate: self.rate,
             threads: self.threads,
@@ -117,6 +185,80 @@ impl LoadArgs {
             stages_rate: self.stages_rate.clone(),
             stages_connections: self.stages_connections.clone(),
             scenario: self.scenario.clone(),
+            replay: self.replay.options()?,
+        })
+    }
+}
+
+/// How connections reach the target: TLS, a Unix socket, a proxy,
+/// redirects, compression.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Transport")]
+pub struct TransportArgs {
+    /// https: accept any server certificate (self-signed, wrong name).
+    #[arg(short = 'k', long)]
+    insecure: bool,
+    /// https: trust the CA certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// https: client certificate chain (PEM), with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<PathBuf>,
+    /// https: private key of --cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<PathBuf>,
+    /// https: no session resumption, every new connection pays a full handshake.
+    #[arg(long)]
+    no_tls_resume: bool,
+    /// https: server name to send (SNI) and verify [default: the URL's host].
+    #[arg(long, value_name = "NAME")]
+    sni: Option<String>,
+    /// Connect to this Unix domain socket; the URL still gives Host and path.
+    #[arg(long, value_name = "PATH")]
+    unix_socket: Option<PathBuf>,
+    /// Follow up to N redirects per request (same origin); the final answer is counted.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=keisoku_load::transport::MAX_FOLLOW as i64))]
+    follow: Option<u32>,
+    /// Send requests through this HTTP proxy (http://host:port; CONNECT for https)
+    /// [default: http_proxy / https_proxy from the environment].
+    #[arg(long, value_name = "URL")]
+    proxy: Option<String>,
+    /// Hosts that bypass the proxy (comma-separated, '*' for all), as no_proxy.
+    #[arg(long, value_name = "LIST")]
+    noproxy: Option<String>,
+    /// Ask for gzip/deflate bodies and decode them (decoded sizes beside wire sizes).
+    #[arg(long)]
+    compressed: bool,
+}
+
+impl TransportArgs {
+    /// The flags as the load crate's transport options.
+    pub fn transport(&self) -> keisoku_load::transport::Transport {
+        use keisoku_load::transport::{Proxies, Transport};
+        let mut proxy = match &self.proxy {
+            Some(url) => Proxies::all(url),
+            None => Proxies::from_env(|k| std::env::var(k).ok()),
+        };
+        if let Some(list) = &self.noproxy {
+            proxy.no_proxy = list
+                .split(',')
+                .map(|s| s.trim().to_ascii_lowercase())
+                .filter(|s| !s.is_empty())
+                .collect();
+        }
+        Transport {
+            tls: keisoku_load::tls::TlsOptions {
+                insecure: self.insecure,
+                cacert: self.cacert.clone(),
+                cert: self.cert.clone(),
+                key: self.key.clone(),
+                resume: !self.no_tls_resume,
+                sni: self.sni.clone(),
+            },
+            unix_socket: self.unix_socket.clone(),
+            follow: self.follow.unwrap_or(0),
+            proxy,
+            compressed: self.compressed,
         }
     }
 }
@@ -138,7 +280,24 @@ pub fn load_err(e: LoadError) -> anyhow::Error {
 /// Builds the load job from target URLs and the shared load flags; every
 /// problem is bad input (exit 2) naming the flag.
 pub fn build(urls: &[String], a: &LoadArgs) -> anyhow::Result<Job> {
-    a.spec().build(urls).map_err(load_err)
+    let mut job = a.spec().and_then(|s| s.build(urls)).map_err(load_err)?;
+    job.plan.transport = a.transport.transport();
+    Ok(job)
+}
+
+/// Says on stderr when the targets go through a proxy (from `--proxy` or
+/// the environment), so a load that measures a proxy never passes unnoticed.
+pub fn announce_proxy(job: &Job) {
+    let transport = &job.plan.transport;
+    if transport.unix_socket.is_some() {
+        return;
+    }
+    for t in &job.plan.targets {
+        if let Some(p) = transport.proxy.for_target(t.tls, &t.host) {
+            eprintln!("keisoku: {} goes through the proxy {p}", t.url);
+            break;
+        }
+    }
 }
 
 /// Checks `--json FILE` ('-' is stdout) and `--hdr-log FILE` before any

@@ -263,6 +263,7 @@ pub(crate) fn run_worker(
         cpu_s,
         wall_s,
         reasons: std::mem::take(&mut w.reasons),
+        scenario: None,
     })
 }
 
