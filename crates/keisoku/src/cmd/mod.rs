@@ -21,10 +21,12 @@ pub mod scope;
 pub mod serve;
 pub mod show;
 
+/// The subcommands. Bench, Run and Logs are boxed: their many flags make
+/// them far larger than the others.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Drive HTTP load at a target and measure latency honestly.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Start the built-in demo target, load it, and explain what was found.
     Demo(demo::Args),
     /// Fold stacks from a profile (stackcollapse-perf.pl compatible for perf script input).
@@ -36,9 +38,9 @@ pub enum Command {
     /// Subsecond heat map of a profile (FlameScope style).
     Scope(scope::Args),
     /// Analyse access logs per route (alp-compatible).
-    Logs(logs::Args),
+    Logs(Box<logs::Args>),
     /// Load a target while recording host, process, profile and access log into the run store.
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// Record host, process, profile and access log while any command runs.
     Record(record::Args),
     /// Import a load tool's results (JMeter JTL, k6 JSON, vegeta, wrk) into a stored run.
@@ -61,14 +63,14 @@ pub enum Command {
 
 pub fn dispatch(command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Bench(a) => bench::run(a),
+        Command::Bench(a) => bench::run(*a),
         Command::Demo(a) => demo::run(a),
         Command::Collapse(a) => collapse::run(a),
         Command::Flame(a) => flame::run(a),
         Command::Diff(a) => diff::run(a),
         Command::Scope(a) => scope::run(a),
-        Command::Logs(a) => logs::run(a),
-        Command::Run(a) => run::run(a),
+        Command::Logs(a) => logs::run(*a),
+        Command::Run(a) => run::run(*a),
         Command::Record(a) => record::run(a),
         Command::Import(a) => import::run(a),
         Command::Runs(a) => runs::run(a),
