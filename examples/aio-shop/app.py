@@ -29,14 +29,22 @@ if CAUSES - KNOWN:
 BACKEND_PORT = int(os.environ.get("BACKEND_PORT", "0"))
 
 
+_blocking_conn = None
+
+
 def post_audit_blocking(record):
-    """The cause: a synchronous client on the event loop's thread."""
-    conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
+    """The cause: a synchronous client on the event loop's thread (over one kept-alive
+    connection: the wait is the cause, not the connect)."""
+    global _blocking_conn
+    if _blocking_conn is None:
+        _blocking_conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
     try:
-        conn.request("POST", "/audit", body=json.dumps(record), headers={"Content-Type": "application/json"})
-        conn.getresponse().read()
-    finally:
-        conn.close()
+        _blocking_conn.request("POST", "/audit", body=json.dumps(record), headers={"Content-Type": "application/json"})
+        _blocking_conn.getresponse().read()
+    except (http.client.HTTPException, OSError):
+        _blocking_conn.close()
+        _blocking_conn = None
+        raise
 
 
 async def post_audit_async(session, record):
