@@ -208,7 +208,11 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
         e.0 += tick_s;
     }
     let request_s: f64 = wall_s.values().map(|v| v.0).sum();
-    // CPU seconds of the same stacks (each sample weighs 1/rate, in ns).
+    // CPU seconds of the same stacks. Each sample weighs the wall-clock
+    // profile's measured tick, not its nominal 1/rate: both py-spy run on
+    // the same process and fall behind alike on a crowded host (at load 36
+    // a CPU-bound config parse counted at 1/rate showed as 100 ms of
+    // "wait" per request).
     let ct = times_ms(run, cpu)?;
     let mut cpu_keys: HashMap<u32, String> = HashMap::new();
     let mut cpu_s: HashMap<String, f64> = HashMap::new();
@@ -220,13 +224,7 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
             .entry(node)
             .or_insert_with(|| key(cpu, &path(cpu, node)))
             .clone();
-        let w = cpu
-            .samples
-            .weight
-            .as_ref()
-            .and_then(|w| w.get(i))
-            .map_or(tick_s, |&ns| ns as f64 / 1e9);
-        *cpu_s.entry(k).or_default() += w;
+        *cpu_s.entry(k).or_default() += tick_s;
     }
     let mut sites: HashMap<String, WaitSite> = HashMap::new();
     let mut wait_s = 0.0;

@@ -219,7 +219,7 @@ fn java_tuned_beside_a_neighbour() {
 /// serving threads), which run-queue wait does not hide: named #1 (high, "most in
 /// post_audit_record_sync > call_backend > SocketIO.readinto", 65-108 ms per request) in 3
 /// runs in a row at 11:52-11:56 UTC, 1-minute load average 28-36 (run-case.sh on ports
-/// 18820; 5 runs of 5 since 11:40, load 24-36).
+/// 18820; named in each of its 6 runs since 11:40, load 24-36).
 #[test]
 fn python_slow_external_call_alone() {
     alone("flask-shop", "slowcall", 19275);
