@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time as _time
 
 from aiohttp import ClientSession, ClientTimeout, web
@@ -29,14 +30,22 @@ if CAUSES - KNOWN:
 BACKEND_PORT = int(os.environ.get("BACKEND_PORT", "0"))
 
 
+_blocking_conn = None
+
+
 def post_audit_blocking(record):
-    """The cause: a synchronous client on the event loop's thread."""
-    conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
+    """The cause: a synchronous client on the event loop's thread (over one kept-alive
+    connection: the wait is the cause, not the connect)."""
+    global _blocking_conn
+    if _blocking_conn is None:
+        _blocking_conn = http.client.HTTPConnection("127.0.0.1", BACKEND_PORT, timeout=5)
     try:
-        conn.request("POST", "/audit", body=json.dumps(record), headers={"Content-Type": "application/json"})
-        conn.getresponse().read()
-    finally:
-        conn.close()
+        _blocking_conn.request("POST", "/audit", body=json.dumps(record), headers={"Content-Type": "application/json"})
+        _blocking_conn.getresponse().read()
+    except (http.client.HTTPException, OSError):
+        _blocking_conn.close()
+        _blocking_conn = None
+        raise
 
 
 async def post_audit_async(session, record):
@@ -88,8 +97,23 @@ class LtsvAccessLogger(AbstractAccessLogger):
         )
 
 
+def _exit_with_parent(parent):
+    """A forked worker leaves when the process that started it is gone."""
+    while os.getppid() == parent:
+        _time.sleep(0.5)
+    os._exit(0)
+
+
 def main():
     port = int(sys.argv[1])
+    # One event loop per core, as a tuned asyncio service runs (one loop uses one
+    # core); forked before any loop exists, sharing the port with SO_REUSEPORT.
+    workers = max(1, int(os.environ.get("WORKERS", "1")))
+    parent = os.getpid()
+    for _ in range(workers - 1):
+        if os.fork() == 0:
+            threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+            break
     app = web.Application()
     app.router.add_get("/", basket)
     app.router.add_get("/basket/{sku}", basket)
@@ -109,6 +133,7 @@ def main():
         port=port,
         access_log=logger if log else None,
         access_log_class=LtsvAccessLogger,
+        reuse_port=workers > 1,
         print=lambda *_: print(f"aio-shop listening on {port}", flush=True),
     )
 

@@ -189,8 +189,14 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
     if serving.is_empty() {
         return None;
     }
-    // Wall seconds per request stack on serving threads in the window.
-    let mut wall_s: HashMap<&str, (f64, u32)> = HashMap::new();
+    // Wall seconds per waiting site (its label: the application frames
+    // nearest the leaf, and the leaf) on serving threads in the window.
+    // Compared site by site, not stack by stack: two samplers' counts on
+    // each of hundreds of small stacks differ by chance, and clamping each
+    // difference at zero adds the chance up (a CPU-bound config parse
+    // showed 79 ms of "wait" per request so, at load 30).
+    let mut site_of: HashMap<u32, (String, String, String)> = HashMap::new();
+    let mut wall_s: HashMap<String, f64> = HashMap::new();
     for (i, &node) in wall.samples.node.iter().enumerate() {
         let (Some(&t), Some(th)) = (wt.get(i), wth.get(i)) else {
             continue;
@@ -198,54 +204,54 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
         if !(t > a && t <= b && serving.contains_key(th)) {
             continue;
         }
-        let Some((k, idle, _)) = node_info.get(&node) else {
-            continue;
-        };
-        if *idle {
+        if node_info.get(&node).is_none_or(|(_, idle, _)| *idle) {
             continue;
         }
-        let e = wall_s.entry(k.as_str()).or_insert((0.0, node));
-        e.0 += tick_s;
+        let (label, _, _) = site_of.entry(node).or_insert_with(|| site(wall, node));
+        *wall_s.entry(label.clone()).or_default() += tick_s;
     }
-    let request_s: f64 = wall_s.values().map(|v| v.0).sum();
-    // CPU seconds of the same stacks (each sample weighs 1/rate, in ns).
+    let request_s: f64 = wall_s.values().sum();
+    // CPU seconds of the same sites. Each sample weighs the wall-clock
+    // profile's measured tick, not its nominal 1/rate: both py-spy run on
+    // the same process and fall behind on a crowded host (at load 36 a
+    // CPU-bound config parse counted at 1/rate showed as 100 ms of "wait"
+    // per request); the CPU one, sampling fewer threads, falls behind
+    // less, so this errs towards CPU, not towards a wait.
     let ct = times_ms(run, cpu)?;
-    let mut cpu_keys: HashMap<u32, String> = HashMap::new();
+    let mut cpu_labels: HashMap<u32, String> = HashMap::new();
     let mut cpu_s: HashMap<String, f64> = HashMap::new();
     for (i, &node) in cpu.samples.node.iter().enumerate() {
         if !ct.get(i).is_some_and(|&t| t > a && t <= b) {
             continue;
         }
-        let k = cpu_keys
+        let label = cpu_labels
             .entry(node)
-            .or_insert_with(|| key(cpu, &path(cpu, node)))
+            .or_insert_with(|| site(cpu, node).0)
             .clone();
-        let w = cpu
-            .samples
-            .weight
-            .as_ref()
-            .and_then(|w| w.get(i))
-            .map_or(tick_s, |&ns| ns as f64 / 1e9);
-        *cpu_s.entry(k).or_default() += w;
+        *cpu_s.entry(label).or_default() += tick_s;
+    }
+    let mut names: HashMap<String, (String, String)> = HashMap::new();
+    for (label, name, module) in site_of.into_values() {
+        names.entry(label).or_insert((name, module));
     }
     let mut sites: HashMap<String, WaitSite> = HashMap::new();
     let mut wait_s = 0.0;
-    for (k, (w, node)) in &wall_s {
-        let off = (w - cpu_s.get(*k).copied().unwrap_or(0.0)).max(0.0);
+    for (label, w) in &wall_s {
+        let off = (w - cpu_s.get(label).copied().unwrap_or(0.0)).max(0.0);
         if off <= 0.0 {
             continue;
         }
         wait_s += off;
-        let (label, name, module) = site(wall, *node);
-        sites
-            .entry(label.clone())
-            .or_insert(WaitSite {
-                label,
-                wait_s: 0.0,
+        let (name, module) = names.get(label).cloned().unwrap_or_default();
+        sites.insert(
+            label.clone(),
+            WaitSite {
+                label: label.clone(),
+                wait_s: off,
                 name,
                 module,
-            })
-            .wait_s += off;
+            },
+        );
     }
     let mut top: Vec<WaitSite> = sites.into_values().collect();
     top.sort_by(|x, y| y.wait_s.total_cmp(&x.wait_s).then(x.label.cmp(&y.label)));

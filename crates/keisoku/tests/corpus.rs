@@ -215,11 +215,13 @@ fn java_tuned_beside_a_neighbour() {
 
 /// Passed when the backend's Nagle stall doubled the planted 40-ms call to ~80 ms. Since its
 /// TCP_NODELAY fix the wait is 40 ms, and on a crowded host the server's run-queue wait
-/// (blocking-wait subtracts it as the server's own) can cover it: at load 27-31, 77 ms of
-/// run-queue wait per request against 105 ms of latency, much of it idle gunicorn workers
-/// waking for each new connection, which the process's counters cannot tell apart.
+/// (subtracted as the server's own) covered it at load 23-31. blocking-wait now measures the
+/// wait from the wall-clock profile (py-spy --idle: wall minus CPU time per stack on the
+/// serving threads), which run-queue wait does not hide: named #1 (high, "most in
+/// post_audit_record_sync > call_backend > SocketIO.readinto", 65-108 ms per request) in 3
+/// runs in a row at 11:52-11:56 UTC, 1-minute load average 28-36 (run-case.sh on ports
+/// 18820; named in each of its 6 runs since 11:40, load 24-36).
 #[test]
-#[ignore = "load-sensitive since the backend's 40-ms Nagle stall was fixed (2026-11-24): named at 08:17, 09:01 and 09:24 UTC (load 21-23, 79-87% waiting), not named at 09:02 (load 27-31) nor at 09:28 in the test (load ~23): the server's run-queue wait per request (idle workers' wake-ups included) is subtracted from the 40-ms wait"]
 fn python_slow_external_call_alone() {
     alone("flask-shop", "slowcall", 19275);
 }
