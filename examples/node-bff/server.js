@@ -139,7 +139,11 @@ function serve() {
   let commentSeq = 0;
   function postComment() {
     commentSeq += 1;
-    comments.push({ id: commentSeq, article: 10000 + (commentSeq % 400), text: `comment ${commentSeq}: agreed` });
+    comments.push({
+      id: commentSeq,
+      article: 10000 + (commentSeq % 400),
+      text: `comment ${commentSeq}: ${'agreed, the council should publish the transit budget in full. '.repeat(2)}`,
+    });
   }
   function latestComments() {
     if (CAUSES.has('unbounded')) return comments;
