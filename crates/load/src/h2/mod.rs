@@ -123,8 +123,7 @@ pub(crate) fn check(plan: &Plan, links: &[Link]) -> Result<(), LoadError> {
                 .into(),
         );
     }
-    if let Some(l) = links.iter().find(|l| l.tunnel.is_some() || l.absolute_form) {
-        let _ = l;
+    if links.iter().any(|l| l.tunnel.is_some() || l.absolute_form) {
         return bad("--h2 through a proxy is not supported; use --noproxy '*' (or unset http_proxy/https_proxy)".into());
     }
     if links.iter().any(|l| l.group != links[0].group) {
