@@ -83,10 +83,12 @@ pub struct LoadArgs {
     /// connection-sequential or connection-random (a connection keeps its row).
     #[arg(long, value_name = "MODE", requires = "data")]
     data_mode: Option<String>,
+    // Boxed: the flags of bench and run are parsed once, and the command
+    // enum stays small (clippy's large_enum_variant).
     #[command(flatten)]
-    transport: TransportArgs,
+    transport: Box<TransportArgs>,
     #[command(flatten)]
-    replay: ReplayArgs,
+    replay: Box<ReplayArgs>,
 }
 
 /// Replaying recorded traffic: an access log or a HAR file.
