@@ -88,10 +88,12 @@ pub struct LoadArgs {
     /// if given, is the base of relative step URLs (docs/bench.md "Scenarios").
     #[arg(long, value_name = "FILE.yaml")]
     scenario: Option<PathBuf>,
+    // Boxed: the flags of bench and run are parsed once, and the command
+    // enum stays small (clippy's large_enum_variant).
     #[command(flatten)]
-    transport: TransportArgs,
+    transport: Box<TransportArgs>,
     #[command(flatten)]
-    replay: ReplayArgs,
+    replay: Box<ReplayArgs>,
 }
 
 /// Replaying recorded traffic: an access log or a HAR file.
