@@ -514,7 +514,9 @@ impl Plan {
         }
         // Each of these drives the connections its own way; none knows the others yet.
         if self.h2.is_some() && self.scenario.is_some() {
-            return bad("--h2/--grpc with --scenario: not supported yet (scenarios speak HTTP/1.1)");
+            return bad(
+                "--h2/--grpc with --scenario: not supported yet (scenarios speak HTTP/1.1)",
+            );
         }
         if self.h2.is_some() && self.replay.is_some() {
             return bad("--h2/--grpc with --replay: not supported yet (replay speaks HTTP/1.1)");
