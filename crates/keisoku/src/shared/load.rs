@@ -94,6 +94,49 @@ pub struct LoadArgs {
     transport: Box<TransportArgs>,
     #[command(flatten)]
     replay: Box<ReplayArgs>,
+    #[command(flatten)]
+    h2: Box<H2Args>,
+}
+
+/// HTTP/2 and gRPC.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "HTTP/2 and gRPC")]
+pub struct H2Args {
+    /// Speak HTTP/2: over TLS for https:// (ALPN h2, refused if the server
+    /// does not choose it), prior-knowledge h2c for http:// and --unix-socket.
+    #[arg(long)]
+    h2: bool,
+    /// HTTP/2: concurrent streams per connection. Each stream is one closed-model
+    /// "connection": -c N --streams M keeps N x M requests in flight on N connections
+    /// (open model: the cap). Default 1, as h2load and oha.
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u32).range(1..=keisoku_load::h2::MAX_STREAMS as i64))]
+    streams: Option<u32>,
+    /// gRPC unary calls of this method (/package.Service/Method) over HTTP/2 (implies --h2):
+    /// --body @FILE is the protobuf-encoded request message (framed by keisoku);
+    /// a grpc-status other than 0 is an error, counted per code.
+    #[arg(long, value_name = "METHOD")]
+    grpc: Option<String>,
+}
+
+impl H2Args {
+    /// Makes the plan speak HTTP/2 (and gRPC), or says which flag is missing.
+    fn apply(&self, plan: &mut keisoku_load::Plan) -> anyhow::Result<()> {
+        use keisoku_load::h2::{grpc_targets, H2Options, DEFAULT_STREAMS};
+        if !self.h2 && self.grpc.is_none() {
+            if self.streams.is_some() {
+                return Err(bad_input("--streams is for HTTP/2: add --h2"));
+            }
+            return Ok(());
+        }
+        if let Some(method) = &self.grpc {
+            grpc_targets(plan, method).map_err(load_err)?;
+        }
+        plan.h2 = Some(H2Options {
+            streams: self.streams.map_or(DEFAULT_STREAMS, |s| s as usize),
+            grpc: self.grpc.is_some(),
+        });
+        Ok(())
+    }
 }
 
 /// Replaying recorded traffic: an access log or a HAR file.
@@ -284,6 +327,7 @@ pub fn load_err(e: LoadError) -> anyhow::Error {
 pub fn build(urls: &[String], a: &LoadArgs) -> anyhow::Result<Job> {
     let mut job = a.spec().and_then(|s| s.build(urls)).map_err(load_err)?;
     job.plan.transport = a.transport.transport();
+    a.h2.apply(&mut job.plan)?;
     Ok(job)
 }
 
