@@ -263,8 +263,11 @@ fn thread_samples(v: &View) -> Vec<(u32, f64)> {
 }
 
 /// A thread's family: its name without a trailing number (`worker-3` -> `worker-`).
-fn family(comm: &str) -> &str {
-    comm.trim_end_matches(|c: char| c.is_ascii_digit())
+fn family(comm: &str) -> String {
+    // Threads whose names differ only in numbers have one role: `worker-0`
+    // and `worker-1`, or py-spy's `Process 101 Thread 101 "MainThread"` and
+    // `Process 102 ...` of a server that runs one event loop per process.
+    comm.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
 /// The thread that does most of the server's work, as `single-core` judges it.
@@ -1340,7 +1343,8 @@ fn oversubscribed(v: &View) -> Option<Oversubscribed> {
         .filter(|(c, _)| *c >= BUSY_THREAD_SHARE * top && *c >= 1.0)
         .count();
     let cores = v.cores();
-    if (busy as f64) < OVERSUBSCRIBED_THREADS * cores {
+    // Up to gunicorn's advice of 2 x cores + 1 workers is a sizing, not oversubscription.
+    if (busy as f64) <= OVERSUBSCRIBED_THREADS * cores + 1.0 {
         return None;
     }
     let (lo_us, hi_us) = (cost(lo)?, cost(hi)?);
