@@ -132,8 +132,11 @@ http {{\n  log_format h2 \"uri:$request_uri\\tproto:$server_protocol\\tconn:$con
 }
 
 impl Drop for Nginx {
+    /// TERM, so the master stops its workers too (a killed master leaves
+    /// them serving the port for the next test).
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let _ = self.child.wait();
     }
 }
