@@ -13,14 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-fn nginx_bin() -> PathBuf {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("nginx is not installed: run scripts/setup.sh")
-}
-
 /// A self-signed certificate for 127.0.0.1 (X.509 v3, as webpki requires).
 fn certificate(dir: &Path) {
     let out = Command::new("openssl")
@@ -87,7 +79,7 @@ http {{\n  log_format h2 \"uri:$request_uri\\tproto:$server_protocol\\tconn:$con
         );
         let path = dir.path().join("nginx.conf");
         std::fs::write(&path, conf).unwrap();
-        let child = Command::new(nginx_bin())
+        let child = Command::new(common::nginx_bin())
             .arg("-p")
             .arg(dir.path())
             .arg("-c")
@@ -132,12 +124,8 @@ http {{\n  log_format h2 \"uri:$request_uri\\tproto:$server_protocol\\tconn:$con
 }
 
 impl Drop for Nginx {
-    /// TERM, so the master stops its workers too (a killed master leaves
-    /// them serving the port for the next test).
     fn drop(&mut self) {
-        // SAFETY: plain kill(2) of our own child.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
+        common::stop_nginx(&mut self.child);
     }
 }
 

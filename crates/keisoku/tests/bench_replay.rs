@@ -28,14 +28,6 @@ fn port() -> u16 {
     }
 }
 
-fn nginx_bin() -> PathBuf {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("nginx is not installed: run scripts/setup.sh")
-}
-
 /// nginx with three servers: `rec` logs LTSV (`$msec`, `$request_time`)
 /// and combined; `target` receives replays and logs what arrived; `site`
 /// serves a page for Chromium.
@@ -89,7 +81,7 @@ http {{\n  types {{ text/html html; text/css css; application/javascript js; ima
         );
         let conf_path = dir.path().join("nginx.conf");
         std::fs::write(&conf_path, conf).unwrap();
-        let child = Command::new(nginx_bin())
+        let child = Command::new(common::nginx_bin())
             .arg("-c")
             .arg(&conf_path)
             .arg("-p")
@@ -173,12 +165,8 @@ http {{\n  types {{ text/html html; text/css css; application/javascript js; ima
 }
 
 impl Drop for Nginx {
-    /// TERM, so the master stops its worker too (a killed master leaves
-    /// the worker serving the port).
     fn drop(&mut self) {
-        // SAFETY: plain kill(2) of our own child.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
+        common::stop_nginx(&mut self.child);
     }
 }
 

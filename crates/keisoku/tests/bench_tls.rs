@@ -12,14 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-fn nginx_bin() -> PathBuf {
-    ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .expect("nginx is not installed: run scripts/setup.sh")
-}
-
 fn openssl(dir: &Path, args: &[&str]) {
     let out = Command::new("openssl")
         .current_dir(dir)
@@ -125,7 +117,7 @@ http {{\n  log_format ltsv \"uri:$request_uri\\tstatus:$status\\treused:$ssl_ses
         );
         let path = dir.path().join("nginx.conf");
         std::fs::write(&path, conf).unwrap();
-        let child = Command::new(nginx_bin())
+        let child = Command::new(common::nginx_bin())
             .arg("-p")
             .arg(dir.path())
             .arg("-c")
@@ -178,12 +170,8 @@ http {{\n  log_format ltsv \"uri:$request_uri\\tstatus:$status\\treused:$ssl_ses
 }
 
 impl Drop for Nginx {
-    /// TERM, so the master stops its workers too (a killed master leaves
-    /// them serving the port for the next test).
     fn drop(&mut self) {
-        // SAFETY: plain kill(2) of our own child.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let _ = self.child.wait();
+        common::stop_nginx(&mut self.child);
     }
 }
 

@@ -120,3 +120,21 @@ pub fn bin_for_nobody(scratch: &Path) -> std::path::PathBuf {
     }
     bin
 }
+
+/// The nginx binary (Debian's nginx-light, installed by scripts/setup.sh).
+pub fn nginx_bin() -> std::path::PathBuf {
+    ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists())
+        .expect("nginx is not installed: run scripts/setup.sh")
+}
+
+/// Stops an nginx master the test started with TERM and waits for it: the
+/// master then stops its workers too, where a killed master leaves them
+/// serving the port for the next test.
+pub fn stop_nginx(master: &mut std::process::Child) {
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(master.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = master.wait();
+}
