@@ -80,7 +80,8 @@ for svc in $SERVICES; do
       [ "$cs" = - ] && cs=
       f=$(mktemp)
       load0=$(cut -d' ' -f1 /proc/loadavg)
-      if "$EX/run-case.sh" "$svc" "$mode" "$cs" "$port" $([ "$host" = neighbour ] && echo neighbour) > "$f" 2> "$f.err"; then
+      # One case per host: the corpus tests take the same lock (tests/corpus.rs).
+      if flock "${TMPDIR:-/tmp}/keisoku-corpus.lock" "$EX/run-case.sh" "$svc" "$mode" "$cs" "$port" $([ "$host" = neighbour ] && echo neighbour) > "$f" 2> "$f.err"; then
         v=$(verdict "$svc" "$mode" "$cs" "$f")
       else
         v="FAIL	keisoku run failed: $(tail -1 "$f.err")"

@@ -69,6 +69,15 @@ fn run_case(
     neighbour: bool,
 ) -> Vec<Finding> {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    // Another test process (a second checkout's suite, bench/corpus.sh) on this host would be
+    // the same unplanned neighbour, and would share the services' ports: one case per host.
+    let host_lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(std::env::temp_dir().join("keisoku-corpus.lock"))
+        .expect("open the host-wide corpus lock file");
+    host_lock.lock().expect("take the host-wide corpus lock");
     let dir = tempfile::tempdir().expect("a temp dir");
     let mut cmd = Command::new(repo().join("examples/run-case.sh"));
     cmd.args([service, mode, &causes.join(","), &port.to_string()])
