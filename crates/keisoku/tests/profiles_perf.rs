@@ -241,17 +241,97 @@ fn perf_data_without_perf_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("perf.data");
     std::fs::write(&f, b"PERFILE2\x68\0\0\0\0\0\0\0").unwrap();
-    let o = Command::new(BIN)
-        .args(["flame", f.to_str().unwrap()])
-        .env("PATH", dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let e = text(&o.stderr);
+    let f = f.to_str().unwrap();
+    // Every command that reads a profile, perf named or detected.
+    for args in [
+        vec!["flame", f],
+        vec!["collapse", f],
+        vec!["collapse", "perf", f],
+        vec!["collapse", "--format", "perf.data", f],
+    ] {
+        let o = Command::new(BIN)
+            .args(&args)
+            .env("PATH", dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(o.stdout.is_empty(), "{args:?} printed {}", text(&o.stdout));
+        let e = text(&o.stderr);
+        assert!(
+            e.contains(f)
+                && e.contains("perf is not installed")
+                && e.contains(&format!("perf script -F+pid -i {f}")),
+            "{args:?}: {e}"
+        );
+    }
+}
+
+/// A perf.data cut inside its data section (a copy that stopped early, a
+/// full disk) makes `perf script` fail part way: exit 2 naming the file and
+/// perf's own words, never the samples read before the cut as if whole. A
+/// file cut only in the feature sections after the data is read whole, as
+/// perf reads it.
+#[test]
+fn a_truncated_perf_data_is_exit_2_naming_the_file() {
+    assert!(have("perf"), "perf is required: run scripts/setup.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let pdata = dir.path().join("whole.data");
+    run(Command::new("perf")
+        .args(["record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o"])
+        .arg(&pdata)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        ]));
+    let bytes = std::fs::read(&pdata).unwrap();
+    // perf's header: the data section's offset and size at bytes 40 and 48.
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (data_at, data_len) = (word(40), word(48));
     assert!(
-        e.contains("perf is not installed") && e.contains("perf script"),
-        "{e}"
+        data_len > 4096 && data_at + data_len <= bytes.len(),
+        "{data_at} {data_len} {}",
+        bytes.len()
     );
+    let whole = keisoku(&["collapse", pdata.to_str().unwrap()]);
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    for (label, cut) in [("mid data", data_at + data_len / 2), ("header", 50)] {
+        let f = dir.path().join(format!("cut-{cut}.data"));
+        std::fs::write(&f, &bytes[..cut]).unwrap();
+        let f = f.to_str().unwrap();
+        for args in [vec!["flame", f, "-o", "x.folded"], vec!["collapse", f]] {
+            let o = Command::new(BIN)
+                .current_dir(dir.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{label}: {args:?}: {}",
+                text(&o.stderr)
+            );
+            assert!(o.stdout.is_empty(), "{label}: {args:?} printed samples");
+            let e = text(&o.stderr);
+            assert!(
+                e.contains(&format!(
+                    "{f}: byte 0: expected a perf.data that `perf script` reads"
+                )),
+                "{label}: {args:?}: {e}"
+            );
+        }
+        assert!(
+            !dir.path().join("x.folded").exists(),
+            "{label}: no output file"
+        );
+    }
+    // Cut after the samples (in the feature sections): every sample is there.
+    let f = dir.path().join("tail.data");
+    std::fs::write(&f, &bytes[..data_at + data_len + 8]).unwrap();
+    let o = keisoku(&["collapse", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), text(&whole.stdout));
 }
 
 #[test]
