@@ -626,3 +626,75 @@ func TestBusy(t *testing.T) {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_agrees("go pprof", &theirs, &text(&o.stdout));
 }
+
+/// A FlameGraph repository (a git directory), when one was fetched: its
+/// example DTrace output is real `dtrace` aggregation output (DTrace cannot
+/// run on Debian, see docs/profiles.md). Read at test time, never copied in.
+fn flamegraph_git() -> Option<PathBuf> {
+    let dir = std::env::var_os("KEISOKU_FLAMEGRAPH_GIT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/.mirror/brendangregg+FlameGraph/repo"));
+    let ok = Command::new("git")
+        .arg("--git-dir")
+        .arg(&dir)
+        .args(["cat-file", "-e", "HEAD:example-dtrace-stacks.txt"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(dir)
+}
+
+/// Real DTrace output (kernel stacks, `@[stack()] = count()`, as printed
+/// by dtrace on illumos: FlameGraph's example) folds as
+/// stackcollapse.pl folds it, frame for frame and count for count, with
+/// keisoku's documented naming: the function without its module, an
+/// unresolved `module`0x...` as `[module]`, a bare address as `[unknown]`.
+#[test]
+fn real_dtrace_output_folds_as_stackcollapse_pl_folds_it() {
+    let Some(git) = flamegraph_git() else {
+        eprintln!("skipped: no FlameGraph git dir (set KEISOKU_FLAMEGRAPH_GIT)");
+        return;
+    };
+    assert!(have("perl"), "perl is required for stackcollapse.pl");
+    let dir = tempfile::tempdir().unwrap();
+    let show = |path: &str| {
+        run(Command::new("git")
+            .arg("--git-dir")
+            .arg(&git)
+            .args(["show", &format!("HEAD:{path}")]))
+        .stdout
+    };
+    let input = dir.path().join("example-dtrace-stacks.txt");
+    std::fs::write(&input, show("example-dtrace-stacks.txt")).unwrap();
+    let script = dir.path().join("stackcollapse.pl");
+    std::fs::write(&script, show("stackcollapse.pl")).unwrap();
+    let perl = run(Command::new("perl").arg(&script).arg(&input));
+    let ours = keisoku(&["collapse", input.to_str().unwrap()]);
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    let hex = |s: &str| {
+        s.len() > 2 && s.starts_with("0x") && s[2..].chars().all(|c| c.is_ascii_hexdigit())
+    };
+    let name = |f: &str| match f.split_once('`') {
+        Some((module, func)) if hex(func) => format!("[{module}]"),
+        Some((_, func)) => func.to_owned(),
+        None if hex(f) => "[unknown]".to_owned(),
+        None => f.to_owned(),
+    };
+    let stacks = |t: &str, rename: bool| {
+        let mut m: HashMap<String, u64> = HashMap::new();
+        for l in t.lines() {
+            let (stack, count) = l.rsplit_once(' ').unwrap();
+            let stack = if rename {
+                stack.split(';').map(name).collect::<Vec<_>>().join(";")
+            } else {
+                stack.to_owned()
+            };
+            *m.entry(stack).or_default() += count.parse::<u64>().unwrap();
+        }
+        m
+    };
+    let want = stacks(&text(&perl.stdout), true);
+    let got = stacks(&text(&ours.stdout), false);
+    assert!(want.len() > 100, "{} stacks", want.len());
+    assert_eq!(got.values().sum::<u64>(), want.values().sum::<u64>());
+    assert_eq!(got, want);
+}
