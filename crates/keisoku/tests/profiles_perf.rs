@@ -698,3 +698,55 @@ fn real_dtrace_output_folds_as_stackcollapse_pl_folds_it() {
     assert_eq!(got.values().sum::<u64>(), want.values().sum::<u64>());
     assert_eq!(got, want);
 }
+
+/// FlameGraph's own test (its test.sh): each of its 13 perf script inputs
+/// with each of the six options, 78 cases, against the current
+/// stackcollapse-perf.pl run now (issue 16: 8 cases used to equal only the
+/// older results files). Read from a fetched FlameGraph git dir, as above.
+#[test]
+fn flamegraph_test_inputs_collapse_as_the_current_stackcollapse_perf_pl() {
+    let Some(git) = flamegraph_git() else {
+        eprintln!("skipped: no FlameGraph git dir (set KEISOKU_FLAMEGRAPH_GIT)");
+        return;
+    };
+    assert!(have("perl"), "perl is required for stackcollapse-perf.pl");
+    let dir = tempfile::tempdir().unwrap();
+    let git_out =
+        |args: &[&str]| run(Command::new("git").arg("--git-dir").arg(&git).args(args)).stdout;
+    let script = dir.path().join("stackcollapse-perf.pl");
+    std::fs::write(&script, git_out(&["show", "HEAD:stackcollapse-perf.pl"])).unwrap();
+    let listing = text(&git_out(&["ls-tree", "--name-only", "HEAD", "test/"]));
+    let inputs: Vec<PathBuf> = listing
+        .lines()
+        .filter(|l| l.ends_with(".txt"))
+        .map(|l| {
+            let p = dir.path().join(l.trim_start_matches("test/"));
+            std::fs::write(&p, git_out(&["show", &format!("HEAD:{l}")])).unwrap();
+            p
+        })
+        .collect();
+    assert!(inputs.len() >= 13, "{listing}");
+    let mut cases = 0;
+    for opt in ["--pid", "--tid", "--kernel", "--jit", "--all", "--addrs"] {
+        for input in &inputs {
+            let perl = Command::new("perl")
+                .arg(&script)
+                .arg(opt)
+                .arg(input)
+                .stderr(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(perl.status.success(), "{opt} {}", input.display());
+            let ours = keisoku(&["collapse", "perf", opt, input.to_str().unwrap()]);
+            assert!(ours.status.success(), "{}", text(&ours.stderr));
+            assert_eq!(
+                text(&ours.stdout),
+                text(&perl.stdout),
+                "{opt} {}",
+                input.display()
+            );
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 6 * inputs.len());
+}
