@@ -197,6 +197,10 @@ test('time order past the box limit: the status says how much is folded; every s
   await page.waitForFunction((n) => window.keisoku.flame.stats().zoomNode === n, box);
   st = await page.evaluate(() => window.keisoku.flame.stats());
   assert.equal(st.zoomTotal, expect.phaseTotal);
+  // The tooltip still open over the frame follows the zoom.
+  const after = Object.fromEntries(await tip.locator('tr').evaluateAll((trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[1].textContent])));
+  assert.equal(after['% of zoomed root'], '100.0%');
+  assert.equal(after['% of all'], pct(expect.phaseTotal, expect.total));
   assert.equal(st.matched.zoom, expect.phaseNeedle);
   assert.ok((await status.textContent()).includes(`of all, ${pct(expect.phaseNeedle, expect.phaseTotal)} of view`));
   const needleRow = page.locator('.ks-functable-table tr', { has: page.locator('td.ks-name', { hasText: /^needle$/ }) });

@@ -821,6 +821,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
 
   private afterZoom(emit = true): void {
     if (this.matchFuncs) this.matched = this.shareOf(this.matchFuncs);
+    // A tooltip left open over the clicked frame would keep the shares of
+    // the view before the zoom.
+    if (this.hover >= 0 && this.hover < this._tree.n && this.tooltip.style.display === 'block') this.fillTooltip(this.hover);
     this.renderCrumbs();
     this.renderStatus();
     this.draw();
