@@ -627,20 +627,28 @@ func TestBusy(t *testing.T) {
     assert_agrees("go pprof", &theirs, &text(&o.stdout));
 }
 
-/// A FlameGraph repository (a git directory), when one was fetched: its
-/// example DTrace output is real `dtrace` aggregation output (DTrace cannot
-/// run on Debian, see docs/profiles.md). Read at test time, never copied in.
+/// A FlameGraph repository, when `KEISOKU_FLAMEGRAPH_GIT` names one (a
+/// clone, or its git directory): its example DTrace output is real `dtrace`
+/// aggregation output (DTrace cannot run on Debian, see docs/profiles.md)
+/// and its test inputs are FlameGraph's own. Read at test time, never
+/// copied in; no package registry carries FlameGraph.
 fn flamegraph_git() -> Option<PathBuf> {
-    let dir = std::env::var_os("KEISOKU_FLAMEGRAPH_GIT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/.mirror/brendangregg+FlameGraph/repo"));
+    let mut dir = PathBuf::from(std::env::var_os("KEISOKU_FLAMEGRAPH_GIT")?);
+    if dir.join(".git").is_dir() {
+        dir = dir.join(".git");
+    }
     let ok = Command::new("git")
         .arg("--git-dir")
         .arg(&dir)
         .args(["cat-file", "-e", "HEAD:example-dtrace-stacks.txt"])
         .output()
         .is_ok_and(|o| o.status.success());
-    ok.then_some(dir)
+    assert!(
+        ok,
+        "KEISOKU_FLAMEGRAPH_GIT={} is not a FlameGraph repository",
+        dir.display()
+    );
+    Some(dir)
 }
 
 /// Real DTrace output (kernel stacks, `@[stack()] = count()`, as printed
