@@ -17,7 +17,7 @@ process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 const entry = join(dir, 'entry.ts');
 writeFileSync(entry, `export * from '${join(WEB, 'src/flame/tree.ts')}';\nexport * from '${join(WEB, 'src/flame/difftree.ts')}';\nexport { Profile, setIdleFrames } from '${join(WEB, 'src/flame/profile.ts')}';\n`);
 await build({ entryPoints: [entry], bundle: true, format: 'esm', platform: 'neutral', outfile: join(dir, 'tree.mjs'), logLevel: 'error' });
-const { buildTree, matchShare, funcStats, diffTrees, Profile, setIdleFrames } = await import(pathToFileURL(join(dir, 'tree.mjs')).href);
+const { buildTree, matchShare, funcStats, diffTrees, Profile, setIdleFrames, defaultSplit, pidsKnown } = await import(pathToFileURL(join(dir, 'tree.mjs')).href);
 
 // Outside a page there is no meta element: give the tree code the idle list
 // the synthetic profiles use.
@@ -123,6 +123,32 @@ test('a process is named by the comm with most of its samples (issue 16: not the
   assert.equal(p.processName(7), 'node');
   const split = buildTree(p, { split: 'process' });
   assert.equal(split.name(split.childList[split.childStart[0]]), 'node [pid 7]');
+});
+
+test('without pids (default perf script) processes are grouped by name, never one "process 0" nor one per thread (issue 16)', () => {
+  // What the reader gives for `comm tid time:` lines: each thread its own id as pid.
+  const p = Profile.from({
+    version: 1, title: 't', unit: 'samples', kinds: ['kernel', 'native', 'jit', 'interpreted', 'inlined', 'unknown'],
+    frames: { name: ['main', 'work', 'ngx_worker'], module: ['', '', ''], kind: [1, 1, 1] },
+    nodes: { parent: [-1, 0, -1], frame: [0, 1, 2] },
+    threads: [{ pid: 4101, tid: 4101, comm: 'node' }, { pid: 4102, tid: 4102, comm: 'node' }, { pid: 77, tid: 77, comm: 'nginx' }],
+    samples: { node: [1, 1, 1, 2], weight: null, time_ms: [0, 1, 2, 3], thread: [0, 1, 1, 2] },
+    counts: null, start_unix_ns: null, duration_ms: 4,
+  });
+  assert.equal(pidsKnown(p), false);
+  assert.equal(defaultSplit(p), 'process', 'two commands: one root each');
+  const t = buildTree(p, { split: 'process' });
+  const roots = [];
+  for (let k = t.childStart[0]; k < t.childStart[1]; k++) roots.push([t.name(t.childList[k]), t.total[t.childList[k]]]);
+  assert.deepEqual(roots.sort(), [['nginx', 1], ['node', 3]], 'the two node threads are one process, named without a made-up pid');
+  // With pids (-F+pid), the pid is part of the name.
+  const q = Profile.from({ version: 1, title: 't', unit: 'samples', kinds: ['native'],
+    frames: { name: ['main'], module: [''], kind: [0] }, nodes: { parent: [-1], frame: [0] },
+    threads: [{ pid: 4101, tid: 4101, comm: 'node' }, { pid: 4101, tid: 4102, comm: 'node' }],
+    samples: { node: [0, 0], weight: null, time_ms: [0, 1], thread: [0, 1] }, counts: null, start_unix_ns: null, duration_ms: 2 });
+  assert.equal(pidsKnown(q), true);
+  const u = buildTree(q, { split: 'process' });
+  assert.equal(u.name(u.childList[u.childStart[0]]), 'node [pid 4101]');
 });
 
 test('diff: vanished stacks keep their before width; normalised deltas are shares', () => {

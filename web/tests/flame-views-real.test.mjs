@@ -139,6 +139,19 @@ test('real perf profile: the URL holds the whole view; a reload and a fresh tab 
     window.keisoku.views.start();
     return window.keisoku.flame.tree === t && location.hash === '';
   }));
+  // Focus on phaseAlpha's caller with shift+click on its frame: the graph
+  // re-roots at that function's outermost call.
+  const a0 = (await boxes(page, 'phaseAlpha')).sort((x, y) => y.w - x.w)[0];
+  const caller = await page.evaluate((n) => {
+    const t = window.keisoku.flame.tree;
+    return { n: t.parent[n], name: t.name(t.parent[n]) };
+  }, a0.n);
+  const cr = await page.evaluate((n) => window.keisoku.flame.frameRect(n), caller.n);
+  const canvas = await page.locator('.ks-graph .ks-flame-canvas').boundingBox();
+  await page.keyboard.down('Shift');
+  await page.mouse.click(canvas.x + cr.x + Math.min(cr.w / 2, 30), canvas.y + cr.y + cr.h / 2);
+  await page.keyboard.up('Shift');
+  await page.waitForFunction((name) => window.keisoku.views.current().focus === name, caller.name);
   // The table row first: selecting a function searches for it.
   await page.locator('.ks-functable-table td.ks-name', { hasText: alpha }).first().click();
   await page.selectOption('.ks-flame-mode', 'left-heavy');
@@ -147,7 +160,7 @@ test('real perf profile: the URL holds the whole view; a reload and a fresh tab 
   await page.keyboard.press('Control+a');
   await page.keyboard.type('phase');
   await page.keyboard.press('Enter');
-  // Zoom into the frame of phaseAlpha (the deepest box named so).
+  // Zoom into the frame of phaseAlpha (the widest box named so).
   const a = (await boxes(page, 'phaseAlpha')).sort((x, y) => y.w - x.w)[0];
   await page.evaluate((n) => window.keisoku.flame.zoomTo(n), a.n);
   const threads = await page.locator('.ks-thread-filter option').evaluateAll((os) => os.map((o) => o.value));
@@ -158,9 +171,12 @@ test('real perf profile: the URL holds the whole view; a reload and a fresh tab 
   assert.equal(before.view.icicle, true);
   assert.equal(before.view.search, 'phase');
   assert.equal(before.view.fn, alpha);
+  assert.equal(before.view.focus, caller.name);
+  assert.ok(before.stats.zoomPath[0].startsWith(`${caller.name}\u0000`), `the focused graph is rooted at ${caller.name}: ${before.stats.zoomPath[0]}`);
   assert.ok(before.view.zoom.length > 0 && before.view.zoom.at(-1) === alpha, `zoomed to ${alpha}: ${before.view.zoom}`);
   assert.match(before.hash, /mode=left-heavy/);
   assert.match(before.hash, /icicle=1/);
+  assert.match(before.hash, /focus=/);
   const check = async (pg, how) => {
     const now = await pg.evaluate(() => ({ view: window.keisoku.views.current(), stats: window.keisoku.flame.stats(), hash: location.hash }));
     assert.deepEqual(now.view, before.view, `${how}: same view`);

@@ -355,6 +355,50 @@ test('time order past its box limit draws the boxes wide enough to see, each whe
   assert.equal(small.total[0], weightWhere(data, { threads: [0], from: 0, to: 200 }));
 });
 
+// Issue 16: drawn folded, counted exactly. A folded box's samples are in
+// its caller's drawing, but the numbers a user reads (self, search shares,
+// the function table) come from exactAt: the merged tree of a node's own
+// samples, equal to what the exact time-ordered tree holds under that box.
+test('time order drawn folded: every number read from it is the exact count of its samples', () => {
+  let total = 0;
+  for (const opts of [{}, { split: 'thread' }, { invert: true, hideIdle: true }]) {
+    const exact = buildTimeOrderTree(profile, opts);
+    // Just past the limit: drawn at the finest resolution, many boxes kept.
+    const coarse = buildTimeOrderTree(profile, opts, Math.floor(exact.n * 0.9));
+    assert.ok(coarse.foldedBelow && coarse.foldedBelow.boxes > 0 && coarse.exactAt, JSON.stringify(opts));
+    assert.equal(exact.exactAt, null, 'an exact tree needs no exact view');
+    // The whole view: the merged tree of every sample in view.
+    const whole = coarse.exactAt(0);
+    assert.equal(whole.node, 0);
+    assert.deepEqual(m.funcStats(whole.tree, 0), m.funcStats(exact, 0), JSON.stringify(opts));
+    // A kept box: the exact tree's box at the same place (path and x).
+    const key = (t, n) => `${t.path(n).map((p) => t.name(p)).join(';')}@${t.x[n]}`;
+    const exactBox = new Map();
+    for (let n = 1; n < exact.n; n++) exactBox.set(key(exact, n), n);
+    let checked = 0;
+    // Boxes spread over the tree: leaves, callers, group roots.
+    for (let n = 1; n < coarse.n; n += Math.max(1, Math.floor(coarse.n / 20))) {
+      const e = exactBox.get(key(coarse, n));
+      assert.ok(e !== undefined, key(coarse, n));
+      const v = coarse.exactAt(n);
+      assert.equal(v.tree.name(v.node), coarse.name(n));
+      assert.equal(v.tree.total[v.node], exact.total[e], `${key(coarse, n)}: total`);
+      assert.equal(coarse.self[n], exact.self[e], `${key(coarse, n)}: self is the box's own samples, not what was folded into it`);
+      assert.deepEqual(m.funcStats(v.tree, v.node), m.funcStats(exact, e), `${key(coarse, n)}: function stats`);
+      // Outermost-match shares of every function under the box.
+      for (const fn of ['memcpy', 'malloc', 'parse']) {
+        const match = new Uint8Array(exact.funcs.name.length);
+        exact.funcs.name.forEach((name, f) => (match[f] = name === fn ? 1 : 0));
+        assert.equal(m.matchShare(v.tree, match, v.node).zoom, m.matchShare(exact, match, e).zoom, `${key(coarse, n)}: ${fn}`);
+      }
+      checked++;
+    }
+    assert.ok(checked >= Math.min(6, coarse.n - 1), `checked ${checked} boxes of ${coarse.n}`);
+    total += checked;
+  }
+  assert.ok(total > 20, `${total} boxes checked`);
+});
+
 test('sandwich halves: callers and callees of a function have the same width, that of its stacks', () => {
   for (const fn of ['memcpy', 'malloc', 'main']) {
     let through = 0;

@@ -590,3 +590,55 @@ fn py_spy_speedscope_output_is_read_per_thread() {
     let l = read_profile(&data("py-spy.speedscope.json"), &forced).unwrap();
     assert_eq!(l.format, Format::Speedscope);
 }
+
+/// Default `perf script` prints `comm tid time:` with no pid field (issue
+/// 16: a real capture read as "process 0: all 75 threads"). Each thread
+/// then stands for its own process, its id as the pid, never pid 0 for all.
+#[test]
+fn default_perf_script_without_pids_never_makes_one_process_0() {
+    let text = "\
+node   4101 100.000001:     250000 cpu-clock: 
+\t    55d0c0a01000 work (/usr/bin/node)
+\t    55d0c0a00100 main (/usr/bin/node)
+
+node   4102 100.000002:     250000 cpu-clock: 
+\t    55d0c0a01000 work (/usr/bin/node)
+\t    55d0c0a00100 main (/usr/bin/node)
+
+nginx   77 100.000003:     250000 cpu-clock: 
+\t    7f0000001000 ngx_worker (/usr/sbin/nginx)
+
+";
+    let dir = std::env::temp_dir().join(format!("keisoku-nopid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("default.perf");
+    std::fs::write(&f, text).unwrap();
+    let p = read_profile(f.to_str().unwrap(), &ReadOptions::default())
+        .unwrap()
+        .profile;
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut threads: Vec<(i64, i64, &str)> = p
+        .threads
+        .iter()
+        .map(|t| (t.pid as i64, t.tid as i64, t.comm.as_str()))
+        .collect();
+    threads.sort();
+    assert_eq!(
+        threads,
+        [
+            (77, 77, "nginx"),
+            (4101, 4101, "node"),
+            (4102, 4102, "node")
+        ]
+    );
+    // Folded, each stack is rooted at its command, as stackcollapse-perf.pl does.
+    let mut folded = fold_profile(&p, true);
+    folded.sort();
+    assert_eq!(
+        folded,
+        [
+            ("nginx;ngx_worker".to_owned(), 1),
+            ("node;main;work".to_owned(), 2)
+        ]
+    );
+}

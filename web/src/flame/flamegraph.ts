@@ -162,6 +162,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
   private colorCache: (string | undefined)[] = [];
   private dark = isDark();
   private hover = -1;
+  /** exactView's last answers: the whole view and the last zoomed node. */
+  private exactWhole: { of: CallTree; node: number; view: { tree: CallTree; node: number } } | null = null;
+  private exactCache: { of: CallTree; node: number; view: { tree: CallTree; node: number } } | null = null;
   private canvas: HTMLCanvasElement;
   private scroller: HTMLElement;
   private tooltip: HTMLElement;
@@ -641,6 +644,36 @@ export class FlameGraph extends Emitter<FlameEvents> {
     this.searchInput?.select();
   }
 
+  /**
+   * The tree whose counts are exact for `node` (default: the zoomed node)
+   * and the node there: the drawn tree itself, except in a time order
+   * drawn folded (too many boxes), where it is the merged tree of the
+   * node's own samples. Search shares, the function table and its callers
+   * and callees read their numbers from here, never from folded boxes.
+   */
+  exactView(node = this.zoomNode): { tree: CallTree; node: number } {
+    const t = this._tree;
+    if (!t.exactAt) return { tree: t, node };
+    const c = this.exactCache;
+    if (c && c.of === t && c.node === node) return c.view;
+    const whole = this.exactWhole;
+    if (node === 0 && whole && whole.of === t) return whole.view;
+    const view = t.exactAt(node);
+    if (node === 0) this.exactWhole = { of: t, node, view };
+    else this.exactCache = { of: t, node, view };
+    return view;
+  }
+
+  /** Outermost-match shares of `m`, counted on the exact trees (see exactView). */
+  private shareOf(m: Uint8Array): MatchShare {
+    const t = this._tree;
+    const drawn = matchShare(t, m, this.zoomNode);
+    if (!t.exactAt) return drawn;
+    const whole = this.exactView(0);
+    const zoom = this.exactView();
+    return { all: matchShare(whole.tree, m, 0).all, zoom: matchShare(zoom.tree, m, zoom.node).zoom, nodes: drawn.nodes };
+  }
+
   /** Totals and matched shares of the current view. */
   stats(): FlameStats {
     const t = this._tree;
@@ -781,13 +814,16 @@ export class FlameGraph extends Emitter<FlameEvents> {
       }
       m[t.func[0]] = 0; // the synthetic root never matches
       this.matchFuncs = m;
-      this.matched = matchShare(t, m, this.zoomNode);
+      this.matched = this.shareOf(m);
     }
     this.renderStatus();
   }
 
   private afterZoom(emit = true): void {
-    if (this.matchFuncs) this.matched = matchShare(this._tree, this.matchFuncs, this.zoomNode);
+    if (this.matchFuncs) this.matched = this.shareOf(this.matchFuncs);
+    // A tooltip left open over the clicked frame would keep the shares of
+    // the view before the zoom.
+    if (this.hover >= 0 && this.hover < this._tree.n && this.tooltip.style.display === 'block') this.fillTooltip(this.hover);
     this.renderCrumbs();
     this.renderStatus();
     this.draw();
@@ -930,9 +966,9 @@ export class FlameGraph extends Emitter<FlameEvents> {
     } else parts.push(`${fmtWeight(total, unit)} in view`);
     if (this.mode === 'time-order') parts.push('time order: samples left to right as taken');
     if (this.mode === 'time-order' && t.foldedBelow) {
-      // Said, not hidden: what is drawn is not every box, and the numbers
-      // read from boxes count the folded ones in their callers.
-      parts.push(`too many boxes to draw them all: ${fmtCount(t.foldedBelow.boxes)} boxes under ${fmtWeight(t.foldedBelow.minWeight, unit)} (1/${fmtCount(t.foldedBelow.resolution)} of the view) are folded into their callers, in place, and the function table and search shares count them there; pick one thread or a shorter time range to see every box`);
+      // Said, not hidden: what is drawn is not every box. The numbers are
+      // not from the drawing: they count every sample (exactView).
+      parts.push(`too many boxes to draw them all: ${fmtCount(t.foldedBelow.boxes)} boxes under ${fmtWeight(t.foldedBelow.minWeight, unit)} (1/${fmtCount(t.foldedBelow.resolution)} of the view) are drawn folded into their callers, in place; shares, search and the function table still count every sample exactly; pick one thread or a shorter time range to see every box`);
     }
     else if (this.mode === 'left-heavy') parts.push('left heavy: heaviest first');
     if (this.treeOpts.callers) parts.push(`callers of ${this.treeOpts.callers}`);
@@ -949,6 +985,8 @@ export class FlameGraph extends Emitter<FlameEvents> {
     s.samples = String(t.sampleCount ?? '');
     s.matchedAll = this.matched ? String(this.matched.all) : '';
     s.matchedZoom = this.matched ? String(this.matched.zoom) : '';
+    s.foldedBoxes = this.mode === 'time-order' && t.foldedBelow ? String(t.foldedBelow.boxes) : '';
+    s.foldedResolution = this.mode === 'time-order' && t.foldedBelow ? String(t.foldedBelow.resolution) : '';
   }
 
   private unit(): string {
@@ -973,9 +1011,11 @@ export class FlameGraph extends Emitter<FlameEvents> {
       return;
     }
     // Kinds present, then the heaviest modules with their colours. Sum
-    // self weight per function first (typed), then group the functions.
-    const fw = new Float64Array(t.funcs.name.length);
-    for (let i = 1; i < t.n; i++) fw[t.func[i]] += t.self[i];
+    // self weight per function first (typed), then group the functions;
+    // a time order drawn folded counts from its exact tree.
+    const e = t.exactAt ? this.exactView(0).tree : t;
+    const fw = new Float64Array(e.funcs.name.length);
+    for (let i = 1; i < e.n; i++) fw[e.func[i]] += e.self[i];
     const kindW = new Map<string, number>();
     const modW = new Map<string, { w: number; kind: string }>();
     for (let f = 0; f < fw.length; f++) {

@@ -90,9 +90,10 @@ export class FunctionTable {
   }
 
   private render(): void {
-    const t = this.graph.tree;
+    // Counted on the exact tree: a time order drawn folded has boxes that
+    // hold their callees' samples (see FlameGraph.exactView).
+    const { tree: t, node: zoom } = this.graph.exactView();
     const unit = this.graph.profile?.unit ?? 'samples';
-    const zoom = this.graph.stats().zoomNode;
     let st: FuncStats;
     if (zoom !== 0) st = funcStats(t, zoom);
     else if (this.rootStats && this.rootStats.tree === t) st = this.rootStats.stats;
@@ -153,7 +154,7 @@ export class FunctionTable {
 
   private renderSide(totals: Float64Array): void {
     clear(this.side);
-    const t = this.graph.tree;
+    const t = this.graph.exactView(0).tree;
     const f = this.selected;
     if (f === null || f >= t.funcs.name.length) {
       this.side.append(h('p', { class: 'ks-muted', text: 'Select a function (a row, or click a frame) to see its callers and callees.' }));

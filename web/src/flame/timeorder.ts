@@ -7,7 +7,7 @@
  */
 import { Profile } from './profile';
 import { fmtCount } from '../common/format';
-import { CallTree, framesNamed, hiddenFrames, TreeOptions, treeRoots } from './tree';
+import { buildTree, CallTree, framesNamed, hiddenFrames, TreeOptions, treeRoots } from './tree';
 
 /**
  * Most boxes a time-ordered tree may have (about 45 bytes each in the
@@ -80,9 +80,15 @@ class Lane {
   n = 1;
   parent = new Int32Array(1024);
   func = new Int32Array(1024);
+  /** Weight of the samples whose stack ends in the box (its own, exact). */
   self = new Float64Array(1024);
+  /** Weight of the boxes folded into the box (drawn as its own time). */
+  folded = new Float64Array(1024);
   /** The lane's weight before the box opened: its place in time order. */
   openAt = new Float64Array(1024);
+  /** Its samples: the lane's samples at time-order positions from .. to (exclusive). */
+  fromK = new Int32Array(1024);
+  toK = new Int32Array(1024);
   /** Weight of the lane's samples so far. */
   weight = 0;
   /** The open stack: boxes and their frames, root first. */
@@ -92,7 +98,7 @@ class Lane {
   lastLeaf = -1;
   root = -1;
 
-  add(p: number, f: number): number {
+  add(p: number, f: number, k: number): number {
     if (this.n === this.parent.length) {
       const grow = <T extends Int32Array | Float64Array>(a: T, b: T): T => {
         b.set(a);
@@ -102,30 +108,36 @@ class Lane {
       this.parent = grow(this.parent, new Int32Array(cap));
       this.func = grow(this.func, new Int32Array(cap));
       this.self = grow(this.self, new Float64Array(cap));
+      this.folded = grow(this.folded, new Float64Array(cap));
       this.openAt = grow(this.openAt, new Float64Array(cap));
+      this.fromK = grow(this.fromK, new Int32Array(cap));
+      this.toK = grow(this.toK, new Int32Array(cap));
     }
     const c = this.n++;
     this.parent[c] = p;
     this.func[c] = f;
     this.self[c] = 0;
+    this.folded[c] = 0;
     this.openAt[c] = this.weight;
+    this.fromK[c] = k;
     return c;
   }
 
   /**
-   * Closes the open boxes from depth `d` on. Boxes lighter than `minW`
-   * fold into their caller: a lane's boxes opened after a box that is
-   * still open are all inside it, so dropping it truncates the lane there.
-   * Returns the boxes dropped.
+   * Closes the open boxes from depth `d` on, before time-order position
+   * `k`. Boxes lighter than `minW` fold into their caller: a lane's boxes
+   * opened after a box that is still open are all inside it, so dropping
+   * it truncates the lane there. Returns the boxes dropped.
    */
-  close(d: number, minW: number): number {
+  close(d: number, minW: number, k: number): number {
     let dropped = 0;
+    for (let j = d; j < this.on.length; j++) this.toK[this.on[j]] = k;
     if (minW > 0) {
       for (let j = d; j < this.on.length; j++) {
         const b = this.on[j];
         const w = this.weight - this.openAt[b];
         if (w < minW) {
-          this.self[this.parent[b]] += w;
+          this.folded[this.parent[b]] += w;
           dropped = this.n - b;
           this.n = b;
           break;
@@ -225,7 +237,7 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
       start = path.findIndex((f) => focusFrames[f] === 1);
       if (start < 0) {
         // Not through the focused function: the open stack ends here.
-        const dropped = lane.close(0, minW);
+        const dropped = lane.close(0, minW, k);
         boxes -= dropped;
         folded += dropped;
         lane.lastNode = -1;
@@ -252,14 +264,14 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
     const of = lane.of;
     let d = 0;
     while (d < len && d < of.length && of[d] === path[first + d * step]) d++;
-    const dropped = lane.close(d, minW);
+    const dropped = lane.close(d, minW, k);
     boxes -= dropped;
     folded += dropped;
     let cur = d > 0 ? lane.on[d - 1] : 0;
     for (let j = d; j < len; j++) {
       if (++boxes >= maxNodes) throw tooLarge();
       const f = path[first + j * step];
-      cur = lane.add(cur, f);
+      cur = lane.add(cur, f, k);
       lane.on.push(cur);
       of.push(f);
     }
@@ -268,7 +280,7 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
     lane.lastNode = node;
     lane.lastLeaf = cur;
   }
-  for (const lane of lanes) folded += lane.close(0, minW);
+  for (const lane of lanes) folded += lane.close(0, minW, order.length);
 
   // One tree: the root, the group roots (when split) in the order they
   // first appear, then each lane's boxes; a box's place is its lane's
@@ -283,7 +295,12 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
   const parent = new Int32Array(n);
   const func = new Int32Array(n);
   const self = new Float64Array(n);
+  const own = new Float64Array(n);
   const x = new Float64Array(n);
+  // Each node's lane and sample span, for exactAt (the root: every lane).
+  const nodeLane = new Int32Array(n).fill(-1);
+  const fromK = new Int32Array(n);
+  const toK = new Int32Array(n).fill(order.length);
   parent[0] = -1;
   func[0] = allFunc;
   let offset = 0;
@@ -294,15 +311,21 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
       parent[base] = 0;
       func[base] = groupFunc[g];
       x[base] = offset;
+      nodeLane[base] = g;
     }
-    self[base] += lane.self[0];
+    self[base] += lane.self[0] + lane.folded[0];
+    own[base] += lane.self[0];
     for (let b = 1; b < lane.n; b++) {
       const id = start[g] + b - 1;
       const q = lane.parent[b];
       parent[id] = q === 0 ? base : start[g] + q - 1;
       func[id] = lane.func[b];
-      self[id] = lane.self[b];
+      self[id] = lane.self[b] + lane.folded[b];
+      own[id] = lane.self[b];
       x[id] = offset + lane.openAt[b];
+      nodeLane[id] = g;
+      fromK[id] = lane.fromK[b];
+      toK[id] = lane.toK[b];
     }
     offset += lane.weight;
   });
@@ -317,5 +340,40 @@ function build(profile: Profile, opts: TreeOptions, maxNodes: number, resolution
   tree.inverted = !!opts.invert && callersOf === null;
   if (focusName) tree.wholeTotal = whole;
   if (resolution > 0) tree.foldedBelow = { minWeight: minW, boxes: folded, resolution };
+  if (folded > 0) {
+    // Drawn folded, counted exactly: a box's self is its own samples only
+    // (what was folded into it is the gap between its callees), and
+    // exactAt merges the samples under any node into an exact tree.
+    tree.self.set(own);
+    const laneOf = (i: number): number => (grouped ? groupOfThread[(sth as Int32Array)[i]] : 0);
+    tree.exactAt = (node: number) => {
+      let mask: Uint8Array | null = null;
+      if (node !== 0) {
+        const g = nodeLane[node];
+        mask = new Uint8Array(sn.length);
+        for (let k = fromK[node]; k < toK[node]; k++) {
+          const i = order[k];
+          if (laneOf(i) === g) mask[i] = 1;
+        }
+      }
+      const merged = buildTree(profile, { ...opts, leftHeavy: false, sampleMask: mask });
+      // The node's path, function by function, in the merged tree: every
+      // sample under the node has it as its prefix, so it is there.
+      let m = 0;
+      for (const p of tree.path(node)) {
+        const f = tree.func[p];
+        let next = -1;
+        for (let c = merged.childStart[m]; c < merged.childStart[m + 1]; c++) {
+          if (merged.func[merged.childList[c]] === f) {
+            next = merged.childList[c];
+            break;
+          }
+        }
+        if (next < 0) throw new Error(`time order: ${tree.name(p)} is not in the merged tree of its own samples`);
+        m = next;
+      }
+      return { tree: merged, node: m };
+    };
+  }
   return tree;
 }

@@ -46,6 +46,11 @@ export interface TreeOptions {
   /** Drop samples whose stack contains an idle frame. */
   hideIdle?: boolean;
   /**
+   * Keep only the samples whose index is 1 here (null: all): the samples
+   * under one box of a time-ordered tree, merged to count them exactly.
+   */
+  sampleMask?: Uint8Array | null;
+  /**
    * Preview: leave out nodes lighter than this share of the total (their
    * weight moves to the parent's self, so widths stay exact). Only for
    * untransformed trees; a first paint needs nothing thinner than a pixel.
@@ -89,8 +94,18 @@ export class CallTree {
    * A time-ordered tree drawn at a resolution (too many boxes to draw them
    * all): boxes lighter than `minWeight` (1/`resolution` of the view)
    * were folded into their callers, `boxes` of them. Null: every box is there.
+   * A box's `self` is then its own samples only: what was folded into it
+   * is the gap between its callees, counted by `exactAt`.
    */
   foldedBelow: { minWeight: number; boxes: number; resolution: number } | null = null;
+  /**
+   * Set when boxes were folded (foldedBelow): the samples under a node,
+   * merged into an exact call tree with the same functions, and the node
+   * there that stands for it. What is read as numbers (search shares,
+   * function table, callers and callees) comes from it, so folding only
+   * changes what is drawn, never a count. Null: this tree is exact.
+   */
+  exactAt: ((node: number) => { tree: CallTree; node: number }) | null = null;
 
   /** The weight "of all" shares divide by: the whole before any focus. */
   get allTotal(): number {
@@ -457,8 +472,10 @@ export function buildTree(profile: Profile, opts: TreeOptions = {}): CallTree {
     const from = st && opts.fromMs != null ? opts.fromMs : -Infinity;
     const to = st && opts.toMs != null ? opts.toMs : Infinity;
     const threads = sth && opts.threads ? opts.threads : null;
+    const mask = opts.sampleMask ?? null;
     let count = 0;
     for (let i = 0; i < sn.length; i++) {
+      if (mask !== null && !mask[i]) continue;
       if (st !== null) {
         const t = st[i];
         if (t < from || t >= to) continue;
