@@ -1818,7 +1818,7 @@ pub(crate) fn blocking_wait(v: &View) -> Vec<Finding> {
     // (crate::wall); without one, the wait is what is left of the
     // service time after CPU and run-queue wait, which a crowded host's
     // run-queue wait can hide.
-    let wall = crate::wall::request_waits(v.run, p.start_ms, p.end_ms)
+    let wall = crate::wall::request_waits(v, p.start_ms, p.end_ms)
         .filter(|w| w.request_s > 0.0 && p.requests > 0.0);
     let (wait, wait_ms) = match &wall {
         Some(w) => {
@@ -1965,6 +1965,13 @@ fn wall_evidence(
                 pct(s.wait_s / w.wait_s)
             )
         })
+        .chain(w.kernel_bound.map(|(bound, profiles)| {
+            format!(
+                "the serving threads' own CPU and run-queue time leave {:.1} ms per request blocked (the profiles' difference: {:.1} ms; the rest was waiting for a core)",
+                bound * 1000.0 / requests,
+                profiles * 1000.0 / requests
+            )
+        }))
         .collect();
     let frames = w
         .top
