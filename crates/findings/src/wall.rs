@@ -18,9 +18,10 @@
 //! requests (a sync worker, an event loop); its other samples are
 //! requests' time. A thread that only waits on a lock or a queue (a
 //! background sender draining one) does not serve requests, and its waits
-//! are not theirs; nor, for now, do a thread pool's workers fed by a queue
-//! (gunicorn gthread, waitress): their requests' waits are not measured,
-//! and blocking-wait falls back to CPU and latency alone.
+//! are not theirs. A thread pool's worker waiting for its next work item
+//! (`_worker` of concurrent.futures, as gunicorn's gthread workers run;
+//! waitress's `handler_thread`) is fed by an acceptor's queue: it serves
+//! requests when the server has a thread that waits on sockets.
 //!
 //! Two samplers' counts differ by chance and by how far each falls behind
 //! on a crowded host, so wall minus CPU per site can show a wait where a
@@ -35,7 +36,7 @@ use crate::patterns::function_name;
 use crate::view::View;
 use keisoku_stacks::Profile;
 use keisoku_store::RunJson;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Leaf functions (the part after the last `.`, lowercase) that wait for
 /// work rather than inside a request.
@@ -108,25 +109,65 @@ fn module(p: &Profile, f: u32) -> &str {
     p.frames.get(f as usize).map_or("", |fr| fr.module.as_str())
 }
 
-/// A stack as text, comparable between the two profiles (their frames are
-/// numbered apart).
-fn key(p: &Profile, frames: &[u32]) -> String {
-    let mut k = String::new();
-    for &f in frames {
-        k.push_str(&fname(p, f));
-        k.push('\u{1}');
-        k.push_str(module(p, f));
-        k.push('\u{2}');
-    }
-    k
-}
-
 /// Whether a leaf function waits for work (see the module doc).
 fn waits_for_work(leaf: &str) -> bool {
     // `EpollSelector.select (selectors.py)` -> `select`.
     let bare = leaf.split(" (").next().unwrap_or(leaf);
     let last = bare.rsplit('.').next().unwrap_or(bare).to_ascii_lowercase();
     WORK_WAITS.contains(&last.as_str())
+}
+
+/// How a stack waits for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkWait {
+    /// On sockets (select, poll, accept): fed by connections.
+    Socket,
+    /// On a lock or condition: fed by other threads (a background sender).
+    Lock,
+    /// A thread pool's worker waiting for its next work item: fed by an
+    /// acceptor's queue (gunicorn gthread, waitress).
+    Pool,
+}
+
+/// Thread pools' worker loops (function, file suffix): a stack whose leaf
+/// is one of them (the queue's get is C code: `_queue.SimpleQueue.get`
+/// leaves `_worker` the leaf) or a lock wait called from one, directly
+/// (waitress's `queue_cv.wait`) or through one frame (`Queue.get >
+/// Condition.wait`), waits for its next work item.
+const POOL_LOOPS: &[(&str, &str)] = &[
+    ("_worker", "concurrent/futures/thread.py"),
+    ("handler_thread", "waitress/task.py"),
+];
+
+/// Whether a frame is a thread pool's worker loop.
+fn is_pool_loop(p: &Profile, f: u32) -> bool {
+    let name = fname(p, f);
+    let bare = name.split(" (").next().unwrap_or(&name);
+    let file = module(p, f).replace('\\', "/");
+    POOL_LOOPS
+        .iter()
+        .any(|(func, suffix)| bare == *func && file.ends_with(suffix))
+}
+
+/// How a stack (frames root first) waits for work, if it does.
+fn work_wait(p: &Profile, frames: &[u32]) -> Option<WorkWait> {
+    let &leaf = frames.last()?;
+    if is_pool_loop(p, leaf) {
+        return Some(WorkWait::Pool);
+    }
+    if !waits_for_work(&fname(p, leaf)) {
+        return None;
+    }
+    if !waits_on_a_lock(module(p, leaf)) {
+        return Some(WorkWait::Socket);
+    }
+    let pool = frames
+        .iter()
+        .rev()
+        .skip(1)
+        .take(2)
+        .any(|&f| is_pool_loop(p, f));
+    Some(if pool { WorkWait::Pool } else { WorkWait::Lock })
 }
 
 /// Whether a work wait is on a lock or condition (threading's `wait`, a
@@ -187,24 +228,30 @@ pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
     let wt = times_ms(run, wall)?;
     let wth = wall.samples.thread.as_ref()?;
     let tick_s = wall_tick_ms(wall, &wt)? / 1000.0;
-    // Stacks per node, and which wall threads serve requests.
-    let mut node_info: HashMap<u32, (String, bool, bool)> = HashMap::new();
-    let mut serving: HashMap<u32, bool> = HashMap::new();
+    // Per node, how it waits for work (if it does), and which wall threads
+    // serve requests: those that wait on sockets, and, in a server that has
+    // such a thread (an acceptor), the workers of its thread pools.
+    let mut node_wait: HashMap<u32, Option<WorkWait>> = HashMap::new();
+    let mut socket_threads: HashSet<u32> = HashSet::new();
+    let mut pool_threads: HashSet<u32> = HashSet::new();
     for (i, &node) in wall.samples.node.iter().enumerate() {
-        let (_, _, conn) = node_info.entry(node).or_insert_with(|| {
-            let frames = path(wall, node);
-            let leaf = frames.last().map_or_else(String::new, |&f| fname(wall, f));
-            let file = frames.last().map_or("", |&f| module(wall, f));
-            let idle = waits_for_work(&leaf);
-            (key(wall, &frames), idle, idle && !waits_on_a_lock(file))
-        });
-        if let (true, Some(&th)) = (*conn, wth.get(i)) {
-            serving.insert(th, true);
+        let wait = *node_wait
+            .entry(node)
+            .or_insert_with(|| work_wait(wall, &path(wall, node)));
+        match (wait, wth.get(i)) {
+            (Some(WorkWait::Socket), Some(&th)) => {
+                socket_threads.insert(th);
+            }
+            (Some(WorkWait::Pool), Some(&th)) => {
+                pool_threads.insert(th);
+            }
+            _ => {}
         }
     }
-    if serving.is_empty() {
+    if socket_threads.is_empty() {
         return None;
     }
+    let serving: HashSet<u32> = socket_threads.union(&pool_threads).copied().collect();
     // Wall seconds per waiting site (its label: the application frames
     // nearest the leaf, and the leaf) on serving threads in the window.
     // Compared site by site, not stack by stack: two samplers' counts on
@@ -219,10 +266,10 @@ pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
         let (Some(&t), Some(th)) = (wt.get(i), wth.get(i)) else {
             continue;
         };
-        if !(t > a && t <= b && serving.contains_key(th)) {
+        if !(t > a && t <= b && serving.contains(th)) {
             continue;
         }
-        let idle = node_info.get(&node).is_none_or(|(_, idle, _)| *idle);
+        let idle = node_wait.get(&node).is_none_or(|w| w.is_some());
         let e = split.entry(*th).or_default();
         if idle {
             e.0 += 1;
@@ -253,12 +300,9 @@ pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
         if !ct.get(i).is_some_and(|&t| t > a && t <= b) {
             continue;
         }
-        let idle = *cpu_idle.entry(node).or_insert_with(|| {
-            let frames = path(cpu, node);
-            frames
-                .last()
-                .is_some_and(|&f| waits_for_work(&fname(cpu, f)))
-        });
+        let idle = *cpu_idle
+            .entry(node)
+            .or_insert_with(|| work_wait(cpu, &path(cpu, node)).is_some());
         if idle {
             if let Some(th) = cth
                 .and_then(|c| c.get(i))
@@ -614,6 +658,67 @@ mod tests {
             Some((7, 100))
         );
         assert_eq!(kernel_ids("Thread 100"), None);
+    }
+
+    /// gunicorn's gthread worker: the main thread selects on sockets and
+    /// queues each connection to a pool thread, which waits for it in
+    /// `_worker` (the queue's get is C code) and then serves the request.
+    #[test]
+    fn a_thread_pool_fed_by_an_acceptor_serves_requests() {
+        const FUT: &str = "/usr/lib/python3.11/concurrent/futures/thread.py";
+        const GTHREAD: &str = "/venv/lib/python3.11/site-packages/gunicorn/workers/gthread.py";
+        let select: &[(&str, &str)] = &[
+            ("ThreadWorker.run (gthread.py:1)", GTHREAD),
+            (
+                "EpollSelector.select (selectors.py:2)",
+                "/usr/lib/python3.11/selectors.py",
+            ),
+        ];
+        let pool_idle: &[(&str, &str)] = &[
+            (
+                "Thread.run (threading.py:1)",
+                "/usr/lib/python3.11/threading.py",
+            ),
+            ("_worker (thread.py:2)", FUT),
+        ];
+        let slow: &[(&str, &str)] = &[
+            (
+                "Thread.run (threading.py:1)",
+                "/usr/lib/python3.11/threading.py",
+            ),
+            ("_worker (thread.py:2)", FUT),
+            ("_WorkItem.run (thread.py:3)", FUT),
+            ("ThreadWorker.handle (gthread.py:4)", GTHREAD),
+            ("basket (app.py:10)", "/srv/shop/app.py"),
+            ("post_audit (app.py:20)", "/srv/shop/app.py"),
+            (
+                "SocketIO.readinto (socket.py:4)",
+                "/usr/lib/python3.11/socket.py",
+            ),
+        ];
+        let wall = profile(
+            &[(select, 0, 100), (pool_idle, 1, 40), (slow, 1, 60)],
+            10_000_000,
+        );
+        let cpu = profile(&[(select, 0, 2)], 10_000_000);
+        let run = RunJson {
+            profile: Some(cpu),
+            wall_profile: Some(wall),
+            ..RunJson::default()
+        };
+        let w = request_waits(&View::new(&run), -1.0, 10_000.0).expect("waits");
+        assert!((w.wait_s - 0.6).abs() < 1e-9, "{w:?}");
+        assert_eq!(
+            w.top[0].label,
+            "basket > post_audit > SocketIO.readinto (socket.py)"
+        );
+        // A pool without an acceptor (a background executor) serves no requests.
+        let wall = profile(&[(pool_idle, 1, 40), (slow, 1, 60)], 10_000_000);
+        let run = RunJson {
+            wall_profile: Some(wall),
+            ..run
+        };
+        assert!(request_waits(&View::new(&run), -1.0, 10_000.0).is_none());
     }
 
     #[test]
