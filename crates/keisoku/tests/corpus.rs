@@ -179,6 +179,25 @@ fn stacked(service: &str, causes: &[&str], port: u16) {
     );
 }
 
+/// A cause planted alone (beside the busy neighbour or not) is named in the top 3, and no
+/// problem finding (warning or worse) starts with `falsely`: a rule that the cause is known
+/// to have set off by mistake.
+fn alone_and_not(service: &str, cause: &str, port: u16, neighbour: bool, falsely: &str) {
+    let findings = run_case(service, "naive", &[cause], port, neighbour);
+    let e = expectation(service, cause);
+    let rank = rank_of(&findings, &e);
+    let false_alarm = findings
+        .iter()
+        .any(|f| f.id.starts_with(falsely) && f.severity != "info");
+    assert!(
+        rank.is_some_and(|r| r <= 3) && !false_alarm,
+        "{service} with {cause} alone{}: expected {} in the top 3 and no {falsely} problem, got rank {rank:?}:\n{}",
+        if neighbour { " beside a busy neighbour" } else { "" },
+        e.id_prefix,
+        listing(&findings)
+    );
+}
+
 /// A tuned service has no problem finding (warning or worse).
 fn tuned(service: &str, port: u16, neighbour: bool) {
     tuned_in(service, "tuned", port, neighbour);
@@ -247,9 +266,19 @@ fn python_slow_external_call_alone() {
     alone("flask-shop", "slowcall", 19275);
 }
 
+/// Settings parsed per request make every worker CPU-bound. blocking-wait (high) came second
+/// (12:10 UTC, load 24; again 15:00 beside the neighbour at load ~10, 41 ms "in fetch_stock >
+/// call_backend > SocketIO.readinto"): the two py-spy processes' difference counted workers
+/// runnable behind each other as waiting. The workers' own CPU and run-queue time now bound
+/// the wait, so the false second finding is checked for too.
 #[test]
 fn python_config_load_alone() {
-    alone("flask-shop", "config", 19275);
+    alone_and_not("flask-shop", "config", 19275, false, "blocking-wait");
+}
+
+#[test]
+fn python_config_load_beside_a_neighbour() {
+    alone_and_not("flask-shop", "config", 19275, true, "blocking-wait");
 }
 
 /// Failed on the merged tree (06:14 UTC): blocking-wait high, 54-67% of request time
