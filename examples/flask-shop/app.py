@@ -7,6 +7,8 @@ CAUSES (comma-separated) plants field notes §4's causes one at a time or stacke
   oneworker  one sync worker on a multi-core host (start.sh reads it)
 MODE=tuned removes all of them (the logger call is queued to a background
 thread, settings are read once, the backend connection is kept alive).
+MODE=gthread plants CAUSES as naive does, on gunicorn's threaded workers
+(start.sh): without causes, the tuned shop served from a thread pool.
 """
 
 import configparser

@@ -18,14 +18,25 @@
 //! requests (a sync worker, an event loop); its other samples are
 //! requests' time. A thread that only waits on a lock or a queue (a
 //! background sender draining one) does not serve requests, and its waits
-//! are not theirs; nor, for now, do a thread pool's workers fed by a queue
-//! (gunicorn gthread, waitress): their requests' waits are not measured,
-//! and blocking-wait falls back to CPU and latency alone.
+//! are not theirs. A thread pool's worker waiting for its next work item
+//! (`_worker` of concurrent.futures, as gunicorn's gthread workers run;
+//! waitress's `handler_thread`) is fed by an acceptor's queue: it serves
+//! requests when the server has a thread that waits on sockets.
+//!
+//! Two samplers' counts differ by chance and by how far each falls behind
+//! on a crowded host, so wall minus CPU per site can show a wait where a
+//! thread only waited for a core (a recv that returned, `readinto` still
+//! the leaf, runnable behind CPU-bound workers). The kernel knows better:
+//! a thread's own CPU and run-queue time (schedstat, the probe's
+//! `thread.*.cpu` and `.runq_delay_ms`) leave, of its wall time inside
+//! requests, only the time it was really blocked. That bounds the
+//! profiles' wait, thread by thread, where the run has the series.
 
 use crate::patterns::function_name;
+use crate::view::View;
 use keisoku_stacks::Profile;
 use keisoku_store::RunJson;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Leaf functions (the part after the last `.`, lowercase) that wait for
 /// work rather than inside a request.
@@ -48,6 +59,11 @@ pub(crate) struct RequestWaits {
     /// Where the wait is, most first: a call path's label, its seconds, and
     /// the frame that names it (function, module).
     pub top: Vec<WaitSite>,
+    /// The kernel's bound on the wait, when it cut the profiles' figure:
+    /// seconds the serving threads spent inside requests neither on a CPU
+    /// nor runnable (their wall time in requests minus their own CPU and
+    /// run-queue time), and the profiles' figure it replaced.
+    pub kernel_bound: Option<(f64, f64)>,
 }
 
 /// One place requests wait.
@@ -93,25 +109,65 @@ fn module(p: &Profile, f: u32) -> &str {
     p.frames.get(f as usize).map_or("", |fr| fr.module.as_str())
 }
 
-/// A stack as text, comparable between the two profiles (their frames are
-/// numbered apart).
-fn key(p: &Profile, frames: &[u32]) -> String {
-    let mut k = String::new();
-    for &f in frames {
-        k.push_str(&fname(p, f));
-        k.push('\u{1}');
-        k.push_str(module(p, f));
-        k.push('\u{2}');
-    }
-    k
-}
-
 /// Whether a leaf function waits for work (see the module doc).
 fn waits_for_work(leaf: &str) -> bool {
     // `EpollSelector.select (selectors.py)` -> `select`.
     let bare = leaf.split(" (").next().unwrap_or(leaf);
     let last = bare.rsplit('.').next().unwrap_or(bare).to_ascii_lowercase();
     WORK_WAITS.contains(&last.as_str())
+}
+
+/// How a stack waits for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WorkWait {
+    /// On sockets (select, poll, accept): fed by connections.
+    Socket,
+    /// On a lock or condition: fed by other threads (a background sender).
+    Lock,
+    /// A thread pool's worker waiting for its next work item: fed by an
+    /// acceptor's queue (gunicorn gthread, waitress).
+    Pool,
+}
+
+/// Thread pools' worker loops (function, file suffix): a stack whose leaf
+/// is one of them (the queue's get is C code: `_queue.SimpleQueue.get`
+/// leaves `_worker` the leaf) or a lock wait called from one, directly
+/// (waitress's `queue_cv.wait`) or through one frame (`Queue.get >
+/// Condition.wait`), waits for its next work item.
+const POOL_LOOPS: &[(&str, &str)] = &[
+    ("_worker", "concurrent/futures/thread.py"),
+    ("handler_thread", "waitress/task.py"),
+];
+
+/// Whether a frame is a thread pool's worker loop.
+fn is_pool_loop(p: &Profile, f: u32) -> bool {
+    let name = fname(p, f);
+    let bare = name.split(" (").next().unwrap_or(&name);
+    let file = module(p, f).replace('\\', "/");
+    POOL_LOOPS
+        .iter()
+        .any(|(func, suffix)| bare == *func && file.ends_with(suffix))
+}
+
+/// How a stack (frames root first) waits for work, if it does.
+fn work_wait(p: &Profile, frames: &[u32]) -> Option<WorkWait> {
+    let &leaf = frames.last()?;
+    if is_pool_loop(p, leaf) {
+        return Some(WorkWait::Pool);
+    }
+    if !waits_for_work(&fname(p, leaf)) {
+        return None;
+    }
+    if !waits_on_a_lock(module(p, leaf)) {
+        return Some(WorkWait::Socket);
+    }
+    let pool = frames
+        .iter()
+        .rev()
+        .skip(1)
+        .take(2)
+        .any(|&f| is_pool_loop(p, f));
+    Some(if pool { WorkWait::Pool } else { WorkWait::Lock })
 }
 
 /// Whether a work wait is on a lock or condition (threading's `wait`, a
@@ -165,30 +221,37 @@ fn wall_tick_ms(p: &Profile, t: &[f64]) -> Option<f64> {
 /// The requests' waits over (a, b] of the run's clock; `None` without a
 /// wall-clock and a CPU profile with times and threads, or when no thread
 /// serves requests.
-pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWaits> {
+pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
+    let run = v.run;
     let wall = run.wall_profile.as_ref()?;
     let cpu = run.profile.as_ref()?;
     let wt = times_ms(run, wall)?;
     let wth = wall.samples.thread.as_ref()?;
     let tick_s = wall_tick_ms(wall, &wt)? / 1000.0;
-    // Stacks per node, and which wall threads serve requests.
-    let mut node_info: HashMap<u32, (String, bool, bool)> = HashMap::new();
-    let mut serving: HashMap<u32, bool> = HashMap::new();
+    // Per node, how it waits for work (if it does), and which wall threads
+    // serve requests: those that wait on sockets, and, in a server that has
+    // such a thread (an acceptor), the workers of its thread pools.
+    let mut node_wait: HashMap<u32, Option<WorkWait>> = HashMap::new();
+    let mut socket_threads: HashSet<u32> = HashSet::new();
+    let mut pool_threads: HashSet<u32> = HashSet::new();
     for (i, &node) in wall.samples.node.iter().enumerate() {
-        let (_, _, conn) = node_info.entry(node).or_insert_with(|| {
-            let frames = path(wall, node);
-            let leaf = frames.last().map_or_else(String::new, |&f| fname(wall, f));
-            let file = frames.last().map_or("", |&f| module(wall, f));
-            let idle = waits_for_work(&leaf);
-            (key(wall, &frames), idle, idle && !waits_on_a_lock(file))
-        });
-        if let (true, Some(&th)) = (*conn, wth.get(i)) {
-            serving.insert(th, true);
+        let wait = *node_wait
+            .entry(node)
+            .or_insert_with(|| work_wait(wall, &path(wall, node)));
+        match (wait, wth.get(i)) {
+            (Some(WorkWait::Socket), Some(&th)) => {
+                socket_threads.insert(th);
+            }
+            (Some(WorkWait::Pool), Some(&th)) => {
+                pool_threads.insert(th);
+            }
+            _ => {}
         }
     }
-    if serving.is_empty() {
+    if socket_threads.is_empty() {
         return None;
     }
+    let serving: HashSet<u32> = socket_threads.union(&pool_threads).copied().collect();
     // Wall seconds per waiting site (its label: the application frames
     // nearest the leaf, and the leaf) on serving threads in the window.
     // Compared site by site, not stack by stack: two samplers' counts on
@@ -197,16 +260,22 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
     // showed 79 ms of "wait" per request so, at load 30).
     let mut site_of: HashMap<u32, (String, String, String)> = HashMap::new();
     let mut wall_s: HashMap<String, f64> = HashMap::new();
+    // Per serving thread, its samples in the window: waiting for work, and in requests.
+    let mut split: HashMap<u32, (usize, usize)> = HashMap::new();
     for (i, &node) in wall.samples.node.iter().enumerate() {
         let (Some(&t), Some(th)) = (wt.get(i), wth.get(i)) else {
             continue;
         };
-        if !(t > a && t <= b && serving.contains_key(th)) {
+        if !(t > a && t <= b && serving.contains(th)) {
             continue;
         }
-        if node_info.get(&node).is_none_or(|(_, idle, _)| *idle) {
+        let idle = node_wait.get(&node).is_none_or(|w| w.is_some());
+        let e = split.entry(*th).or_default();
+        if idle {
+            e.0 += 1;
             continue;
         }
+        e.1 += 1;
         let (label, _, _) = site_of.entry(node).or_insert_with(|| site(wall, node));
         *wall_s.entry(label.clone()).or_default() += tick_s;
     }
@@ -218,10 +287,29 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
     // per request); the CPU one, sampling fewer threads, falls behind
     // less, so this errs towards CPU, not towards a wait.
     let ct = times_ms(run, cpu)?;
+    let cth = cpu.samples.thread.as_ref();
     let mut cpu_labels: HashMap<u32, String> = HashMap::new();
     let mut cpu_s: HashMap<String, f64> = HashMap::new();
+    let mut cpu_idle: HashMap<u32, bool> = HashMap::new();
+    // Per thread name, the CPU profile's seconds in a wait for work: on a
+    // core or runnable with the stack still in select/accept (woken for
+    // the next request, waiting for a core), which the kernel counts as
+    // CPU or run-queue time but the wall-clock profile as waiting for work.
+    let mut idle_active_s: HashMap<&str, f64> = HashMap::new();
     for (i, &node) in cpu.samples.node.iter().enumerate() {
         if !ct.get(i).is_some_and(|&t| t > a && t <= b) {
+            continue;
+        }
+        let idle = *cpu_idle
+            .entry(node)
+            .or_insert_with(|| work_wait(cpu, &path(cpu, node)).is_some());
+        if idle {
+            if let Some(th) = cth
+                .and_then(|c| c.get(i))
+                .and_then(|&t| cpu.threads.get(t as usize))
+            {
+                *idle_active_s.entry(th.comm.as_str()).or_default() += tick_s;
+            }
             continue;
         }
         let label = cpu_labels
@@ -235,7 +323,7 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
         names.entry(label).or_insert((name, module));
     }
     let mut sites: HashMap<String, WaitSite> = HashMap::new();
-    let mut wait_s = 0.0;
+    let mut wait_s: f64 = 0.0;
     for (label, w) in &wall_s {
         let off = (w - cpu_s.get(label).copied().unwrap_or(0.0)).max(0.0);
         if off <= 0.0 {
@@ -254,13 +342,90 @@ pub(crate) fn request_waits(run: &RunJson, a: f64, b: f64) -> Option<RequestWait
         );
     }
     let mut top: Vec<WaitSite> = sites.into_values().collect();
+    // The kernel's bound: the profiles' sites say where, the threads' own
+    // scheduler counts how much.
+    let bound = kernel_bound(v, wall, &split, &idle_active_s, a, b);
+    let kernel_bound = (bound < wait_s).then_some((bound, wait_s));
+    if let Some((bound, profiles)) = kernel_bound {
+        let scale = if profiles > 0.0 {
+            bound / profiles
+        } else {
+            0.0
+        };
+        for s in &mut top {
+            s.wait_s *= scale;
+        }
+        top.retain(|s| s.wait_s > 0.0);
+        wait_s = bound;
+    }
     top.sort_by(|x, y| y.wait_s.total_cmp(&x.wait_s).then(x.label.cmp(&y.label)));
     top.truncate(3);
     Some(RequestWaits {
         wait_s,
         request_s,
         top,
+        kernel_bound,
     })
+}
+
+/// The kernel and process ids in a py-spy thread name (`Process 101 Thread
+/// 102 "MainThread"`): py-spy numbers its threads, so the name is where
+/// the ids that key the probe's series are.
+fn kernel_ids(comm: &str) -> Option<(u32, u32)> {
+    let rest = comm.strip_prefix("Process ")?;
+    let (pid, rest) = rest.split_once(' ')?;
+    let rest = rest.strip_prefix("Thread ")?;
+    let tid = rest.split(' ').next()?;
+    Some((pid.parse().ok()?, tid.parse().ok()?))
+}
+
+/// Seconds the serving threads were blocked inside requests over (a, b],
+/// as far as the kernel says: per thread, its wall time in requests (the
+/// wall-clock profile's share of its samples that are not waits for work,
+/// times the window) minus its CPU and run-queue time from its own series,
+/// less the part of those spent woken in a wait for work. A thread without
+/// series (idle enough that the probe kept none) counts its whole time in
+/// requests: nothing bounds it.
+fn kernel_bound(
+    v: &View,
+    wall: &Profile,
+    split: &HashMap<u32, (usize, usize)>,
+    idle_active_s: &HashMap<&str, f64>,
+    a: f64,
+    b: f64,
+) -> f64 {
+    let window_s = (b - a).max(0.0) / 1000.0;
+    let mut blocked = 0.0;
+    for (th, &(idle, busy)) in split {
+        let n = idle + busy;
+        if n == 0 {
+            continue;
+        }
+        let in_requests = window_s * busy as f64 / n as f64;
+        let comm = wall
+            .threads
+            .get(*th as usize)
+            .map_or("", |t| t.comm.as_str());
+        let series = kernel_ids(comm).and_then(|(pid, tid)| {
+            v.threads
+                .iter()
+                .rev()
+                .find(|k| k.pid == pid && k.tid == tid)
+        });
+        let Some(key) = series else {
+            blocked += in_requests;
+            continue;
+        };
+        let cpu = v
+            .thread_mean(key, "cpu", "proc.cpu_user", a, b)
+            .map_or(0.0, |pct| pct / 100.0 * window_s);
+        let runq = v
+            .thread_mean(key, "runq_delay_ms", "proc.runq_delay_ms", a, b)
+            .map_or(0.0, |ms_per_s| ms_per_s / 1000.0 * window_s);
+        let woken = idle_active_s.get(comm).copied().unwrap_or(0.0);
+        blocked += (in_requests - (cpu + runq - woken).max(0.0)).max(0.0);
+    }
+    blocked
 }
 
 /// A wait's label: up to two application frames nearest the leaf (the
@@ -414,7 +579,7 @@ mod tests {
             wall_profile: Some(wall),
             ..RunJson::default()
         };
-        let w = request_waits(&run, -1.0, 10_000.0).expect("waits");
+        let w = request_waits(&View::new(&run), -1.0, 10_000.0).expect("waits");
         assert!((w.request_s - 0.5).abs() < 1e-9, "{w:?}");
         assert!((w.wait_s - 0.38).abs() < 1e-9, "{w:?}");
         assert_eq!(w.top.len(), 1, "{w:?}");
@@ -428,7 +593,132 @@ mod tests {
             wall_profile: None,
             ..run
         };
-        assert!(request_waits(&run, -1.0, 10_000.0).is_none());
+        assert!(request_waits(&View::new(&run), -1.0, 10_000.0).is_none());
+    }
+
+    /// A worker of a crowded host: the wall-clock profile has it half the
+    /// time in a backend call, the CPU profile (behind, or at another
+    /// tick) none, but its own series say most of that half it ran or
+    /// waited for a core. Only what the kernel leaves is a wait.
+    #[test]
+    fn the_threads_own_cpu_and_run_queue_time_bound_the_wait() {
+        let idle: &[(&str, &str)] = &[
+            (
+                "SyncWorker.run (sync.py:1)",
+                "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py",
+            ),
+            (
+                "SyncWorker.wait (sync.py:2)",
+                "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py",
+            ),
+        ];
+        let call: &[(&str, &str)] = &[
+            (
+                "SyncWorker.run (sync.py:1)",
+                "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py",
+            ),
+            ("fetch_stock (app.py:10)", "/srv/shop/app.py"),
+            (
+                "SocketIO.readinto (socket.py:4)",
+                "/usr/lib/python3.11/socket.py",
+            ),
+        ];
+        let mut wall = profile(&[(idle, 0, 50), (call, 0, 50)], 10_000_000);
+        let mut cpu = profile(&[(idle, 0, 5)], 10_000_000);
+        for p in [&mut wall, &mut cpu] {
+            p.threads[0].comm = "Process 7 Thread 100 \"MainThread\"".into();
+        }
+        let series = |metric: &str, v: f64| keisoku_store::Series {
+            name: format!("thread.python3:7:100.{metric}"),
+            unit: String::new(),
+            t_ms: vec![500.0, 999.0],
+            v: vec![v, v],
+        };
+        let run = RunJson {
+            profile: Some(cpu),
+            wall_profile: Some(wall),
+            // 10% of a core on CPU, 300 ms/s runnable: 0.4 s of the 0.5 s in requests.
+            series: vec![series("cpu", 10.0), series("runq_delay_ms", 300.0)],
+            ..RunJson::default()
+        };
+        let w = request_waits(&View::new(&run), -1.0, 999.0).expect("waits");
+        // The profiles alone: 0.5 s of wait. The 5 CPU samples woken in the
+        // wait for work (0.05 s) are run-queue time outside requests.
+        let (bound, profiles) = w.kernel_bound.expect("bounded");
+        assert!((profiles - 0.5).abs() < 1e-9, "{w:?}");
+        assert!((bound - 0.15).abs() < 1e-9, "{w:?}");
+        assert!((w.wait_s - 0.15).abs() < 1e-9, "{w:?}");
+        assert!((w.top[0].wait_s - 0.15).abs() < 1e-9, "{w:?}");
+        assert_eq!(
+            w.top[0].label,
+            "fetch_stock > SocketIO.readinto (socket.py)"
+        );
+        assert_eq!(
+            kernel_ids("Process 7 Thread 100 \"MainThread\""),
+            Some((7, 100))
+        );
+        assert_eq!(kernel_ids("Thread 100"), None);
+    }
+
+    /// gunicorn's gthread worker: the main thread selects on sockets and
+    /// queues each connection to a pool thread, which waits for it in
+    /// `_worker` (the queue's get is C code) and then serves the request.
+    #[test]
+    fn a_thread_pool_fed_by_an_acceptor_serves_requests() {
+        const FUT: &str = "/usr/lib/python3.11/concurrent/futures/thread.py";
+        const GTHREAD: &str = "/venv/lib/python3.11/site-packages/gunicorn/workers/gthread.py";
+        let select: &[(&str, &str)] = &[
+            ("ThreadWorker.run (gthread.py:1)", GTHREAD),
+            (
+                "EpollSelector.select (selectors.py:2)",
+                "/usr/lib/python3.11/selectors.py",
+            ),
+        ];
+        let pool_idle: &[(&str, &str)] = &[
+            (
+                "Thread.run (threading.py:1)",
+                "/usr/lib/python3.11/threading.py",
+            ),
+            ("_worker (thread.py:2)", FUT),
+        ];
+        let slow: &[(&str, &str)] = &[
+            (
+                "Thread.run (threading.py:1)",
+                "/usr/lib/python3.11/threading.py",
+            ),
+            ("_worker (thread.py:2)", FUT),
+            ("_WorkItem.run (thread.py:3)", FUT),
+            ("ThreadWorker.handle (gthread.py:4)", GTHREAD),
+            ("basket (app.py:10)", "/srv/shop/app.py"),
+            ("post_audit (app.py:20)", "/srv/shop/app.py"),
+            (
+                "SocketIO.readinto (socket.py:4)",
+                "/usr/lib/python3.11/socket.py",
+            ),
+        ];
+        let wall = profile(
+            &[(select, 0, 100), (pool_idle, 1, 40), (slow, 1, 60)],
+            10_000_000,
+        );
+        let cpu = profile(&[(select, 0, 2)], 10_000_000);
+        let run = RunJson {
+            profile: Some(cpu),
+            wall_profile: Some(wall),
+            ..RunJson::default()
+        };
+        let w = request_waits(&View::new(&run), -1.0, 10_000.0).expect("waits");
+        assert!((w.wait_s - 0.6).abs() < 1e-9, "{w:?}");
+        assert_eq!(
+            w.top[0].label,
+            "basket > post_audit > SocketIO.readinto (socket.py)"
+        );
+        // A pool without an acceptor (a background executor) serves no requests.
+        let wall = profile(&[(pool_idle, 1, 40), (slow, 1, 60)], 10_000_000);
+        let run = RunJson {
+            wall_profile: Some(wall),
+            ..run
+        };
+        assert!(request_waits(&View::new(&run), -1.0, 10_000.0).is_none());
     }
 
     #[test]

@@ -143,7 +143,13 @@ fn listing(findings: &[Finding]) -> String {
 
 /// A cause planted alone is named in the top 3.
 fn alone(service: &str, cause: &str, port: u16) {
-    let findings = run_case(service, "naive", &[cause], port, false);
+    alone_in(service, "naive", cause, port);
+}
+
+/// A cause planted alone in a service run in `mode` (a service's variant that
+/// takes causes, e.g. flask-shop's `gthread`) is named in the top 3.
+fn alone_in(service: &str, mode: &str, cause: &str, port: u16) {
+    let findings = run_case(service, mode, &[cause], port, false);
     let e = expectation(service, cause);
     let rank = rank_of(&findings, &e);
     assert!(
@@ -173,13 +179,37 @@ fn stacked(service: &str, causes: &[&str], port: u16) {
     );
 }
 
+/// A cause planted alone (beside the busy neighbour or not) is named in the top 3, and no
+/// problem finding (warning or worse) starts with `falsely`: a rule that the cause is known
+/// to have set off by mistake.
+fn alone_and_not(service: &str, cause: &str, port: u16, neighbour: bool, falsely: &str) {
+    let findings = run_case(service, "naive", &[cause], port, neighbour);
+    let e = expectation(service, cause);
+    let rank = rank_of(&findings, &e);
+    let false_alarm = findings
+        .iter()
+        .any(|f| f.id.starts_with(falsely) && f.severity != "info");
+    assert!(
+        rank.is_some_and(|r| r <= 3) && !false_alarm,
+        "{service} with {cause} alone{}: expected {} in the top 3 and no {falsely} problem, got rank {rank:?}:\n{}",
+        if neighbour { " beside a busy neighbour" } else { "" },
+        e.id_prefix,
+        listing(&findings)
+    );
+}
+
 /// A tuned service has no problem finding (warning or worse).
 fn tuned(service: &str, port: u16, neighbour: bool) {
-    let findings = run_case(service, "tuned", &[], port, neighbour);
+    tuned_in(service, "tuned", port, neighbour);
+}
+
+/// A service run in `mode` without causes has no problem finding.
+fn tuned_in(service: &str, mode: &str, port: u16, neighbour: bool) {
+    let findings = run_case(service, mode, &[], port, neighbour);
     let problems: Vec<&Finding> = findings.iter().filter(|f| f.severity != "info").collect();
     assert!(
         problems.is_empty(),
-        "{service} tuned{}: expected no problem finding, got:\n{}",
+        "{service} {mode}{}: expected no problem finding, got:\n{}",
         if neighbour {
             " beside a busy neighbour"
         } else {
@@ -236,9 +266,19 @@ fn python_slow_external_call_alone() {
     alone("flask-shop", "slowcall", 19275);
 }
 
+/// Settings parsed per request make every worker CPU-bound. blocking-wait (high) came second
+/// (12:10 UTC, load 24; again 15:00 beside the neighbour at load ~10, 41 ms "in fetch_stock >
+/// call_backend > SocketIO.readinto"): the two py-spy processes' difference counted workers
+/// runnable behind each other as waiting. The workers' own CPU and run-queue time now bound
+/// the wait, so the false second finding is checked for too.
 #[test]
 fn python_config_load_alone() {
-    alone("flask-shop", "config", 19275);
+    alone_and_not("flask-shop", "config", 19275, false, "blocking-wait");
+}
+
+#[test]
+fn python_config_load_beside_a_neighbour() {
+    alone_and_not("flask-shop", "config", 19275, true, "blocking-wait");
 }
 
 /// Failed on the merged tree (06:14 UTC): blocking-wait high, 54-67% of request time
@@ -255,6 +295,29 @@ fn python_tuned() {
 #[test]
 fn python_tuned_beside_a_neighbour() {
     tuned("flask-shop", 19275, true);
+}
+
+/// One gunicorn sync worker on 2 cores. Named in the matrix of 11:30 (load 23-29) once a
+/// starved lone worker on a busy host counted from half a core, and at 15:00 (load ~10);
+/// wall14's miss (host-busy, top-self) was before that rule.
+#[test]
+fn python_single_worker_alone() {
+    alone("flask-shop", "oneworker", 19275);
+}
+
+/// gunicorn's gthread workers: a pool thread waits for its next connection in
+/// concurrent.futures' `_worker` (the queue's get is C code), fed by the worker's main
+/// thread that selects on sockets. Such pool threads serve requests, so the planted 40-ms
+/// call is measured on them (before, only the acceptor counted and the call went unnamed).
+#[test]
+fn python_gthread_slow_external_call_alone() {
+    alone_in("flask-shop", "gthread", "slowcall", 19275);
+}
+
+/// The tuned shop on gthread workers: its ~3-ms stock lookup is at most an info.
+#[test]
+fn python_gthread_tuned() {
+    tuned_in("flask-shop", "gthread", 19275, false);
 }
 
 /// aiohttp on one event loop with a synchronous client call inside the coroutine: the
