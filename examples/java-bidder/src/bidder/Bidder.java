@@ -91,8 +91,8 @@ public final class Bidder {
                 System.exit(2);
             }
         }
-        int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "20000"));
-        int growth = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGN_GROWTH", "4000"));
+        int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "5000"));
+        int growth = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGN_GROWTH", "1000"));
         CampaignTable table = new CampaignTable(rows, growth);
         String logPath = System.getenv().getOrDefault("ACCESS_LOG", "/tmp/keisoku-corpus/java-bidder.log");
         BufferedWriter access = new BufferedWriter(new FileWriter(logPath, StandardCharsets.UTF_8, true));
