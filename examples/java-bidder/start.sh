@@ -1,6 +1,7 @@
 #!/bin/sh
 # Starts the Java bidder (JDK HttpServer, 16 worker threads, logback) at 127.0.0.1:PORT.
-#   MODE=naive|tuned  CAUSES=rollover,regex,formatter,scan (naive only)
+#   MODE=naive|tuned  CAUSES=rollover,regex,formatter,scan,syncaudit (naive only; syncaudit
+#   starts the audit service, examples/flask-shop/backend.py, at PORT+1)
 #   ACCESS_LOG=FILE (LTSV)  BID_LOG_DIR (default /tmp/keisoku-corpus/java-bidder-PORT)
 #   BID_LOG_MB (rollover: the size limit in MiB, default 48; the log starts just under it)
 # Prints "java-bidder listening on PORT" when it accepts connections.
@@ -25,7 +26,15 @@ if [ "$CONFIG" = "$HERE/logback-rollover.xml" ]; then
   export BID_LOG_MAX="${BID_LOG_MB}MB"
   python3 "$HERE/prefill-bid-log.py" "$BID_LOG_DIR/bids.log" $((BID_LOG_MB * 1024 * 1024 - 16384))
 fi
-export MODE CAUSES="${CAUSES:-}" ACCESS_LOG BID_LOG_DIR
+AUDIT_PORT=$((PORT + 1))
+if [ "$MODE" = naive ]; then
+  case ",${CAUSES:-}," in
+    *,syncaudit,*)
+      # The audit service (40 ms an answer), outside this process tree as a real one would be.
+      "$HERE/../start-backend.sh" "$AUDIT_PORT" $$ python3 "$HERE/../flask-shop/backend.py" ;;
+  esac
+fi
+export MODE CAUSES="${CAUSES:-}" ACCESS_LOG BID_LOG_DIR AUDIT_PORT
 # nodelay: without it the JDK server's separate header and body writes meet Nagle and delayed ACKs (+40 ms).
 exec java -XX:+PreserveFramePointer -Dsun.net.httpserver.nodelay=true -Xms256m -Xmx256m -Dlogback.configurationFile="$CONFIG" \
   -cp "$HERE/build:$(cat "$HERE/build/classpath")" bidder.Bidder "$PORT"

@@ -224,6 +224,13 @@ fn wall_tick_ms(p: &Profile, t: &[f64]) -> Option<f64> {
 pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
     let run = v.run;
     let wall = run.wall_profile.as_ref()?;
+    // The frame-name contract above is Python's. A JVM's wall-clock profile
+    // (async-profiler) has native idle leaves and names that differ from
+    // perf's, so reading it so would take every tick of a waiting pool
+    // worker for request time: it is not read until a JVM contract exists.
+    if !wall.frames.iter().any(|f| f.module.ends_with(".py")) {
+        return None;
+    }
     let cpu = run.profile.as_ref()?;
     let wt = times_ms(run, wall)?;
     let wth = wall.samples.thread.as_ref()?;

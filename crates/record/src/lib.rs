@@ -19,6 +19,7 @@ pub mod command;
 pub mod flags;
 pub mod follow;
 pub mod import;
+pub mod jvmwall;
 pub mod load;
 pub mod recorder;
 pub mod server;

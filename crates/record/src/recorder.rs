@@ -105,6 +105,8 @@ pub struct Recording {
     py_pid: u32,
     /// The sampler could not start (already noted).
     sampler_failed: bool,
+    /// The JVM's wall-clock profile beside perf (async-profiler `wall`).
+    jvm_wall: Option<crate::jvmwall::JvmWall>,
 }
 
 /// This machine, for the run's context.
@@ -183,6 +185,7 @@ impl Recording {
             lost: Vec::new(),
             py_pid: 0,
             sampler_failed: false,
+            jvm_wall: None,
             opts: Some(opts),
         })
     }
@@ -262,6 +265,19 @@ impl Recording {
                         }
                     }
                 };
+                // A JVM among the server's processes also gets a wall-clock
+                // profile: perf cannot see a request thread that waits.
+                if let Some(PerfTarget::Pids(pids)) = target.as_ref() {
+                    if let Some(jvm) = crate::jvmwall::jvm_in(pids) {
+                        let dir = workdir.join("async-profiler");
+                        match crate::jvmwall::library(&dir)
+                            .and_then(|lib| crate::jvmwall::JvmWall::start(jvm, lib, &dir))
+                        {
+                            Ok(w) => self.jvm_wall = Some(w),
+                            Err(e) => notes.push(format!("no wall-clock profile: {e}")),
+                        }
+                    }
+                }
                 target.and_then(|t| {
                     let mut o = PerfOptions::new(t, workdir.join("perf"), origin);
                     o.hz = opts.profile_hz;
@@ -486,6 +502,19 @@ impl Recording {
                 }
             }
         }
+        if let Some(w) = self.jvm_wall.take() {
+            match self.stop_jvm_wall(w) {
+                Ok(profile) => {
+                    if let Err(e) =
+                        self.store
+                            .put_profile_of(&self.run, StoreProfileKind::Wall, &profile)
+                    {
+                        self.lost(format!("storing the wall-clock profile: {e}"));
+                    }
+                }
+                Err(e) => self.notes.push(format!("no wall-clock profile: {e}")),
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.workdir);
         // The run's last words (notes, status, findings) need a little
         // room even when the disk filled: the reserve gives it back now.
@@ -610,6 +639,37 @@ impl Recording {
         profile.set_pid(self.py_pid);
         profile.title = format!("py-spy --idle (wall-clock) {}", self.run);
         place_wall_samples(&mut profile, out.started_run_ns as f64 / 1e6, stopped_ms);
+        profile.start_unix_ns = u64::try_from(self.started_unix_ms)
+            .ok()
+            .map(|ms| ms.saturating_mul(1_000_000));
+        Ok(profile)
+    }
+}
+
+impl Recording {
+    /// Stops the JVM's async-profiler session and reads its recording, its
+    /// sample times (JFR's, since the Unix epoch) moved onto the run's clock.
+    fn stop_jvm_wall(
+        &mut self,
+        w: crate::jvmwall::JvmWall,
+    ) -> Result<keisoku_stacks::Profile, String> {
+        let path = w.stop()?;
+        let mut profile = crate::jvmwall::read(&path)?;
+        profile.title = format!("async-profiler wall (wall-clock) {}", self.run);
+        let run_start_ns = i128::from(self.started_unix_ms) * 1_000_000;
+        let first_ns = i128::from(
+            profile
+                .start_unix_ns
+                .ok_or("a JFR recording without times")?,
+        );
+        if let Some(t) = profile.samples.time_ns.as_mut() {
+            for x in t.iter_mut() {
+                // A sample before the run's origin (none expected) is placed at it.
+                *x = u64::try_from((first_ns + i128::from(*x) - run_start_ns).max(0))
+                    .unwrap_or(u64::MAX);
+            }
+        }
+        profile.time_origin_ns = None;
         profile.start_unix_ns = u64::try_from(self.started_unix_ms)
             .ok()
             .map(|ms| ms.saturating_mul(1_000_000));

@@ -153,7 +153,7 @@ fn stored_profile(
                 "run {run} has no profile (was it recorded with --profile none, or did perf fail? see `keisoku show {run}`)"
             ),
             ProfileKind::Wall => format!(
-                "run {run} has no wall-clock profile (one is recorded with --profile py-spy; see `keisoku show {run}`)"
+                "run {run} has no wall-clock profile (one is recorded with --profile py-spy, or --profile perf for a JVM server; see `keisoku show {run}`)"
             ),
         })
     })?;

@@ -93,9 +93,12 @@ impl RecorderArgs {
 /// [`ProfileKind`], spelled for the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileArg {
-    /// `perf record -g` (native, kernel, JIT with perf maps).
+    /// `perf record -g` (native, kernel, JIT with perf maps); for a JVM
+    /// server also a wall-clock profile (async-profiler's wall mode, attached
+    /// with jcmd; `flame --kind wall`).
     Perf,
-    /// py-spy for Python servers.
+    /// py-spy for Python servers (and a second, `--idle` py-spy: the
+    /// wall-clock profile).
     PySpy,
     /// No profile.
     None,

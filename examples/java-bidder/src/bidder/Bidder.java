@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  * on rollover under the appender lock; chosen in start.sh), regex (the user-agent pattern
  * compiled per request), formatter (date and price formatters built per bid item), scan (the
  * campaign query reads the whole table and sorts it, without an index or a limit, and the bid
- * answers with every row it returned; the table grows by CAMPAIGN_GROWTH rows a second from the first bid on).
+ * answers with every row it returned; the table grows by CAMPAIGN_GROWTH rows a second from the first bid on),
+ * syncaudit (every bid reported to the audit service at AUDIT_PORT synchronously: ~40 ms of waiting).
  */
 public final class Bidder {
     private static final Logger BID_LOG = LoggerFactory.getLogger("bidder.bids");
@@ -84,15 +85,15 @@ public final class Bidder {
                 }
             }
         }
-        Set<String> known = Set.of("rollover", "regex", "formatter", "scan");
+        Set<String> known = Set.of("rollover", "regex", "formatter", "scan", "syncaudit");
         for (String c : causes) {
             if (!known.contains(c)) {
                 System.err.println("java-bidder: unknown cause " + c + " (known: " + known + ")");
                 System.exit(2);
             }
         }
-        int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "20000"));
-        int growth = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGN_GROWTH", "4000"));
+        int rows = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGNS", "5000"));
+        int growth = Integer.parseInt(System.getenv().getOrDefault("CAMPAIGN_GROWTH", "1000"));
         CampaignTable table = new CampaignTable(rows, growth);
         String logPath = System.getenv().getOrDefault("ACCESS_LOG", "/tmp/keisoku-corpus/java-bidder.log");
         BufferedWriter access = new BufferedWriter(new FileWriter(logPath, StandardCharsets.UTF_8, true));
@@ -145,6 +146,9 @@ public final class Bidder {
         if (isKnownBot(userAgent)) {
             return "{\"nobid\":\"bot\"}";
         }
+        if (causes.contains("syncaudit")) {
+            postAudit(segment, platform);
+        }
         campaigns.startGrowing();
         List<CampaignTable.Campaign> top = causes.contains("scan")
                 ? campaigns.selectBySegmentUnbounded(segment)
@@ -186,6 +190,34 @@ public final class Bidder {
                 logged == null ? response : logged,
                 Long.toHexString(Double.doubleToLongBits(Math.random())) + Long.toHexString(System.nanoTime()));
         return response;
+    }
+
+    /** The audit service (AUDIT_PORT), which answers after ~40 ms: an external call. */
+    private static final String AUDIT_URL =
+            "http://127.0.0.1:" + System.getenv().getOrDefault("AUDIT_PORT", "0") + "/audit";
+
+    /**
+     * The cause syncaudit: every bid is reported to the audit service synchronously, so the
+     * request thread waits for its answer (HttpURLConnection keeps the connection alive).
+     */
+    private static void postAudit(int segment, String platform) {
+        try {
+            java.net.HttpURLConnection c =
+                    (java.net.HttpURLConnection) java.net.URI.create(AUDIT_URL).toURL().openConnection();
+            c.setRequestMethod("POST");
+            c.setDoOutput(true);
+            c.setRequestProperty("Content-Type", "application/json");
+            byte[] body = ("{\"segment\":" + segment + ",\"platform\":\"" + platform + "\"}")
+                    .getBytes(StandardCharsets.UTF_8);
+            try (OutputStream os = c.getOutputStream()) {
+                os.write(body);
+            }
+            try (java.io.InputStream in = c.getInputStream()) {
+                in.readAllBytes();
+            }
+        } catch (IOException e) {
+            // An audit that failed is not a failed bid; the bid goes out.
+        }
     }
 
     private boolean isKnownBot(String userAgent) {
