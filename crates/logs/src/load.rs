@@ -50,7 +50,7 @@ pub fn routes_of_log(
     use std::sync::Arc;
     let (_, cfg, threads) = opts.setup(format)?;
     let name = crate::analyse::display(path);
-    let opened = crate::input::open(Some(path), Arc::new(AtomicU64::new(0)))
+    let opened = crate::input::open_as(Some(path), Arc::new(AtomicU64::new(0)), opts.pcap.as_ref())
         .map_err(|e| Error::io("opening", &name, e))?;
     let analysis =
         crate::engine::analyze(Arc::clone(&cfg), opened.reader, threads).map_err(|e| match e {

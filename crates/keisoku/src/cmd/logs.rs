@@ -87,6 +87,18 @@ enum Sub {
         #[command(subcommand)]
         alp: Option<Box<AlpSub>>,
     },
+    /// Analyse the HTTP/1.x exchanges in a packet capture (classic pcap from
+    /// `tcpdump -w`, as alp's `pcap`): each response paired with its
+    /// request, the response time from the capture times.
+    #[command(long_about = LONG_ABOUT, after_help = PCAP_AFTER)]
+    Pcap {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        server: PcapFlags,
+        #[command(subcommand)]
+        alp: Option<Box<AlpSub>>,
+    },
     /// Compare two dumps (from --dump) or stored runs route by route:
     /// `value (+change)`.
     Diff(DiffArgs),
@@ -94,6 +106,51 @@ enum Sub {
     /// log (RUN: id, id prefix, name or `last`; see `keisoku logs RUN --help`).
     #[command(external_subcommand)]
     Stored(Vec<String>),
+}
+
+const PCAP_AFTER: &str = "\
+Examples:
+  tcpdump -i lo -w http.pcap 'tcp port 8080'
+  keisoku logs pcap http.pcap --pcap-server-port 8080 -m '/users/[0-9]+'
+  keisoku logs pcap topN 10 --file http.pcap --pcap-server-port 8080 -r
+
+Reads Ethernet, Linux cooked (SLL, SLL2: tcpdump -i any), BSD loopback and
+raw IP captures, IPv4 and IPv6, gzip-compressed or not; pcapng is refused
+(convert with `tcpdump -r in.pcapng -w out.pcap`). A truncated capture or an
+unknown link type exits 2 with the reason.";
+
+/// alp's flags naming the HTTP server in a capture.
+#[derive(clap::Args, Debug)]
+struct PcapFlags {
+    /// HTTP server IP address of the captured packets; repeatable or
+    /// comma-separated (default 127.0.0.1, alp's first interface address).
+    #[arg(long = "pcap-server-ip", value_name = "IP", global = true)]
+    ips: Vec<String>,
+    /// HTTP server TCP port of the captured packets (default 80).
+    #[arg(long = "pcap-server-port", value_name = "PORT", global = true)]
+    port: Option<u16>,
+}
+
+impl PcapFlags {
+    /// The server, from the flags, else the config file's `pcap:` keys,
+    /// else alp's defaults.
+    fn server(&self, cfg: &AlpConfig) -> anyhow::Result<keisoku_logs::pcap::Server> {
+        let mut server = keisoku_logs::pcap::Server::default();
+        let file = cfg.pcap.clone().unwrap_or_default();
+        let ips = if self.ips.is_empty() {
+            file.server_ips.unwrap_or_default()
+        } else {
+            self.ips.clone()
+        };
+        if !ips.is_empty() {
+            server.ips = keisoku_logs::pcap::Server::parse_ips(&ips)
+                .map_err(|e| bad_input(format!("--pcap-server-ip: {e}")))?;
+        }
+        if let Some(port) = self.port.or(file.server_port) {
+            server.port = port;
+        }
+        Ok(server)
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -533,7 +590,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Ltsv(names);
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
             }
         }
@@ -556,7 +613,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Json(names);
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
             }
         }
@@ -586,8 +643,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 )));
             }
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
+            }
+        }
+        Sub::Pcap {
+            common,
+            server,
+            alp,
+        } => {
+            let mut common = with_config(common);
+            let cfg = config(&mut common)?;
+            let server = server.server(&cfg)?;
+            let format = Format::Ltsv(FieldNames::ltsv());
+            match alp {
+                Some(sub) => alp_sub(*sub, format, &cfg, Some(&server)),
+                None => pcap_files(common, format, server),
             }
         }
         Sub::Diff(mut d) => {
@@ -706,11 +777,21 @@ impl Position {
 }
 
 /// `count` and `topN` on one log (the last --file, or standard input).
-fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
+fn alp_sub(
+    sub: AlpSub,
+    format: Format,
+    parent: &AlpConfig,
+    pcap: Option<&keisoku_logs::pcap::Server>,
+) -> anyhow::Result<u8> {
     use keisoku_logs::count;
     use keisoku_logs::render::OutputFormat;
     let mut pos: Option<(PathBuf, bool)> = None;
     let (input, job) = match sub {
+        AlpSub::Count(_) if pcap.is_some() => {
+            return Err(bad_input(
+                "pcap has no count subcommand (alp's pcap has topN and diff)",
+            ))
+        }
         AlpSub::Count(c) => (c.input, Job::Count(c.keys)),
         AlpSub::TopN(t) => (
             {
@@ -728,7 +809,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 location: t.location,
             },
         ),
-        AlpSub::Diff(d) => return log_diff(d, format, parent),
+        AlpSub::Diff(d) => return log_diff(d, format, parent, pcap),
     };
     let cfg = parent;
     let file = input
@@ -757,7 +838,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
             ));
         }
         let name = path.map_or("<stdin>".to_string(), |p| p.display().to_string());
-        let opened = keisoku_logs::input::open(path, Arc::new(AtomicU64::new(0)))
+        let opened = keisoku_logs::input::open_as(path, Arc::new(AtomicU64::new(0)), pcap)
             .map_err(|e| bad_input(format!("{name}: {e}")))?;
         Box::new(std::io::BufReader::new(opened.reader))
     };
@@ -818,7 +899,12 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
 }
 
 /// alp's `FORMAT diff [FROM] TO`: both logs analysed with the same flags.
-fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Result<u8> {
+fn log_diff(
+    mut d: LogDiffArgs,
+    format: Format,
+    cfg: &AlpConfig,
+    pcap: Option<&keisoku_logs::pcap::Server>,
+) -> anyhow::Result<u8> {
     config_view(&mut d.view, cfg);
     if let Some(loc) = d.location.as_ref().or(cfg.location.as_ref()) {
         check_location(loc)?;
@@ -832,6 +918,7 @@ fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Resu
         limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
         // alp's YAML dump keeps the response times: the analysis must too.
         dump: d.dump.clone(),
+        pcap: pcap.cloned(),
         ..Options::default()
     };
     let view = opts.view.parse().map_err(fail)?;
@@ -973,6 +1060,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         threads: c.threads,
         pos: c.pos.clone(),
         nosave_pos: c.nosave_pos,
+        pcap: None,
     })
 }
 
@@ -1057,6 +1145,22 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
         }
     }
     // Written as it is made: a table of a million routes is hundreds of MB.
+    let mut stdout = std::io::stdout().lock();
+    analyse::files_to(format, &opts, &console, &mut stdout).map_err(fail)??;
+    Ok(OK)
+}
+
+/// `keisoku logs pcap CAPTURE...`: the captures' exchanges as LTSV lines
+/// through the log analysis.
+fn pcap_files(c: Common, format: Format, server: keisoku_logs::pcap::Server) -> anyhow::Result<u8> {
+    if let Some(loc) = &c.location {
+        check_location(loc)?;
+    }
+    let mut opts = options(&c)?;
+    opts.pcap = Some(server);
+    let console = Console {
+        progress: !c.no_progress,
+    };
     let mut stdout = std::io::stdout().lock();
     analyse::files_to(format, &opts, &console, &mut stdout).map_err(fail)??;
     Ok(OK)
