@@ -828,6 +828,19 @@ fn alp_sub(
         Some((p, nosave)) => Some(Position::open(file.as_deref(), p, *nosave)?),
         None => None,
     };
+    let shown = file
+        .as_deref()
+        .filter(|p| *p != Path::new("-"))
+        .map_or("<stdin>".to_string(), |p| p.display().to_string());
+    // The reading error names the file, not "the log".
+    let named = |e: keisoku_logs::Error| match e {
+        keisoku_logs::Error::Io { action, source, .. } => fail(keisoku_logs::Error::Io {
+            action,
+            path: shown.clone(),
+            source,
+        }),
+        other => fail(other),
+    };
     let reader: Box<dyn std::io::BufRead> = if let Some(p) = &position {
         p.reader()?
     } else {
@@ -854,7 +867,7 @@ fn alp_sub(
                 .or_else(|| cfg.count.as_ref().and_then(|c| c.keys.clone()))
                 .unwrap_or_default();
             let reverse = input.reverse || cfg.reverse.unwrap_or(false);
-            let groups = count::count(format, reader, &keys, reverse).map_err(fail)?;
+            let groups = count::count(format, reader, &keys, reverse).map_err(named)?;
             count::render_count(&groups, &keys, out_format, no_headers).map_err(fail)?
         }
         Job::TopN {
@@ -886,7 +899,7 @@ fn alp_sub(
                 reverse,
                 n.unwrap_or(50),
             )
-            .map_err(fail)?;
+            .map_err(named)?;
             let decode = decode_uri || cfg.decode_uri.unwrap_or(false);
             count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
         }
