@@ -422,6 +422,15 @@ struct LogDiffArgs {
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
     page: Option<usize>,
+    /// Position file, as alp's diff uses it: FROM is read from the stored
+    /// offset and its end stored, then TO is read from that end and its end
+    /// stored (plain files only).
+    #[arg(long = "pos", value_name = "FILE")]
+    pos: Option<PathBuf>,
+    /// With --pos: FROM and TO are both read from the stored offset, which
+    /// is left as it was.
+    #[arg(long = "nosave-pos")]
+    nosave_pos: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -824,6 +833,9 @@ fn alp_sub(
         ))
     })?;
     let no_headers = input.noheaders || cfg.noheaders.unwrap_or(false);
+    if pcap.is_some() && pos.is_some() {
+        return Err(pcap_pos());
+    }
     let position = match &pos {
         Some((p, nosave)) => Some(Position::open(file.as_deref(), p, *nosave)?),
         None => None,
@@ -926,8 +938,8 @@ fn log_diff(
         view: view_spec(&d.view),
         query_string: d.query_string || cfg.query_string.unwrap_or(false),
         qs_ignore_values: d.qs_ignore_values || cfg.query_string_ignore_values.unwrap_or(false),
-        matching_groups: d.matching_groups.or(cfg.matching_groups_flag()),
-        filters: d.filters.or(cfg.filters.clone()),
+        matching_groups: d.matching_groups.clone().or(cfg.matching_groups_flag()),
+        filters: d.filters.clone().or(cfg.filters.clone()),
         limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
         // alp's YAML dump keeps the response times: the analysis must too.
         dump: d.dump.clone(),
@@ -935,6 +947,17 @@ fn log_diff(
         ..Options::default()
     };
     let view = opts.view.parse().map_err(fail)?;
+    let pos = d
+        .pos
+        .clone()
+        .or_else(|| cfg.pos_file.as_ref().map(PathBuf::from));
+    if let Some(pos) = &pos {
+        if pcap.is_some() {
+            return Err(pcap_pos());
+        }
+        let nosave = d.nosave_pos || cfg.nosave_pos.unwrap_or(false);
+        return diff_from_pos(&d, format, &opts, &view, pos, nosave);
+    }
     let (from, to) = match (&d.load, d.logs.as_slice()) {
         (Some(dump), [to]) => (
             keisoku_logs::alp_dump::load(dump).map_err(fail)?,
@@ -970,6 +993,91 @@ fn log_diff(
     };
     output::print(&text)?;
     Ok(OK)
+}
+
+/// alp's `FORMAT diff --pos P [FROM] TO`: FROM (unless loaded from a dump,
+/// which ignores the position) is read from the offset in P and its end
+/// saved to P; TO is then read from the offset P holds (FROM's end, or the
+/// original one with --nosave-pos) and its end saved.
+fn diff_from_pos(
+    d: &LogDiffArgs,
+    format: Format,
+    opts: &Options,
+    view: &keisoku_logs::options::View,
+    pos: &Path,
+    nosave: bool,
+) -> anyhow::Result<u8> {
+    use keisoku_logs::load::routes_of_log_from;
+    let mut start = read_position(pos)?;
+    let save = |end: u64| -> anyhow::Result<()> {
+        if !nosave {
+            std::fs::write(pos, end.to_string())
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", pos.display()))?;
+        }
+        Ok(())
+    };
+    let (from, to) = match (&d.load, d.logs.as_slice()) {
+        (Some(dump), [to]) => (
+            keisoku_logs::alp_dump::load(dump).map_err(fail)?,
+            to.clone(),
+        ),
+        (None, [from, to]) => {
+            let (routes, end) =
+                routes_of_log_from(format.clone(), opts, from, start).map_err(fail)?;
+            save(end)?;
+            if !nosave {
+                start = end;
+            }
+            (routes, to.clone())
+        }
+        (Some(_), _) => return Err(bad_input("diff --load FROM takes one log, TO")),
+        (None, _) => {
+            return Err(bad_input(
+                "diff takes two logs, FROM and TO (or --load FROM and TO)",
+            ))
+        }
+    };
+    let (to, end) = routes_of_log_from(format, opts, &to, start).map_err(fail)?;
+    save(end)?;
+    if let Some(path) = &d.dump {
+        let n: u64 = to.iter().map(|r| r.count).sum();
+        let counts = keisoku_logs::LineCounts {
+            lines: n,
+            parsed: n,
+            ..Default::default()
+        };
+        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+    }
+    let text = if d.load.is_some() {
+        keisoku_logs::render::render(&to, Some(&from), view.format, &view.opts)
+    } else {
+        keisoku_logs::diff::diff(&from, to, view, None, 0).text
+    };
+    output::print(&text)?;
+    Ok(OK)
+}
+
+/// The offset a position file holds (0 when it is missing or empty).
+fn read_position(pos: &Path) -> anyhow::Result<u64> {
+    let text = match std::fs::read_to_string(pos) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // alp opens it with O_CREATE, --nosave-pos or not.
+            std::fs::write(pos, "")
+                .map_err(|e| anyhow::anyhow!("creating {}: {e}", pos.display()))?;
+            String::new()
+        }
+        Err(e) => return Err(bad_input(format!("{}: {e}", pos.display()))),
+    };
+    match text.trim() {
+        "" => Ok(0),
+        t => t.parse().map_err(|_| {
+            bad_input(format!(
+                "{}: not a position file (expected a byte offset, found {t:?})",
+                pos.display()
+            ))
+        }),
+    }
 }
 
 /// A flag's value, else the config file's, else alp's default.
@@ -1163,11 +1271,19 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
     Ok(OK)
 }
 
+/// `--pos` on a capture: alp's pcap reader cannot seek ("not supported").
+fn pcap_pos() -> anyhow::Error {
+    bad_input("--pos: a packet capture has no position to resume from (alp's pcap refuses it too: \"not supported\")")
+}
+
 /// `keisoku logs pcap CAPTURE...`: the captures' exchanges as LTSV lines
 /// through the log analysis.
 fn pcap_files(c: Common, format: Format, server: keisoku_logs::pcap::Server) -> anyhow::Result<u8> {
     if let Some(loc) = &c.location {
         check_location(loc)?;
+    }
+    if c.pos.is_some() {
+        return Err(pcap_pos());
     }
     let mut opts = options(&c)?;
     opts.pcap = Some(server);

@@ -180,10 +180,7 @@ impl Assembler {
         let mut keys: Vec<(u64, FlowKey)> = self.halves.iter().map(|(k, h)| (h.born, *k)).collect();
         keys.sort_unstable_by_key(|(born, _)| *born);
         for (_, key) in keys {
-            loop {
-                let Some(half) = self.halves.get_mut(&key) else {
-                    break;
-                };
+            while let Some(half) = self.halves.get_mut(&key) {
                 if half.pages.is_empty() {
                     self.close(&key, sink);
                     break;
