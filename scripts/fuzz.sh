@@ -319,6 +319,25 @@ EOF
 {"format":"keisoku-logs-dump/1","counts":{"lines":3,"blank":0,"parsed":3,"filtered":0,"malformed":0,"bad_time":0},"routes":[{"method":"GET","uri":"/api/users/1","count":1,"status":[0,1,0,0,0],"time":{"n":1,"min":6.999,"saw_zero":false,"max":6.999,"sum":6.999},"body":{"n":1,"min":1024.0,"saw_zero":false,"max":1024.0,"sum":1024.0},"moments":{"n":1,"mean":6.999,"m2":0.0},"low":6.999,"ms_grid":true,"hist_us":[[7000063,1]]},{"method":"GET","uri":"/","count":2,"status":[0,2,0,0,0],"time":{"n":2,"min":0.009,"saw_zero":false,"max":1.25,"sum":1.259},"body":{"n":2,"min":4096.0,"saw_zero":true,"max":4096.0,"sum":4096.0},"moments":{"n":2,"mean":0.6295000000000001,"m2":0.7700405},"low":0.009,"ms_grid":true,"hist_us":[[9007,1],[1250303,1]]}]}
 EOF
         ;;
+    logs_pcap)
+        # A minimal capture as tcpdump writes one: Ethernet, IPv4, a
+        # handshake, one request and its response on port 80.
+        python3 - "$dir/seed-pcap" <<'PY'
+import struct, sys
+def seg(sport, dport, seq, flags, payload):
+    tcp = struct.pack(">HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 0, 0, 0) + payload
+    ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, bytes([127, 0, 0, 1]), bytes([127, 0, 0, 1])) + tcp
+    return b"\0" * 12 + b"\x08\x00" + ip
+req = b"GET /users/1?a=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+res = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+frames = [seg(5000, 80, 1, 2, b""), seg(80, 5000, 1, 0x12, b""), seg(5000, 80, 2, 0x10, req), seg(80, 5000, 2, 0x10, res)]
+out = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 262144, 1)
+for i, f in enumerate(frames):
+    out += struct.pack("<IIII", 1700000000, i * 1000, len(f), len(f)) + f
+open(sys.argv[1], "wb").write(out)
+PY
+        # The first byte also picks the port: 0xd4 is even, so port 80.
+        ;;
     input_limits)
         # First byte: the line limit (mod 64); the next 8: read sizes.
         i=0

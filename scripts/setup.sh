@@ -152,3 +152,10 @@ gobin=$( (command -v go >/dev/null 2>&1 && go env GOPATH) || /usr/local/go/bin/g
     { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1; } ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install nghttp2-client python3-grpcio failed" >&2; exit 1; }; }
+
+# ---- packet captures (issue 17, pcap17) -------------------------------------------------------
+# tests/logs_pcap.rs records loopback traffic with tcpdump (as root: capturing needs CAP_NET_RAW)
+# and compares `keisoku logs pcap` with alp's `pcap` on it.
+{ command -v tcpdump >/dev/null 2>&1 || [[ -x /usr/bin/tcpdump ]] || [[ -x /usr/sbin/tcpdump ]]; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends tcpdump >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install tcpdump failed" >&2; exit 1; }; }

@@ -66,8 +66,7 @@ pub struct AlpConfig {
     pub json: Option<JsonConfig>,
     /// The regexp pattern and group names.
     pub regexp: Option<RegexpConfig>,
-    /// alp's pcap settings: accepted, as keisoku does not read packet
-    /// captures (its `record` follows live logs instead).
+    /// alp's pcap settings: the server of `keisoku logs pcap`.
     pub pcap: Option<PcapConfig>,
     /// `count --keys`.
     pub count: Option<CountConfig>,
@@ -138,7 +137,7 @@ pub struct RegexpConfig {
     pub status_subexp: Option<String>,
 }
 
-/// `pcap:` keys (accepted, not used).
+/// `pcap:` keys: the server of `keisoku logs pcap` when its flags are not given.
 #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PcapConfig {

@@ -113,8 +113,8 @@ fn one(
     let name = display(path);
     let read = Arc::new(AtomicU64::new(0));
     // Whose fault a failure is follows from its kind (Error::cause).
-    let opened =
-        input::open(Some(path), Arc::clone(&read)).map_err(|e| Error::io("opening", &name, e))?;
+    let opened = input::open_as(Some(path), Arc::clone(&read), opts.pcap.as_ref())
+        .map_err(|e| Error::io("opening", &name, e))?;
     let analysis = reader(
         cfg,
         &name,

@@ -77,3 +77,31 @@ pub fn head_lines(path: &Path, n: usize) -> io::Result<Vec<Vec<u8>>> {
     }
     Ok(lines)
 }
+
+/// Opens `path` as [`open`] does, or, with `pcap`, as a packet capture of
+/// that server whose HTTP exchanges read as LTSV lines (a capture is
+/// binary: the line limits do not apply to it).
+pub fn open_as(
+    path: Option<&Path>,
+    read: Arc<AtomicU64>,
+    pcap: Option<&crate::pcap::Server>,
+) -> io::Result<Input> {
+    let Some(server) = pcap else {
+        return open(path, read);
+    };
+    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
+        Some(p) if p != Path::new("-") => {
+            let f = File::open(p)?;
+            let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
+            (Box::new(f), size)
+        }
+        _ => (Box::new(io::stdin()), None),
+    };
+    let counted = Counting::new(raw, read);
+    let exchanges = crate::pcap::exchanges(counted, server.clone()).map_err(io::Error::from)?;
+    Ok(Input {
+        reader: Box::new(crate::pcap::LtsvStream::new(exchanges)),
+        size,
+        gzip: false,
+    })
+}

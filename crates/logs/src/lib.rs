@@ -48,6 +48,7 @@ pub mod input;
 pub mod load;
 pub mod options;
 pub mod output;
+pub mod pcap;
 pub mod render;
 pub mod requests;
 pub mod stats;

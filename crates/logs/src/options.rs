@@ -191,6 +191,9 @@ pub struct Options {
     pub pos: Option<PathBuf>,
     /// `--nosave-pos`: read from the position but do not update it.
     pub nosave_pos: bool,
+    /// The inputs are packet captures of this HTTP server, read as alp's
+    /// `pcap` reads them (each exchange becomes an LTSV line).
+    pub pcap: Option<crate::pcap::Server>,
 }
 
 impl Default for Options {
@@ -215,6 +218,7 @@ impl Default for Options {
             threads: None,
             pos: None,
             nosave_pos: false,
+            pcap: None,
         }
     }
 }

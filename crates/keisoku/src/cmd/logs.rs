@@ -87,6 +87,18 @@ enum Sub {
         #[command(subcommand)]
         alp: Option<Box<AlpSub>>,
     },
+    /// Analyse the HTTP/1.x exchanges in a packet capture (classic pcap from
+    /// `tcpdump -w`, as alp's `pcap`): each response paired with its
+    /// request, the response time from the capture times.
+    #[command(long_about = LONG_ABOUT, after_help = PCAP_AFTER)]
+    Pcap {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        server: PcapFlags,
+        #[command(subcommand)]
+        alp: Option<Box<AlpSub>>,
+    },
     /// Compare two dumps (from --dump) or stored runs route by route:
     /// `value (+change)`.
     Diff(DiffArgs),
@@ -94,6 +106,51 @@ enum Sub {
     /// log (RUN: id, id prefix, name or `last`; see `keisoku logs RUN --help`).
     #[command(external_subcommand)]
     Stored(Vec<String>),
+}
+
+const PCAP_AFTER: &str = "\
+Examples:
+  tcpdump -i lo -w http.pcap 'tcp port 8080'
+  keisoku logs pcap http.pcap --pcap-server-port 8080 -m '/users/[0-9]+'
+  keisoku logs pcap topN 10 --file http.pcap --pcap-server-port 8080 -r
+
+Reads Ethernet, Linux cooked (SLL, SLL2: tcpdump -i any), BSD loopback and
+raw IP captures, IPv4 and IPv6, gzip-compressed or not; pcapng is refused
+(convert with `tcpdump -r in.pcapng -w out.pcap`). A truncated capture or an
+unknown link type exits 2 with the reason.";
+
+/// alp's flags naming the HTTP server in a capture.
+#[derive(clap::Args, Debug)]
+struct PcapFlags {
+    /// HTTP server IP address of the captured packets; repeatable or
+    /// comma-separated (default 127.0.0.1, alp's first interface address).
+    #[arg(long = "pcap-server-ip", value_name = "IP", global = true)]
+    ips: Vec<String>,
+    /// HTTP server TCP port of the captured packets (default 80).
+    #[arg(long = "pcap-server-port", value_name = "PORT", global = true)]
+    port: Option<u16>,
+}
+
+impl PcapFlags {
+    /// The server, from the flags, else the config file's `pcap:` keys,
+    /// else alp's defaults.
+    fn server(&self, cfg: &AlpConfig) -> anyhow::Result<keisoku_logs::pcap::Server> {
+        let mut server = keisoku_logs::pcap::Server::default();
+        let file = cfg.pcap.clone().unwrap_or_default();
+        let ips = if self.ips.is_empty() {
+            file.server_ips.unwrap_or_default()
+        } else {
+            self.ips.clone()
+        };
+        if !ips.is_empty() {
+            server.ips = keisoku_logs::pcap::Server::parse_ips(&ips)
+                .map_err(|e| bad_input(format!("--pcap-server-ip: {e}")))?;
+        }
+        if let Some(port) = self.port.or(file.server_port) {
+            server.port = port;
+        }
+        Ok(server)
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -365,6 +422,15 @@ struct LogDiffArgs {
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
     page: Option<usize>,
+    /// Position file, as alp's diff uses it: FROM is read from the stored
+    /// offset and its end stored, then TO is read from that end and its end
+    /// stored (plain files only).
+    #[arg(long = "pos", value_name = "FILE")]
+    pos: Option<PathBuf>,
+    /// With --pos: FROM and TO are both read from the stored offset, which
+    /// is left as it was.
+    #[arg(long = "nosave-pos")]
+    nosave_pos: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -533,7 +599,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Ltsv(names);
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
             }
         }
@@ -556,7 +622,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             };
             let format = Format::Json(names);
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
             }
         }
@@ -586,8 +652,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 )));
             }
             match alp {
-                Some(sub) => alp_sub(*sub, format, &cfg),
+                Some(sub) => alp_sub(*sub, format, &cfg, None),
                 None => files(common, format),
+            }
+        }
+        Sub::Pcap {
+            common,
+            server,
+            alp,
+        } => {
+            let mut common = with_config(common);
+            let cfg = config(&mut common)?;
+            let server = server.server(&cfg)?;
+            let format = Format::Ltsv(FieldNames::ltsv());
+            match alp {
+                Some(sub) => alp_sub(*sub, format, &cfg, Some(&server)),
+                None => pcap_files(common, format, server),
             }
         }
         Sub::Diff(mut d) => {
@@ -706,11 +786,21 @@ impl Position {
 }
 
 /// `count` and `topN` on one log (the last --file, or standard input).
-fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8> {
+fn alp_sub(
+    sub: AlpSub,
+    format: Format,
+    parent: &AlpConfig,
+    pcap: Option<&keisoku_logs::pcap::Server>,
+) -> anyhow::Result<u8> {
     use keisoku_logs::count;
     use keisoku_logs::render::OutputFormat;
     let mut pos: Option<(PathBuf, bool)> = None;
     let (input, job) = match sub {
+        AlpSub::Count(_) if pcap.is_some() => {
+            return Err(bad_input(
+                "pcap has no count subcommand (alp's pcap has topN and diff)",
+            ))
+        }
         AlpSub::Count(c) => (c.input, Job::Count(c.keys)),
         AlpSub::TopN(t) => (
             {
@@ -728,7 +818,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 location: t.location,
             },
         ),
-        AlpSub::Diff(d) => return log_diff(d, format, parent),
+        AlpSub::Diff(d) => return log_diff(d, format, parent, pcap),
     };
     let cfg = parent;
     let file = input
@@ -743,9 +833,25 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
         ))
     })?;
     let no_headers = input.noheaders || cfg.noheaders.unwrap_or(false);
+    if pcap.is_some() && pos.is_some() {
+        return Err(pcap_pos());
+    }
     let position = match &pos {
         Some((p, nosave)) => Some(Position::open(file.as_deref(), p, *nosave)?),
         None => None,
+    };
+    let shown = file
+        .as_deref()
+        .filter(|p| *p != Path::new("-"))
+        .map_or("<stdin>".to_string(), |p| p.display().to_string());
+    // The reading error names the file, not "the log".
+    let named = |e: keisoku_logs::Error| match e {
+        keisoku_logs::Error::Io { action, source, .. } => fail(keisoku_logs::Error::Io {
+            action,
+            path: shown.clone(),
+            source,
+        }),
+        other => fail(other),
     };
     let reader: Box<dyn std::io::BufRead> = if let Some(p) = &position {
         p.reader()?
@@ -757,7 +863,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
             ));
         }
         let name = path.map_or("<stdin>".to_string(), |p| p.display().to_string());
-        let opened = keisoku_logs::input::open(path, Arc::new(AtomicU64::new(0)))
+        let opened = keisoku_logs::input::open_as(path, Arc::new(AtomicU64::new(0)), pcap)
             .map_err(|e| bad_input(format!("{name}: {e}")))?;
         Box::new(std::io::BufReader::new(opened.reader))
     };
@@ -773,7 +879,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 .or_else(|| cfg.count.as_ref().and_then(|c| c.keys.clone()))
                 .unwrap_or_default();
             let reverse = input.reverse || cfg.reverse.unwrap_or(false);
-            let groups = count::count(format, reader, &keys, reverse).map_err(fail)?;
+            let groups = count::count(format, reader, &keys, reverse).map_err(named)?;
             count::render_count(&groups, &keys, out_format, no_headers).map_err(fail)?
         }
         Job::TopN {
@@ -805,7 +911,7 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
                 reverse,
                 n.unwrap_or(50),
             )
-            .map_err(fail)?;
+            .map_err(named)?;
             let decode = decode_uri || cfg.decode_uri.unwrap_or(false);
             count::render_top(&top, out_format, no_headers, decode).map_err(fail)?
         }
@@ -818,7 +924,12 @@ fn alp_sub(sub: AlpSub, format: Format, parent: &AlpConfig) -> anyhow::Result<u8
 }
 
 /// alp's `FORMAT diff [FROM] TO`: both logs analysed with the same flags.
-fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Result<u8> {
+fn log_diff(
+    mut d: LogDiffArgs,
+    format: Format,
+    cfg: &AlpConfig,
+    pcap: Option<&keisoku_logs::pcap::Server>,
+) -> anyhow::Result<u8> {
     config_view(&mut d.view, cfg);
     if let Some(loc) = d.location.as_ref().or(cfg.location.as_ref()) {
         check_location(loc)?;
@@ -827,14 +938,26 @@ fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Resu
         view: view_spec(&d.view),
         query_string: d.query_string || cfg.query_string.unwrap_or(false),
         qs_ignore_values: d.qs_ignore_values || cfg.query_string_ignore_values.unwrap_or(false),
-        matching_groups: d.matching_groups.or(cfg.matching_groups_flag()),
-        filters: d.filters.or(cfg.filters.clone()),
+        matching_groups: d.matching_groups.clone().or(cfg.matching_groups_flag()),
+        filters: d.filters.clone().or(cfg.filters.clone()),
         limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
         // alp's YAML dump keeps the response times: the analysis must too.
         dump: d.dump.clone(),
+        pcap: pcap.cloned(),
         ..Options::default()
     };
     let view = opts.view.parse().map_err(fail)?;
+    let pos = d
+        .pos
+        .clone()
+        .or_else(|| cfg.pos_file.as_ref().map(PathBuf::from));
+    if let Some(pos) = &pos {
+        if pcap.is_some() {
+            return Err(pcap_pos());
+        }
+        let nosave = d.nosave_pos || cfg.nosave_pos.unwrap_or(false);
+        return diff_from_pos(&d, format, &opts, &view, pos, nosave);
+    }
     let (from, to) = match (&d.load, d.logs.as_slice()) {
         (Some(dump), [to]) => (
             keisoku_logs::alp_dump::load(dump).map_err(fail)?,
@@ -870,6 +993,91 @@ fn log_diff(mut d: LogDiffArgs, format: Format, cfg: &AlpConfig) -> anyhow::Resu
     };
     output::print(&text)?;
     Ok(OK)
+}
+
+/// alp's `FORMAT diff --pos P [FROM] TO`: FROM (unless loaded from a dump,
+/// which ignores the position) is read from the offset in P and its end
+/// saved to P; TO is then read from the offset P holds (FROM's end, or the
+/// original one with --nosave-pos) and its end saved.
+fn diff_from_pos(
+    d: &LogDiffArgs,
+    format: Format,
+    opts: &Options,
+    view: &keisoku_logs::options::View,
+    pos: &Path,
+    nosave: bool,
+) -> anyhow::Result<u8> {
+    use keisoku_logs::load::routes_of_log_from;
+    let mut start = read_position(pos)?;
+    let save = |end: u64| -> anyhow::Result<()> {
+        if !nosave {
+            std::fs::write(pos, end.to_string())
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", pos.display()))?;
+        }
+        Ok(())
+    };
+    let (from, to) = match (&d.load, d.logs.as_slice()) {
+        (Some(dump), [to]) => (
+            keisoku_logs::alp_dump::load(dump).map_err(fail)?,
+            to.clone(),
+        ),
+        (None, [from, to]) => {
+            let (routes, end) =
+                routes_of_log_from(format.clone(), opts, from, start).map_err(fail)?;
+            save(end)?;
+            if !nosave {
+                start = end;
+            }
+            (routes, to.clone())
+        }
+        (Some(_), _) => return Err(bad_input("diff --load FROM takes one log, TO")),
+        (None, _) => {
+            return Err(bad_input(
+                "diff takes two logs, FROM and TO (or --load FROM and TO)",
+            ))
+        }
+    };
+    let (to, end) = routes_of_log_from(format, opts, &to, start).map_err(fail)?;
+    save(end)?;
+    if let Some(path) = &d.dump {
+        let n: u64 = to.iter().map(|r| r.count).sum();
+        let counts = keisoku_logs::LineCounts {
+            lines: n,
+            parsed: n,
+            ..Default::default()
+        };
+        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+    }
+    let text = if d.load.is_some() {
+        keisoku_logs::render::render(&to, Some(&from), view.format, &view.opts)
+    } else {
+        keisoku_logs::diff::diff(&from, to, view, None, 0).text
+    };
+    output::print(&text)?;
+    Ok(OK)
+}
+
+/// The offset a position file holds (0 when it is missing or empty).
+fn read_position(pos: &Path) -> anyhow::Result<u64> {
+    let text = match std::fs::read_to_string(pos) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // alp opens it with O_CREATE, --nosave-pos or not.
+            std::fs::write(pos, "")
+                .map_err(|e| anyhow::anyhow!("creating {}: {e}", pos.display()))?;
+            String::new()
+        }
+        Err(e) => return Err(bad_input(format!("{}: {e}", pos.display()))),
+    };
+    match text.trim() {
+        "" => Ok(0),
+        t => t.parse().map_err(|_| {
+            bad_input(format!(
+                "{}: not a position file (expected a byte offset, found {t:?})",
+                pos.display()
+            ))
+        }),
+    }
 }
 
 /// A flag's value, else the config file's, else alp's default.
@@ -973,6 +1181,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         threads: c.threads,
         pos: c.pos.clone(),
         nosave_pos: c.nosave_pos,
+        pcap: None,
     })
 }
 
@@ -1057,6 +1266,30 @@ fn files(c: Common, format: Format) -> anyhow::Result<u8> {
         }
     }
     // Written as it is made: a table of a million routes is hundreds of MB.
+    let mut stdout = std::io::stdout().lock();
+    analyse::files_to(format, &opts, &console, &mut stdout).map_err(fail)??;
+    Ok(OK)
+}
+
+/// `--pos` on a capture: alp's pcap reader cannot seek ("not supported").
+fn pcap_pos() -> anyhow::Error {
+    bad_input("--pos: a packet capture has no position to resume from (alp's pcap refuses it too: \"not supported\")")
+}
+
+/// `keisoku logs pcap CAPTURE...`: the captures' exchanges as LTSV lines
+/// through the log analysis.
+fn pcap_files(c: Common, format: Format, server: keisoku_logs::pcap::Server) -> anyhow::Result<u8> {
+    if let Some(loc) = &c.location {
+        check_location(loc)?;
+    }
+    if c.pos.is_some() {
+        return Err(pcap_pos());
+    }
+    let mut opts = options(&c)?;
+    opts.pcap = Some(server);
+    let console = Console {
+        progress: !c.no_progress,
+    };
     let mut stdout = std::io::stdout().lock();
     analyse::files_to(format, &opts, &console, &mut stdout).map_err(fail)??;
     Ok(OK)
