@@ -105,6 +105,53 @@ fn a_reloaded_dump_orders_near_ties_as_alp_does() {
     assert_same(differences);
 }
 
+/// alp binds `Time` as the log's text: `Time > "..."` compares strings, so
+/// `08:10:00+00:00` is after `"2026-11-24T08:10:00"` (the longer string) and
+/// `08:10:00Z` is not equal to `"...08:10:00+00:00"`, while `TimeAgo` and
+/// `BetweenTime` read instants. Times written three ways, as servers do.
+#[test]
+fn time_filters_compare_text_as_alp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let mut text = String::new();
+    for (i, time) in [
+        "2026-11-24T08:09:59+00:00",
+        "2026-11-24T08:10:00+00:00",
+        "2026-11-24T08:10:00Z",
+        "2026-11-24T17:10:00+09:00",
+        "2026-11-24T08:10:01+00:00",
+        "2026-11-24T08:11:00.123+00:00",
+        "2026-11-24T09:00:00+01:00",
+    ]
+    .iter()
+    .enumerate()
+    {
+        text.push_str(&format!(
+            "time:{time}\tmethod:GET\turi:/r{i}\tstatus:200\tsize:10\treqtime:0.01{i}\tapptime:0.01{i}\n"
+        ));
+    }
+    std::fs::write(&log, text).unwrap();
+    let log = log.to_str().unwrap();
+    let mut differences = Vec::new();
+    for filter in [
+        "Time > \"2026-11-24T08:10:00\"",
+        "Time >= \"2026-11-24T08:10:00Z\"",
+        "Time < \"2026-11-24T08:10:00+00:00\"",
+        "Time == \"2026-11-24T08:10:00+00:00\"",
+        "Time != \"2026-11-24T08:10:00Z\"",
+        "Time <= \"2026-11-24T09\"",
+        "BetweenTime(Time, \"2026-11-24T08:10:00Z\", \"2026-11-24T08:10:01Z\")",
+        "Time >= TimeAgo(\"5m\")",
+        "Time < TimeAgo(\"1m\")",
+    ] {
+        let args = [
+            "ltsv", "--file", log, "--format", "tsv", "--sort", "uri", "-f", filter,
+        ];
+        differences.extend(compare(dir.path(), &args, &args));
+    }
+    assert_same(differences);
+}
+
 /// LTSV, JSON and combined logs of the same requests, written by a real
 /// nginx: many routes, several methods, every status class.
 fn nginx_logs(dir: &Path) -> [(&'static str, PathBuf); 3] {

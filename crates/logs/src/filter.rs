@@ -590,7 +590,10 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
         Node::Var(v) => match v {
             Var::Uri => Val::Str(r.uri.to_string()),
             Var::Method => Val::Str(String::from_utf8_lossy(&r.method).into_owned()),
-            Var::Time => Val::Time(timestamp::parse(&r.time)),
+            // alp binds `Time` as the log's text: against a string it compares text (a line
+            // at `08:10:00+00:00` is after `"08:10:00"`, being longer), and only against
+            // `TimeAgo` (a time.Time) or in `BetweenTime` is it read as an instant.
+            Var::Time => Val::Str(String::from_utf8_lossy(&r.time).into_owned()),
             Var::ResponseTime => Val::Num(r.response_time),
             Var::BodyBytes => Val::Num(r.body_bytes),
             Var::Status => Val::Num(r.status as f64),
@@ -730,6 +733,14 @@ mod tests {
             "BetweenTime(Time, '2026-11-21T10:00:00Z', '2026-11-21T10:00:59Z')"
         ));
         assert!(!t("Time >= TimeAgo('5m')"));
+        // As alp: against a string, `Time` is text (longer is later, `Z` is not `+00:00`);
+        // against `TimeAgo` and in `BetweenTime` it is an instant.
+        assert!(t("Time > '2026-11-21T10:00:30'"));
+        assert!(!t("Time == '2026-11-21T10:00:30Z'"));
+        assert!(t("Time == '2026-11-21T10:00:30+00:00'"));
+        assert!(t(
+            "BetweenTime(Time, '2026-11-21T10:00:30Z', '2026-11-21T10:00:30Z')"
+        ));
         assert!(t("status == 503"));
         // expr's arithmetic, as alp's README lists it.
         assert!(t("Status % 100 == 3"));
