@@ -152,3 +152,9 @@ gobin=$( (command -v go >/dev/null 2>&1 && go env GOPATH) || /usr/local/go/bin/g
     { $SUDO dpkg --configure -a >/dev/null 2>&1 || true
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nghttp2-client python3-grpcio >/tmp/keisoku-apt.log 2>&1; } ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install nghttp2-client python3-grpcio failed" >&2; exit 1; }; }
+# ---- HTTP/2 faults and brotli (issue 18, h2x18) -----------------------------------------------
+# bench_h2.rs resets and refuses streams from a small h2c server on Python `h2`; bench_brotli.rs
+# serves brotli bodies with Python `brotli`. Both are Debian packages for /usr/bin/python3.
+/usr/bin/python3 -c 'import h2, brotli' >/dev/null 2>&1 || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-h2 python3-brotli >/tmp/keisoku-apt.log 2>&1 ||
+    { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install python3-h2 python3-brotli failed" >&2; exit 1; }; }
