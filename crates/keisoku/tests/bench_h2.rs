@@ -497,7 +497,18 @@ fn goaway_after_n_requests_reconnects_and_loses_or_counts_nothing_twice() {
     let n = LimitedNginx::start(19110, "keepalive_requests 10;");
     let url = format!("http://127.0.0.1:{}/g", n.port);
     let j = bench_json(
-        &["--h2", "-c", "2", "--streams", "4", "-t", "1", "-n", "300", &url],
+        &[
+            "--h2",
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "300",
+            &url,
+        ],
         0,
     );
     let answered = j["requests"].as_u64().unwrap();
@@ -508,10 +519,17 @@ fn goaway_after_n_requests_reconnects_and_loses_or_counts_nothing_twice() {
     // is either answered or counted as lost to the GOAWAY.
     assert_eq!(answered as usize, logged, "{j}");
     assert_eq!(answered + goaway + refused, 300, "{j}");
-    assert_eq!(j["errors_transport"].as_u64(), Some(goaway + refused), "{j}");
+    assert_eq!(
+        j["errors_transport"].as_u64(),
+        Some(goaway + refused),
+        "{j}"
+    );
     // At most 10 answers a connection, so the run reconnected.
-    assert!(conns >= 30, "{conns} connections for {logged} answers");
-    assert!(j["connects"].as_u64().unwrap() >= 30, "{j}");
+    assert!(
+        conns * 10 >= logged && conns > 2,
+        "{conns} connections for {logged} answers"
+    );
+    assert!(j["connects"].as_u64().unwrap() >= conns as u64, "{j}");
 }
 
 #[test]
@@ -519,7 +537,18 @@ fn more_streams_than_the_server_allows_wait_for_a_free_one() {
     let n = LimitedNginx::start(19111, "http2_max_concurrent_streams 4;");
     let url = format!("http://127.0.0.1:{}/s", n.port);
     let j = bench_json(
-        &["--h2", "-c", "1", "--streams", "16", "-t", "1", "-n", "400", &url],
+        &[
+            "--h2",
+            "-c",
+            "1",
+            "--streams",
+            "16",
+            "-t",
+            "1",
+            "-n",
+            "400",
+            &url,
+        ],
         0,
     );
     let (logged, conns) = n.answered(j["requests"].as_u64().unwrap() as usize);
@@ -603,7 +632,18 @@ fn reset_and_refused_streams_from_a_real_server_are_counted_by_kind() {
     assert_eq!(line.trim(), "listening", "the fault server did not start");
     let url = format!("http://127.0.0.1:{port}/faults");
     let j = bench_json(
-        &["--h2", "-c", "2", "--streams", "2", "-t", "1", "-n", "200", &url],
+        &[
+            "--h2",
+            "-c",
+            "2",
+            "--streams",
+            "2",
+            "-t",
+            "1",
+            "-n",
+            "200",
+            &url,
+        ],
         0,
     );
     let _ = child.kill();
