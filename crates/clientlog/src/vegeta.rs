@@ -330,11 +330,12 @@ pub fn read_gob(
             plans.clear();
             planned_at = stream.types.generation();
         }
-        if !plans.contains_key(&ty) {
-            let p = plan(&stream.types, ty).map_err(|e| malformed(at, e))?;
-            plans.insert(ty, p);
-        }
-        let roles = &plans[&ty];
+        let roles = match plans.entry(ty) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(plan(&stream.types, ty).map_err(|e| malformed(at, e))?)
+            }
+        };
         let mut c = Cursor::new(&message);
         let r = decode_result(&mut c, &stream.types, roles).map_err(|e| malformed(at, e))?;
         let start = r
@@ -460,7 +461,10 @@ mod tests {
         let t = [
             1, 0, 0, 0, 0x0e, 0xe2, 0x97, 0x98, 0xfd, 0x29, 0x60, 0xe8, 0xcc, 0, 0,
         ];
-        assert_eq!(time_unix_ms(&t), Ok(1_795_531_261_694.216_908));
+        assert_eq!(
+            time_unix_ms(&t),
+            Ok(1_795_531_261.0 * 1e3 + 694_216_908.0 / 1e6)
+        );
         let mut v2 = t.to_vec();
         v2[0] = 2;
         v2.push(0);

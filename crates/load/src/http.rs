@@ -71,7 +71,8 @@ enum Decoder {
     /// HTTP's `deflate` is the zlib format (RFC 9110 §8.4.1.2).
     Deflate(flate2::write::ZlibDecoder<Count>),
     /// Brotli (RFC 7932), which most servers and CDNs prefer when offered.
-    Brotli(brotli_decompressor::DecompressorWriter<Count>),
+    /// Boxed: its state is far larger than flate2's.
+    Brotli(Box<brotli_decompressor::DecompressorWriter<Count>>),
 }
 
 impl std::fmt::Debug for Decoder {
@@ -400,9 +401,9 @@ impl ResponseReader {
                 Some(e) if e.eq_ignore_ascii_case(b"deflate") => Some(Box::new(Decoder::Deflate(
                     flate2::write::ZlibDecoder::new(Count::default()),
                 ))),
-                Some(e) if e.eq_ignore_ascii_case(b"br") => Some(Box::new(Decoder::Brotli(
+                Some(e) if e.eq_ignore_ascii_case(b"br") => Some(Box::new(Decoder::Brotli(Box::new(
                     brotli_decompressor::DecompressorWriter::new(Count::default(), 16 << 10),
-                ))),
+                )))),
                 Some(e) if e.is_empty() || e.eq_ignore_ascii_case(b"identity") => None,
                 // We asked for gzip, deflate and br only; anything else is an
                 // answer we cannot size, said rather than miscounted.
