@@ -48,8 +48,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
   -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 -subj /CN=localhost \
   -addext subjectAltName=IP:127.0.0.1 2>/dev/null
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-tport=$(free_port)
+# PORT and TPORT pin nginx's h2c and TLS ports (for hosts where ports are shared out).
+port=${PORT:-$(free_port)}
+tport=${TPORT:-$(free_port)}
 # `listen ... http2` is what nginx 1.22 (Debian 12) reads; streams per
 # connection are capped at 128 by nginx's default http2_max_concurrent_streams.
 cat >"$tmp/nginx.conf" <<EOF

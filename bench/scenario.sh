@@ -37,7 +37,8 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 out=bench/out
 mkdir -p "$out"
 tmp=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# PORT=N pins nginx's port (for hosts where ports are shared out); else a free one.
+port=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')}
 cat >"$tmp/nginx.conf" <<EOF
 worker_processes 1;
 daemon off;

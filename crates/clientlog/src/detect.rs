@@ -11,8 +11,6 @@ use crate::{csvline, jtl, Encoding, Error, Format};
 pub enum Detected {
     /// A format keisoku reads.
     Found(Encoding),
-    /// vegeta's binary (gob) results: recognised, not read.
-    VegetaGob,
     /// None of the formats; why, for the message.
     Unknown(String),
 }
@@ -44,7 +42,7 @@ pub fn detect(head: &[u8]) -> Detected {
     if is_binary(head) {
         // Go's gob stream of vegeta's Result type names its fields first.
         if contains(head, b"Result") && contains(head, b"Latency") && contains(head, b"BytesOut") {
-            return Detected::VegetaGob;
+            return Detected::Found(Encoding::VegetaGob);
         }
         return Detected::Unknown("binary data".into());
     }
@@ -98,26 +96,17 @@ pub fn detect(head: &[u8]) -> Detected {
 pub(crate) struct Refusal {
     tried: Vec<Format>,
     reason: String,
-    gob: bool,
 }
 
 impl Refusal {
     pub(crate) fn into_error(self, path: &str) -> Error {
-        if self.gob {
-            return Error::Unsupported {
-                path: path.to_string(),
-                what: "vegeta's binary (gob) results; convert them first: \
-                       `vegeta encode --to csv < FILE > results.csv`"
-                    .into(),
-            };
-        }
         let tried: Vec<&str> = self
             .tried
             .iter()
             .map(|f| match f {
                 Format::Jtl => "jtl (JMeter CSV or XML)",
                 Format::K6 => "k6 (--out json)",
-                Format::Vegeta => "vegeta (encode --to csv or json)",
+                Format::Vegeta => "vegeta (binary, or encode --to csv or json)",
                 Format::Wrk => "wrk (--latency text)",
             })
             .collect();
@@ -137,23 +126,8 @@ pub(crate) fn detect_for(head: &[u8], format: Option<Format>) -> Result<Encoding
         Detected::Found(e) => Err(Refusal {
             tried,
             reason: format!("it is {}", e.describe()),
-            gob: false,
         }),
-        Detected::VegetaGob if format.is_none_or(|f| f == Format::Vegeta) => Err(Refusal {
-            tried,
-            reason: String::new(),
-            gob: true,
-        }),
-        Detected::VegetaGob => Err(Refusal {
-            tried,
-            reason: "it is vegeta's binary (gob) results".into(),
-            gob: false,
-        }),
-        Detected::Unknown(reason) => Err(Refusal {
-            tried,
-            reason,
-            gob: false,
-        }),
+        Detected::Unknown(reason) => Err(Refusal { tried, reason }),
     }
 }
 
@@ -195,7 +169,7 @@ mod tests {
             found(b"Running 10s test @ http://127.0.0.1/\n"),
             Some(Encoding::WrkText)
         );
-        assert_eq!(detect(b"\x3f\xff\x81\x03\x01\x01\x06Result\x01\xff\x82\x00\x01\x0c\x01\x06Attack\x01\x0c\x00\x01\x07Latency\x01\x04\x00\x01\x08BytesOut"), Detected::VegetaGob);
+        assert_eq!(detect(b"\x3f\xff\x81\x03\x01\x01\x06Result\x01\xff\x82\x00\x01\x0c\x01\x06Attack\x01\x0c\x00\x01\x07Latency\x01\x04\x00\x01\x08BytesOut"), Detected::Found(Encoding::VegetaGob));
         for other in [
             &b""[..],
             b"\n\n",

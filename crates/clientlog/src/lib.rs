@@ -6,9 +6,8 @@
 //! - JMeter JTL, CSV (with its header line) and XML (`<httpSample>` and
 //!   `<sample>` directly under `<testResults>`);
 //! - k6 `--out json` (the `http_req_duration` points, one per request);
-//! - vegeta results as `vegeta encode --to csv` or `--to json` writes them
-//!   (the binary gob stream of `vegeta attack` is recognised and refused
-//!   with the command that converts it);
+//! - vegeta results: the binary (Go gob) stream `vegeta attack` writes,
+//!   and `vegeta encode --to csv` or `--to json` output;
 //! - wrk and wrk2 `--latency` text: a summary and a latency distribution,
 //!   with no time of any request ([`Read::Summary`]).
 //!
@@ -23,6 +22,7 @@
 pub mod aggregate;
 mod csvline;
 mod detect;
+mod gob;
 pub mod jtl;
 pub mod k6;
 mod rfc3339;
@@ -42,7 +42,7 @@ pub enum Format {
     Jtl,
     /// k6 `--out json`.
     K6,
-    /// vegeta results encoded as CSV or JSON.
+    /// vegeta results: binary (gob), CSV or JSON.
     Vegeta,
     /// wrk / wrk2 text output with `--latency`.
     Wrk,
@@ -82,6 +82,8 @@ pub enum Encoding {
     VegetaCsv,
     /// `vegeta encode --to json`.
     VegetaJson,
+    /// `vegeta attack`'s own binary output (Go gob).
+    VegetaGob,
     /// wrk or wrk2 text.
     WrkText,
 }
@@ -92,7 +94,7 @@ impl Encoding {
         match self {
             Encoding::JtlCsv | Encoding::JtlXml => Format::Jtl,
             Encoding::K6Json => Format::K6,
-            Encoding::VegetaCsv | Encoding::VegetaJson => Format::Vegeta,
+            Encoding::VegetaCsv | Encoding::VegetaJson | Encoding::VegetaGob => Format::Vegeta,
             Encoding::WrkText => Format::Wrk,
         }
     }
@@ -105,6 +107,7 @@ impl Encoding {
             Encoding::K6Json => "k6 JSON output",
             Encoding::VegetaCsv => "vegeta results (CSV)",
             Encoding::VegetaJson => "vegeta results (JSON)",
+            Encoding::VegetaGob => "vegeta results (binary)",
             Encoding::WrkText => "wrk --latency text",
         }
     }
@@ -117,6 +120,7 @@ impl Encoding {
             Encoding::K6Json => "k6-json",
             Encoding::VegetaCsv => "vegeta-csv",
             Encoding::VegetaJson => "vegeta-json",
+            Encoding::VegetaGob => "vegeta-gob",
             Encoding::WrkText => "wrk-text",
         }
     }
@@ -241,13 +245,20 @@ pub fn read(
     };
     let file = std::fs::File::open(path).map_err(io)?;
     let limits = keisoku_common::Limits::current();
-    let mut reader = std::io::BufReader::with_capacity(
-        256 << 10,
-        keisoku_common::Guard::new(file).lines(&limits),
-    );
-    let head = reader.fill_buf().map_err(io)?.to_vec();
+    let mut raw = std::io::BufReader::with_capacity(256 << 10, file);
+    let head = raw.fill_buf().map_err(io)?.to_vec();
     let encoding = detect::detect_for(&head, format).map_err(|d| d.into_error(&shown))?;
-    let read = read_encoded(encoding, reader, &shown, agg)?;
+    // A binary stream has no lines: its reader bounds each message instead.
+    // The head stays buffered in `raw`, so nothing is read twice.
+    let read = if encoding == Encoding::VegetaGob {
+        read_encoded(encoding, raw, &shown, agg)?
+    } else {
+        let reader = std::io::BufReader::with_capacity(
+            256 << 10,
+            keisoku_common::Guard::new(raw).lines(&limits),
+        );
+        read_encoded(encoding, reader, &shown, agg)?
+    };
     Ok((encoding, read))
 }
 
@@ -265,6 +276,10 @@ pub fn read_encoded(
         Encoding::K6Json => k6::read(reader, path, &mut push)?,
         Encoding::VegetaCsv => vegeta::read_csv(reader, path, &mut push)?,
         Encoding::VegetaJson => vegeta::read_json(reader, path, &mut push)?,
+        Encoding::VegetaGob => {
+            let max = keisoku_common::Limits::current().line;
+            vegeta::read_gob(reader, path, max, &mut push)?
+        }
         Encoding::WrkText => return wrk::read(reader, path).map(Read::Summary),
     }
     Ok(Read::Samples(agg.totals()))

@@ -425,3 +425,242 @@ fn grpc_statuses_are_counted_per_code_exactly() {
     let out = bench(&["--grpc", "Flaky", "-n", "1", &url]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// nginx h2c on a port of this test's own, with `extra` in its `http`
+/// block (a GOAWAY or stream limit); logs `uri status connection`.
+struct LimitedNginx {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl LimitedNginx {
+    fn start(port: u16, extra: &str) -> LimitedNginx {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let conf = format!(
+            "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+events {{ worker_connections 1024; }}\n\
+http {{\n  log_format l \"$request_uri $status $connection\";\n  access_log {d}/access.log l;\n\
+  client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+  {extra}\n\
+  server {{ listen 127.0.0.1:{port} http2;\n    location / {{ return 200 \"ok\\n\"; }} }}\n}}\n"
+        );
+        let path = dir.path().join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        let child = Command::new(common::nginx_bin())
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-c")
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nginx");
+        let n = LimitedNginx { child, dir, port };
+        wait_for(Duration::from_secs(20), "nginx to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        n
+    }
+
+    /// (answered requests, distinct connections) in the access log, once
+    /// it has `n` lines.
+    fn answered(&self, n: usize) -> (usize, usize) {
+        let log = self.dir.path().join("access.log");
+        wait_for(Duration::from_secs(10), "nginx's access log lines", || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            (lines.len() >= n).then(|| {
+                let ok = lines.iter().filter(|l| l.contains(" 200 ")).count();
+                let conns: std::collections::BTreeSet<&str> =
+                    lines.iter().filter_map(|l| l.rsplit(' ').next()).collect();
+                (ok, conns.len())
+            })
+        })
+    }
+}
+
+impl Drop for LimitedNginx {
+    fn drop(&mut self) {
+        common::stop_nginx(&mut self.child);
+    }
+}
+
+fn kind(j: &serde_json::Value, k: &str) -> u64 {
+    j["errors_by_kind"][k].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn goaway_after_n_requests_reconnects_and_loses_or_counts_nothing_twice() {
+    // nginx ends an HTTP/2 connection with GOAWAY after 10 requests.
+    let n = LimitedNginx::start(19110, "keepalive_requests 10;");
+    let url = format!("http://127.0.0.1:{}/g", n.port);
+    let j = bench_json(
+        &[
+            "--h2",
+            "-c",
+            "2",
+            "--streams",
+            "4",
+            "-t",
+            "1",
+            "-n",
+            "300",
+            &url,
+        ],
+        0,
+    );
+    let answered = j["requests"].as_u64().unwrap();
+    let goaway = kind(&j, "goaway");
+    let refused = kind(&j, "refused_stream");
+    let (logged, conns) = n.answered(answered as usize);
+    // Every answer nginx logged is counted once; every request of the 300
+    // is either answered or counted as lost to the GOAWAY.
+    assert_eq!(answered as usize, logged, "{j}");
+    assert_eq!(answered + goaway + refused, 300, "{j}");
+    assert_eq!(
+        j["errors_transport"].as_u64(),
+        Some(goaway + refused),
+        "{j}"
+    );
+    // At most 10 answers a connection, so the run reconnected.
+    assert!(
+        conns * 10 >= logged && conns > 2,
+        "{conns} connections for {logged} answers"
+    );
+    assert!(j["connects"].as_u64().unwrap() >= conns as u64, "{j}");
+}
+
+#[test]
+fn more_streams_than_the_server_allows_wait_for_a_free_one() {
+    let n = LimitedNginx::start(19111, "http2_max_concurrent_streams 4;");
+    let url = format!("http://127.0.0.1:{}/s", n.port);
+    let j = bench_json(
+        &[
+            "--h2",
+            "-c",
+            "1",
+            "--streams",
+            "16",
+            "-t",
+            "1",
+            "-n",
+            "400",
+            &url,
+        ],
+        0,
+    );
+    let (logged, conns) = n.answered(j["requests"].as_u64().unwrap() as usize);
+    // Streams opened before the server's SETTINGS arrived may be refused
+    // (REFUSED_STREAM) at the start: counted, never lost.
+    let refused = kind(&j, "refused_stream");
+    assert_eq!(j["requests"].as_u64().unwrap() + refused, 400, "{j}");
+    assert_eq!(j["errors"].as_u64(), Some(refused), "{j}");
+    assert!(refused <= 12, "{j}");
+    assert_eq!((logged as u64 + refused, conns), (400, 1));
+}
+
+/// An h2c server (Python `h2`, Debian's python3-h2) on `argv[1]` whose
+/// `/faults` answers 200 except every fourth request, which it resets
+/// (RST_STREAM INTERNAL_ERROR), and every fourth plus one, which it
+/// refuses (RST_STREAM REFUSED_STREAM); each outcome is logged to `argv[2]`.
+const FAULT_SERVER: &str = r#"
+import socket, sys, threading
+import h2.config, h2.connection, h2.errors, h2.events
+
+port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+lock = threading.Lock()
+count = [0]
+
+def serve(sock):
+    conn = h2.connection.H2Connection(
+        config=h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            break
+        if not data:
+            break
+        for ev in conn.receive_data(data):
+            if isinstance(ev, h2.events.RequestReceived):
+                with lock:
+                    count[0] += 1
+                    n = count[0]
+                sid = ev.stream_id
+                if n % 4 == 0:
+                    conn.reset_stream(sid, h2.errors.ErrorCodes.INTERNAL_ERROR)
+                    log.write("rst\n")
+                elif n % 4 == 1:
+                    conn.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    log.write("refused\n")
+                else:
+                    conn.send_headers(sid, [(":status", "200"), ("content-length", "3")])
+                    conn.send_data(sid, b"ok\n", end_stream=True)
+                    log.write("ok\n")
+        sock.sendall(conn.data_to_send())
+    sock.close()
+
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(64)
+print("listening", flush=True)
+while True:
+    s, _ = srv.accept()
+    threading.Thread(target=serve, args=(s,), daemon=True).start()
+"#;
+
+#[test]
+fn reset_and_refused_streams_from_a_real_server_are_counted_by_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("faults.py");
+    std::fs::write(&script, FAULT_SERVER).unwrap();
+    let log = dir.path().join("outcomes.log");
+    let port = 19112u16;
+    let mut child = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("/usr/bin/python3 with python3-h2: run scripts/setup.sh");
+    // Ready when it says so.
+    let mut line = String::new();
+    let stdout = child.stdout.take().unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    assert_eq!(line.trim(), "listening", "the fault server did not start");
+    let url = format!("http://127.0.0.1:{port}/faults");
+    let j = bench_json(
+        &[
+            "--h2",
+            "-c",
+            "2",
+            "--streams",
+            "2",
+            "-t",
+            "1",
+            "-n",
+            "200",
+            &url,
+        ],
+        0,
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let count = |k: &str| text.lines().filter(|l| *l == k).count() as u64;
+    assert_eq!(count("ok") + count("rst") + count("refused"), 200, "{text}");
+    assert_eq!(j["requests"].as_u64(), Some(count("ok")), "{j}");
+    assert_eq!(kind(&j, "rst_stream"), count("rst"), "{j}");
+    assert_eq!(kind(&j, "refused_stream"), count("refused"), "{j}");
+    assert_eq!(
+        j["errors_transport"].as_u64(),
+        Some(count("rst") + count("refused"))
+    );
+    assert_eq!((count("rst"), count("refused")), (50, 50));
+}

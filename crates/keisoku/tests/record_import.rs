@@ -1,7 +1,7 @@
 //! Other load tools' results imported into runs, end to end with the real
 //! tools on loopback against nginx: JMeter 5.6.3 (CSV and XML JTL), k6
-//! (`--out json`), vegeta (`encode --to csv`; its binary output refused
-//! with the conversion) and wrk (`--latency` text, summary only). Every
+//! (`--out json`), vegeta (its binary output, and `encode --to csv` and
+//! `--to json` of it) and wrk (`--latency` text, summary only). Every
 //! tool is installed by scripts/setup.sh; a missing one fails the test.
 //!
 //! nginx answers `/ok` with 200 and `/fail` with 503; its access log is
@@ -366,11 +366,11 @@ export default function () {{\n  http.get('http://127.0.0.1:{}/ok');\n  http.get
 }
 
 #[test]
-fn vegeta_csv_is_imported_and_its_binary_output_is_refused_with_the_conversion() {
+fn vegeta_binary_csv_and_json_results_are_imported_alike() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("runs.db");
     let vegeta = tool("vegeta");
-    let nginx = Nginx::start(dir.path(), 18754);
+    let nginx = Nginx::start(dir.path(), 19101);
     let targets = dir.path().join("targets.txt");
     std::fs::write(
         &targets,
@@ -382,33 +382,91 @@ fn vegeta_csv_is_imported_and_its_binary_output_is_refused_with_the_conversion()
     .unwrap();
     let bin = dir.path().join("results.bin");
     let csv = dir.path().join("results.csv");
+    let json = dir.path().join("results.json");
+    // The binary stream as `vegeta attack` writes it, read as it is.
     let script = format!(
-        "{v} attack -targets {t} -rate 100 -duration 2s -output {b} && {v} encode --to csv {b} > {c}",
+        "{v} attack -targets {t} -rate 100 -duration 2s -output {b} && {v} encode --to csv {b} > {c} && {v} encode --to json {b} > {j}",
         v = vegeta.display(),
         t = targets.display(),
         b = bin.display(),
-        c = csv.display()
+        c = csv.display(),
+        j = json.display()
     );
-    let (stdout, _) = record(&store, "vegeta", Some(&csv), &["sh", "-c", &script]);
+    let (stdout, _) = record(&store, "vegeta", Some(&bin), &["sh", "-c", &script]);
     assert!(
-        stdout.contains("imported from vegeta results (CSV)"),
+        stdout.contains("imported from vegeta results (binary)"),
         "{stdout}"
     );
     check_imported(&store, "vegeta", &nginx, "vegeta");
 
-    // The gob stream itself: named, with the command that converts it.
-    record(&store, "vegeta-bin", None, &["true"]);
+    // What `vegeta encode --to json` says of the same file.
+    let text = std::fs::read_to_string(&json).unwrap();
+    let mut requests = 0u64;
+    let mut errors = 0u64;
+    let mut max_ns = 0i64;
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let code = v["code"].as_u64().unwrap();
+        requests += u64::from(code != 0);
+        errors += u64::from(code == 0 || code >= 500);
+        max_ns = max_ns.max(v["latency"].as_i64().unwrap());
+    }
+    let from_bin = export_run(&store, "vegeta").results;
+    assert_eq!(from_bin["requests"].as_u64(), Some(requests), "{from_bin}");
+    assert_eq!(from_bin["errors"].as_u64(), Some(errors), "{from_bin}");
+    let max_ms = from_bin["latency_ms"]["max"].as_f64().unwrap();
+    // The histogram counts whole microseconds with 2 significant digits
+    // (296.075 ms is stored as 296.959 ms).
+    assert!(
+        (max_ms - max_ns as f64 / 1e6).abs() <= 0.001 + max_ms / 100.0,
+        "{max_ms} vs {max_ns} ns"
+    );
+
+    // The CSV and JSON of the same results, imported into runs of their
+    // own, give the same stored numbers as the binary file, to the bit.
+    for (name, file, what) in [
+        ("vegeta-csv", &csv, "vegeta results (CSV)"),
+        ("vegeta-json", &json, "vegeta results (JSON)"),
+    ] {
+        record(&store, name, None, &["true"]);
+        let (stdout, _) = ok(&keisoku(&[
+            "import",
+            name,
+            file.to_str().unwrap(),
+            "--store",
+            store.to_str().unwrap(),
+        ]));
+        assert!(stdout.contains(what), "{stdout}");
+        let r = export_run(&store, name).results;
+        for key in [
+            "requests",
+            "errors",
+            "errors_transport",
+            "status",
+            "status_codes",
+            "latency_ms",
+            "bytes",
+        ] {
+            assert_eq!(r[key], from_bin[key], "{name}: {key}");
+        }
+    }
+
+    // A binary file cut short is refused naming where, never half read.
+    let bytes = std::fs::read(&bin).unwrap();
+    let cut = dir.path().join("cut.bin");
+    std::fs::write(&cut, &bytes[..bytes.len() - 5]).unwrap();
+    record(&store, "vegeta-cut", None, &["true"]);
     let out = keisoku(&[
         "import",
-        "vegeta-bin",
-        bin.to_str().unwrap(),
+        "vegeta-cut",
+        cut.to_str().unwrap(),
         "--store",
         store.to_str().unwrap(),
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("gob") && err.contains("vegeta encode --to csv"),
+        err.contains("cut.bin:byte ") && err.contains("cut short"),
         "{err}"
     );
 }

@@ -7,6 +7,8 @@
 //! stored. See docs/bench.md for the measurements behind the choice.
 
 use crate::http::{Feed, ResponseReader};
+use crate::ledger::SecondLedger;
+pub(crate) use crate::ledger::SecondTally;
 use crate::plan::Target;
 use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
 use crate::stages::{Ramp, Schedule};
@@ -111,67 +113,6 @@ pub(crate) struct WorkerSpec<'a> {
     pub replay: Option<&'a crate::replay::feed::Feed>,
 }
 
-/// One second of one worker (or, merged, of the run).
-pub(crate) struct SecondTally {
-    pub tally: Tally,
-    pub per_target: Vec<Option<Histogram<u64>>>,
-    /// Per target (when several): (errors, of which transport errors).
-    pub per_target_errors: Vec<(u64, u64)>,
-    /// Most requests in flight within the second (summed over workers).
-    pub inflight: u64,
-    /// Open connections at the end of the second (summed over workers).
-    pub connections: u64,
-    /// Highest in-flight count reached by an increment in this second.
-    inflight_peak: u64,
-    /// In-flight count after the last change in this second, if any.
-    inflight_end: Option<u64>,
-    /// Open connections after the last change in this second, if any.
-    conns_end: Option<u64>,
-}
-
-impl SecondTally {
-    pub fn new(high_us: u64, open: bool) -> SecondTally {
-        SecondTally {
-            tally: Tally::new(high_us, SIGFIG_SECOND, open),
-            per_target: Vec::new(),
-            per_target_errors: Vec::new(),
-            inflight: 0,
-            connections: 0,
-            inflight_peak: 0,
-            inflight_end: None,
-            conns_end: None,
-        }
-    }
-
-    /// Adds another worker's (or phase's) view of the same second.
-    pub fn merge(&mut self, o: SecondTally) {
-        self.tally.merge(&o.tally);
-        if !o.per_target.is_empty() {
-            if self.per_target.is_empty() {
-                self.per_target = vec![None; o.per_target.len()];
-            }
-            for (acc, h) in self.per_target.iter_mut().zip(o.per_target) {
-                match (acc.as_mut(), h) {
-                    (Some(a), Some(h)) => crate::report::add_hist(a, &h),
-                    (None, Some(h)) => *acc = Some(h),
-                    _ => {}
-                }
-            }
-        }
-        if !o.per_target_errors.is_empty() {
-            if self.per_target_errors.is_empty() {
-                self.per_target_errors = vec![(0, 0); o.per_target_errors.len()];
-            }
-            for (acc, e) in self.per_target_errors.iter_mut().zip(o.per_target_errors) {
-                acc.0 += e.0;
-                acc.1 += e.1;
-            }
-        }
-        self.inflight += o.inflight;
-        self.connections += o.connections;
-    }
-}
-
 /// What one worker measured.
 pub(crate) struct WorkerOut {
     pub tally: Tally,
@@ -252,20 +193,13 @@ struct Worker<'a, 's> {
     open: bool,
     tally: Tally,
     per_target: Vec<Tally>,
-    /// Seconds not handed over yet; the first is second `base`.
-    seconds: std::collections::VecDeque<SecondTally>,
-    base: u64,
-    /// In flight and open connections at the end of the last handed second.
-    carry_inflight: u64,
-    carry_conns: u64,
+    /// The seconds not handed over yet and what is published live.
+    ledger: SecondLedger,
     /// Open sockets now.
     open_conns: u64,
     lag_sum_us: f64,
     lag_n: u64,
     reasons: Vec<(ErrorKind, String)>,
-    live: Histogram<u64>,
-    pub_requests: u64,
-    pub_errors: u64,
     head: Vec<bool>,
     /// Random values of templates.
     rng: Rng,
@@ -340,20 +274,11 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
         } else {
             Vec::new()
         },
-        seconds: std::collections::VecDeque::new(),
-        base: spec
-            .phase_start
-            .saturating_duration_since(spec.run_start)
-            .as_secs(),
-        carry_inflight: 0,
-        carry_conns: 0,
+        ledger: SecondLedger::new(spec.run_start, spec.phase_start, spec.high_us, open),
         open_conns: 0,
         lag_sum_us: 0.0,
         lag_n: 0,
         reasons: Vec::new(),
-        live: new_histogram(spec.high_us, SIGFIG_SECOND),
-        pub_requests: 0,
-        pub_errors: 0,
         head: spec.targets.iter().map(|t| t.method == "HEAD").collect(),
         rng: Rng::new(spec.index),
         active: spec.connections,
@@ -371,21 +296,8 @@ pub(crate) fn run_worker(spec: &WorkerSpec, shared: &Shared) -> Result<WorkerOut
     let cpu_s = thread_cpu_s() - cpu0;
     // The connections close when the worker ends: its last second ends with none.
     let now = Instant::now();
-    let last_second = w.second(now);
-    last_second.conns_end = Some(0);
-    last_second.inflight_end = Some(0);
+    w.ledger.finish(shared, spec.index, now);
     w.open_conns = 0;
-    let last = now.saturating_duration_since(spec.run_start).as_secs() + 1;
-    // Handed over before `through` says so: the coordinator reads `through`
-    // first, then takes what was handed, so it never passes on a second
-    // whose last part is still on its way.
-    let seconds = w.hand_over(last);
-    if let Ok(mut h) = shared.handed.lock() {
-        h.extend(seconds);
-    }
-    if let Some(t) = shared.through.get(spec.index) {
-        t.store(u64::MAX, Ordering::Release);
-    }
     if let Some(s) = &mut w.tally.schedule {
         if w.lag_n > 0 {
             s.mean_lag_ms = w.lag_sum_us / w.lag_n as f64 / 1000.0;
@@ -703,9 +615,9 @@ impl Worker<'_, '_> {
                 c.st = St::Connecting;
                 self.open_conns += 1;
                 let open_conns = self.open_conns;
-                let sec = self.second(now);
+                let sec = self.ledger.second_mut(now);
                 sec.tally.connects += 1;
-                sec.conns_end = Some(open_conns);
+                sec.conns_now(open_conns);
                 self.tally.connects += 1;
                 if done {
                     self.connected(i, now);
@@ -790,9 +702,8 @@ impl Worker<'_, '_> {
         }
         self.inflight += 1;
         let inflight = self.inflight as u64;
-        let sec = self.second(now);
-        sec.inflight_peak = sec.inflight_peak.max(inflight);
-        sec.inflight_end = Some(inflight);
+        let sec = self.ledger.second_mut(now);
+        sec.inflight_rose(inflight);
         let c = &mut self.conns[i];
         let links = self.spec.links;
         let same_peer = c.peer == t || links[c.peer.min(links.len() - 1)].group == links[t].group;
@@ -842,7 +753,7 @@ impl Worker<'_, '_> {
                 self.close(i);
                 let now = Instant::now();
                 self.tally.server_closed += 1;
-                self.second(now).tally.server_closed += 1;
+                self.ledger.second_mut(now).tally.server_closed += 1;
             }
             _ => {}
         }
@@ -992,8 +903,8 @@ impl Worker<'_, '_> {
         }
         self.record(now, t, status, bytes, lat_us, svc_us);
         let inflight = self.inflight as u64;
-        let sec = self.second(now);
-        sec.inflight_end = Some(inflight);
+        let sec = self.ledger.second_mut(now);
+        sec.inflight_now(inflight);
         if server_closed {
             sec.tally.server_closed += 1;
             self.tally.server_closed += 1;
@@ -1089,7 +1000,7 @@ impl Worker<'_, '_> {
         }
         let ntargets = self.spec.targets.len();
         let high = self.spec.high_us;
-        let sec = self.second(now);
+        let sec = self.ledger.second_mut(now);
         rec(&mut sec.tally);
         if multi {
             if sec.per_target.is_empty() {
@@ -1104,43 +1015,7 @@ impl Worker<'_, '_> {
                 sec.per_target_errors[t].0 += 1;
             }
         }
-        self.live.saturating_record(lat_us);
-        self.pub_requests += 1;
-        if status >= 500 {
-            self.pub_errors += 1;
-        }
-    }
-
-    fn second(&mut self, now: Instant) -> &mut SecondTally {
-        let s = now.saturating_duration_since(self.spec.run_start).as_secs();
-        // A second already handed over cannot receive more (time only moves
-        // on); should it, the oldest kept second takes it.
-        let idx = s.saturating_sub(self.base) as usize;
-        while self.seconds.len() <= idx {
-            self.seconds
-                .push_back(SecondTally::new(self.spec.high_us, self.open));
-        }
-        &mut self.seconds[idx]
-    }
-
-    /// Takes every second before `until` (creating the quiet ones: a
-    /// stalled second is a second with no response, not a missing one),
-    /// with in-flight and connection counts carried across quiet seconds.
-    fn hand_over(&mut self, until: u64) -> Vec<(u64, SecondTally)> {
-        let mut out = Vec::new();
-        while self.base < until {
-            let mut s = self
-                .seconds
-                .pop_front()
-                .unwrap_or_else(|| SecondTally::new(self.spec.high_us, self.open));
-            s.inflight = self.carry_inflight.max(s.inflight_peak);
-            self.carry_inflight = s.inflight_end.unwrap_or(self.carry_inflight);
-            self.carry_conns = s.conns_end.unwrap_or(self.carry_conns);
-            s.connections = self.carry_conns;
-            out.push((self.base, s));
-            self.base += 1;
-        }
-        out
+        self.ledger.response(lat_us, status >= 500);
     }
 
     /// The request on connection `i` failed: count it, close, and retry later.
@@ -1169,9 +1044,9 @@ impl Worker<'_, '_> {
             if server_closed {
                 self.tally.server_closed += 1;
             }
-            let sec = self.second(now);
+            let sec = self.ledger.second_mut(now);
             sec.tally.errors.add(kind);
-            sec.inflight_end = Some(inflight);
+            sec.inflight_now(inflight);
             if server_closed {
                 sec.tally.server_closed += 1;
             }
@@ -1182,7 +1057,7 @@ impl Worker<'_, '_> {
                 sec.per_target_errors[t].0 += 1;
                 sec.per_target_errors[t].1 += 1;
             }
-            self.pub_errors += 1;
+            self.ledger.transport_error();
             if !self.reasons.iter().any(|(k, _)| *k == kind) {
                 self.reasons.push((kind, reason));
             }
@@ -1220,9 +1095,9 @@ impl Worker<'_, '_> {
                 pt.unfinished += 1;
             }
             let inflight = self.inflight as u64;
-            let sec = self.second(now);
+            let sec = self.ledger.second_mut(now);
             sec.tally.unfinished += 1;
-            sec.inflight_end = Some(inflight);
+            sec.inflight_now(inflight);
         }
     }
 
@@ -1234,7 +1109,7 @@ impl Worker<'_, '_> {
             c.fd = -1;
             self.open_conns = self.open_conns.saturating_sub(1);
             let open_conns = self.open_conns;
-            self.second(Instant::now()).conns_end = Some(open_conns);
+            self.ledger.second_mut(Instant::now()).conns_now(open_conns);
         }
         let c = &mut self.conns[i];
         c.gen = c.gen.wrapping_add(1);
@@ -1282,34 +1157,7 @@ impl Worker<'_, '_> {
     }
 
     fn publish(&mut self) {
-        let s = self.shared;
-        // Seconds before the current one are complete on this worker's side.
-        let current = Instant::now()
-            .saturating_duration_since(self.spec.run_start)
-            .as_secs();
-        if current > self.base {
-            let done = self.hand_over(current);
-            if let Ok(mut h) = s.handed.lock() {
-                h.extend(done);
-            }
-            if let Some(t) = s.through.get(self.spec.index) {
-                t.store(self.base, Ordering::Release);
-            }
-        }
-        if self.pub_requests > 0 {
-            s.requests.fetch_add(self.pub_requests, Ordering::Relaxed);
-            self.pub_requests = 0;
-        }
-        if self.pub_errors > 0 {
-            s.errors.fetch_add(self.pub_errors, Ordering::Relaxed);
-            self.pub_errors = 0;
-        }
-        if !self.live.is_empty() {
-            if let Ok(mut h) = s.live.lock() {
-                crate::report::add_hist(&mut h, &self.live);
-            }
-            self.live.reset();
-        }
+        self.ledger.publish(self.shared, self.spec.index);
     }
 }
 

@@ -23,6 +23,7 @@ pub mod h2;
 pub mod hlog;
 pub mod http;
 pub mod knee;
+mod ledger;
 pub mod plan;
 pub mod render;
 pub mod replay;
@@ -1015,7 +1016,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// The plan's headers plus what the transport asks for: `--compressed`
-/// adds `Accept-Encoding: gzip, deflate` unless `-H` already sets one.
+/// adds `Accept-Encoding: gzip, deflate, br` unless `-H` already sets one.
 fn transport_headers(
     headers: &[(String, String)],
     t: &transport::Transport,
@@ -1026,7 +1027,7 @@ fn transport_headers(
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("accept-encoding"))
     {
-        out.push(("Accept-Encoding".into(), "gzip, deflate".into()));
+        out.push(("Accept-Encoding".into(), "gzip, deflate, br".into()));
     }
     out
 }

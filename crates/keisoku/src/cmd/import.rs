@@ -15,7 +15,8 @@ use std::path::PathBuf;
 results: throughput, errors and latency per second and per route (label), one phase spanning the \
 requests, on the run's clock (requests are placed by when their response ended; those outside the \
 recording are kept, and said so). Formats: JMeter JTL (CSV with its header line, or XML), k6 \
-`--out json`, `vegeta encode --to csv` or `--to json`, wrk/wrk2 `--latency` text (a summary and \
+`--out json`, vegeta's binary output (what `vegeta attack` writes) or `vegeta encode --to csv` or \
+`--to json`, wrk/wrk2 `--latency` text (a summary and \
 latency distribution only: wrk prints no request times). The format is detected; a file matching \
 none is refused, naming the formats tried. The run's findings are judged again.",
     after_help = "Examples:\n  keisoku record --pidof nginx --name jm -- jmeter -n -t plan.jmx -l out.jtl\n  \

@@ -29,7 +29,8 @@ pub struct Args {
     #[command(flatten)]
     rec: RecorderArgs,
     /// The load tool's results file, read when CMD ends: a JMeter JTL (CSV or XML), k6 `--out
-    /// json`, `vegeta encode --to csv|json`, or wrk `--latency` text (summary only).
+    /// json`, vegeta's binary output or `vegeta encode --to csv|json`, or wrk `--latency` text
+    /// (summary only).
     #[arg(long, value_name = "FILE")]
     client_results: Option<PathBuf>,
     /// The format of --client-results (detected when not given; a file matching none is refused).

@@ -7,15 +7,14 @@
 //! request as the `h2` crate allows.
 
 use super::{grpc, H2Run, Prepared};
-use crate::engine::{SecondTally, Shared, WorkerOut, WorkerSpec};
+use crate::engine::{Shared, WorkerOut, WorkerSpec};
+use crate::ledger::SecondLedger;
 use crate::report::{new_histogram, ErrorKind, Tally, SIGFIG, SIGFIG_SECOND};
 use crate::stages::{Ramp, Schedule};
 use crate::template::{ConnDraw, Rng};
 use crate::transport::Endpoint;
 use bytes::Bytes;
 use futures_util::stream::{FuturesUnordered, StreamExt};
-use hdrhistogram::Histogram;
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
@@ -127,15 +126,6 @@ struct Futs<'a> {
     drivers: FuturesUnordered<Boxed<'static, Ended>>,
 }
 
-/// One second of this worker with what hand-over needs besides the tally
-/// (the HTTP/1.1 engine keeps the same three numbers).
-struct Sec {
-    tally: SecondTally,
-    inflight_peak: u64,
-    inflight_end: Option<u64>,
-    conns_end: Option<u64>,
-}
-
 struct W<'a> {
     spec: &'a WorkerSpec<'a>,
     shared: &'a Shared,
@@ -156,17 +146,12 @@ struct W<'a> {
     active: usize,
     tally: Tally,
     per_target: Vec<Tally>,
-    seconds: VecDeque<Sec>,
-    base: u64,
-    carry_inflight: u64,
-    carry_conns: u64,
+    /// The seconds not handed over yet and what is published live.
+    ledger: SecondLedger,
     open_conns: u64,
     lag_sum_us: f64,
     lag_n: u64,
     reasons: Vec<(ErrorKind, String)>,
-    live: Histogram<u64>,
-    pub_requests: u64,
-    pub_errors: u64,
     rng: Rng,
 }
 
@@ -220,38 +205,19 @@ pub(crate) fn run_worker(
         } else {
             Vec::new()
         },
-        seconds: VecDeque::new(),
-        base: spec
-            .phase_start
-            .saturating_duration_since(spec.run_start)
-            .as_secs(),
-        carry_inflight: 0,
-        carry_conns: 0,
+        ledger: SecondLedger::new(spec.run_start, spec.phase_start, spec.high_us, open),
         open_conns: 0,
         lag_sum_us: 0.0,
         lag_n: 0,
         reasons: Vec::new(),
-        live: new_histogram(spec.high_us, SIGFIG_SECOND),
-        pub_requests: 0,
-        pub_errors: 0,
         rng: Rng::new(spec.index),
     };
     rt.block_on(w.run());
     let wall_s = wall0.elapsed().as_secs_f64();
     let cpu_s = thread_cpu_s() - cpu0;
     let now = Instant::now();
-    let last_second = w.second(now);
-    last_second.conns_end = Some(0);
-    last_second.inflight_end = Some(0);
+    w.ledger.finish(shared, spec.index, now);
     w.open_conns = 0;
-    let last = now.saturating_duration_since(spec.run_start).as_secs() + 1;
-    let seconds = w.hand_over(last);
-    if let Ok(mut h) = shared.handed.lock() {
-        h.extend(seconds);
-    }
-    if let Some(t) = shared.through.get(spec.index) {
-        t.store(u64::MAX, Ordering::Release);
-    }
     if let Some(s) = &mut w.tally.schedule {
         if w.lag_n > 0 {
             s.mean_lag_ms = w.lag_sum_us / w.lag_n as f64 / 1000.0;
@@ -550,9 +516,8 @@ impl<'a> W<'a> {
         self.busy[slot] = true;
         self.inflight += 1;
         let inflight = self.inflight as u64;
-        let sec = self.second(now);
-        sec.inflight_peak = sec.inflight_peak.max(inflight);
-        sec.inflight_end = Some(inflight);
+        let sec = self.ledger.second_mut(now);
+        sec.inflight_rose(inflight);
         let job = Job {
             slot,
             target: t,
@@ -611,9 +576,9 @@ impl<'a> W<'a> {
             Ok(up) => {
                 self.open_conns += 1;
                 let open_conns = self.open_conns;
-                let sec = self.second(now);
-                sec.tally.tally.connects += 1;
-                sec.conns_end = Some(open_conns);
+                let sec = self.ledger.second_mut(now);
+                sec.tally.connects += 1;
+                sec.conns_now(open_conns);
                 self.tally.connects += 1;
                 if let Some(t) = up.tls {
                     let offered = self.run.tls.as_ref().is_some_and(|x| x.2);
@@ -647,9 +612,9 @@ impl<'a> W<'a> {
         let now = Instant::now();
         self.open_conns = self.open_conns.saturating_sub(1);
         let open_conns = self.open_conns;
-        let sec = self.second(now);
-        sec.conns_end = Some(open_conns);
-        sec.tally.tally.server_closed += 1;
+        let sec = self.ledger.second_mut(now);
+        sec.conns_now(open_conns);
+        sec.tally.server_closed += 1;
         self.tally.server_closed += 1;
         // How it ended shows in the streams that failed with it (an idle
         // connection closed by the server is not an error).
@@ -708,7 +673,7 @@ impl<'a> W<'a> {
         self.inflight -= 1;
         self.record(now, job.target, a.status, grpc, a.bytes, lat_us, svc_us);
         let inflight = self.inflight as u64;
-        self.second(now).inflight_end = Some(inflight);
+        self.ledger.second_mut(now).inflight_now(inflight);
         self.next_job(job.slot, now, futs);
     }
 
@@ -752,20 +717,20 @@ impl<'a> W<'a> {
         if server_closed {
             self.tally.server_closed += 1;
         }
-        let sec = self.second(now);
-        sec.tally.tally.errors.add(kind);
-        sec.inflight_end = Some(inflight);
+        let sec = self.ledger.second_mut(now);
+        sec.tally.errors.add(kind);
+        sec.inflight_now(inflight);
         if server_closed {
-            sec.tally.tally.server_closed += 1;
+            sec.tally.server_closed += 1;
         }
         if multi {
-            if sec.tally.per_target_errors.is_empty() {
-                sec.tally.per_target_errors = vec![(0, 0); ntargets];
+            if sec.per_target_errors.is_empty() {
+                sec.per_target_errors = vec![(0, 0); ntargets];
             }
-            sec.tally.per_target_errors[t].0 += 1;
-            sec.tally.per_target_errors[t].1 += 1;
+            sec.per_target_errors[t].0 += 1;
+            sec.per_target_errors[t].1 += 1;
         }
-        self.pub_errors += 1;
+        self.ledger.transport_error();
         if !self.reasons.iter().any(|(k, _)| *k == kind) {
             self.reasons.push((kind, reason));
         }
@@ -851,9 +816,9 @@ impl<'a> W<'a> {
         }
         self.tally.unfinished += n;
         self.inflight = 0;
-        let sec = self.second(now);
-        sec.tally.tally.unfinished += n;
-        sec.inflight_end = Some(0);
+        let sec = self.ledger.second_mut(now);
+        sec.tally.unfinished += n;
+        sec.inflight_now(0);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -888,10 +853,10 @@ impl<'a> W<'a> {
         let error = status >= 500 || grpc.is_some_and(|g| g != 0);
         let ntargets = self.spec.targets.len();
         let high = self.spec.high_us;
-        let sec = self.second(now);
-        rec(&mut sec.tally.tally);
+        let sec = self.ledger.second_mut(now);
+        rec(&mut sec.tally);
         if multi {
-            let st = &mut sec.tally;
+            let st = sec;
             if st.per_target.is_empty() {
                 st.per_target = vec![None; ntargets];
             }
@@ -904,77 +869,11 @@ impl<'a> W<'a> {
                 st.per_target_errors[t].0 += 1;
             }
         }
-        self.live.saturating_record(lat_us);
-        self.pub_requests += 1;
-        if error {
-            self.pub_errors += 1;
-        }
-    }
-
-    fn second(&mut self, now: Instant) -> &mut Sec {
-        let s = now.saturating_duration_since(self.spec.run_start).as_secs();
-        let idx = s.saturating_sub(self.base) as usize;
-        while self.seconds.len() <= idx {
-            self.seconds.push_back(Sec {
-                tally: SecondTally::new(self.spec.high_us, self.open),
-                inflight_peak: 0,
-                inflight_end: None,
-                conns_end: None,
-            });
-        }
-        &mut self.seconds[idx]
-    }
-
-    /// Takes every second before `until`, quiet ones included, with the
-    /// in-flight and connection counts carried across (as engine.rs does).
-    fn hand_over(&mut self, until: u64) -> Vec<(u64, SecondTally)> {
-        let mut out = Vec::new();
-        while self.base < until {
-            let s = self.seconds.pop_front().unwrap_or_else(|| Sec {
-                tally: SecondTally::new(self.spec.high_us, self.open),
-                inflight_peak: 0,
-                inflight_end: None,
-                conns_end: None,
-            });
-            let mut st = s.tally;
-            st.inflight = self.carry_inflight.max(s.inflight_peak);
-            self.carry_inflight = s.inflight_end.unwrap_or(self.carry_inflight);
-            self.carry_conns = s.conns_end.unwrap_or(self.carry_conns);
-            st.connections = self.carry_conns;
-            out.push((self.base, st));
-            self.base += 1;
-        }
-        out
+        self.ledger.response(lat_us, error);
     }
 
     fn publish(&mut self) {
-        let s = self.shared;
-        let current = Instant::now()
-            .saturating_duration_since(self.spec.run_start)
-            .as_secs();
-        if current > self.base {
-            let done = self.hand_over(current);
-            if let Ok(mut h) = s.handed.lock() {
-                h.extend(done);
-            }
-            if let Some(t) = s.through.get(self.spec.index) {
-                t.store(self.base, Ordering::Release);
-            }
-        }
-        if self.pub_requests > 0 {
-            s.requests.fetch_add(self.pub_requests, Ordering::Relaxed);
-            self.pub_requests = 0;
-        }
-        if self.pub_errors > 0 {
-            s.errors.fetch_add(self.pub_errors, Ordering::Relaxed);
-            self.pub_errors = 0;
-        }
-        if !self.live.is_empty() {
-            if let Ok(mut h) = s.live.lock() {
-                crate::report::add_hist(&mut h, &self.live);
-            }
-            self.live.reset();
-        }
+        self.ledger.publish(self.shared, self.spec.index);
     }
 }
 
