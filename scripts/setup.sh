@@ -159,6 +159,7 @@ gobin=$( (command -v go >/dev/null 2>&1 && go env GOPATH) || /usr/local/go/bin/g
 { command -v tcpdump >/dev/null 2>&1 || [[ -x /usr/bin/tcpdump ]] || [[ -x /usr/sbin/tcpdump ]]; } || { SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends tcpdump >/tmp/keisoku-apt.log 2>&1 ||
     { tail -20 /tmp/keisoku-apt.log >&2; echo "setup: apt-get install tcpdump failed" >&2; exit 1; }; }
+
 # ---- HTTP/2 faults and brotli (issue 18, h2x18) -----------------------------------------------
 # bench_h2.rs resets and refuses streams from a small h2c server on Python `h2`; bench_brotli.rs
 # serves brotli bodies with Python `brotli`. Both are Debian packages for /usr/bin/python3.
