@@ -7,7 +7,8 @@
 #   PORT     the port the service listens on (it may use PORT+1..PORT+3 for its helpers)
 #   neighbour  also run a CPU-hungry process (a busy loop) beside the service
 # Environment: KEISOKU (the binary, default keisoku on PATH), CORPUS_DIR (where runs and logs
-# go, default /tmp/keisoku-corpus), SWEEP (default 2..8:3), STEP (default 4s).
+# go, default /tmp/keisoku-corpus), SWEEP (default 2..8:3), STEP (default 4s), WALL_PROFILE
+# (keisoku's --wall-profile: auto, on or off; unset: keisoku's default).
 set -eu
 SERVICE=${1:?usage: run-case.sh SERVICE MODE CAUSES PORT [neighbour]}
 MODE=${2:?mode}
@@ -45,7 +46,7 @@ trap cleanup EXIT INT TERM
 "$KEISOKU" run --target "http://127.0.0.1:$PORT$TARGET_PATH" \
   --server-cmd "MODE=$MODE CAUSES=$CAUSES ACCESS_LOG=$LOG exec $SVC_DIR/start.sh $PORT" \
   --server-timeout 90s \
-  --profile "$PROFILER" --access-log "$LOG" \
+  --profile "$PROFILER" ${WALL_PROFILE:+--wall-profile "$WALL_PROFILE"} --access-log "$LOG" \
   --sweep-connections "$SWEEP" --step-duration "$STEP" --warmup "$WARMUP" --profile-hz "${PROFILE_HZ:-199}" \
   --name "$CASE" --store "$STORE" > "$CORPUS_DIR/$CASE.out" 2>&1 || {
   rc=$?

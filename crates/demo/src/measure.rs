@@ -175,6 +175,7 @@ pub fn measure(
         profile: ProfileKind::Perf,
         profile_hz: 99,
         all_cpus: false,
+        wall_profile: keisoku_record::WallProfile::Auto,
         access_log: None,
         profile_auto: true,
     })?;

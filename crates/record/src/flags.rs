@@ -22,6 +22,8 @@ pub struct RecorderFlags<'a> {
     pub profile_hz: u32,
     /// `--profile-all-cpus`.
     pub profile_all_cpus: bool,
+    /// `--wall-profile`.
+    pub wall_profile: crate::WallProfile,
     /// `--access-log`.
     pub access_log: Option<&'a Path>,
     /// `--log-format`: ltsv, json or regexp.
@@ -124,6 +126,7 @@ impl Options {
             profile,
             profile_hz: flags.profile_hz,
             all_cpus: flags.profile_all_cpus,
+            wall_profile: flags.wall_profile,
             access_log,
             profile_auto: flags.profile.is_none(),
         })
@@ -248,6 +251,17 @@ mod tests {
             Ok(_) => panic!("accepted"),
             Err(e) => e.to_string(),
         }
+    }
+
+    #[test]
+    fn the_wall_clock_profile_choice_reaches_the_recorder() {
+        let tags = Vec::new();
+        let mut f = flags(&tags);
+        let o = Options::from_flags(&f, NewRun::default()).expect("options");
+        assert_eq!(o.wall_profile, crate::WallProfile::Auto);
+        f.wall_profile = crate::WallProfile::On;
+        let o = Options::from_flags(&f, NewRun::default()).expect("options");
+        assert_eq!(o.wall_profile, crate::WallProfile::On);
     }
 
     #[test]

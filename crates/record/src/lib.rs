@@ -26,7 +26,7 @@ pub mod server;
 pub mod summary;
 
 pub use flags::{FlagError, RecorderFlags};
-pub use recorder::{alive, machine, Finished, Options, ProfileKind, Recording};
+pub use recorder::{alive, machine, Finished, Options, ProfileKind, Recording, WallProfile};
 
 use keisoku_store::StoreError;
 

@@ -34,6 +34,20 @@ pub enum ProfileKind {
     None,
 }
 
+/// Whether to record a wall-clock profile beside the CPU profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WallProfile {
+    /// Where a finding reads it: py-spy's second, `--idle` recording. Not
+    /// for a JVM, whose wall profile no finding reads yet and whose agent
+    /// stays loaded in the user's JVM after the run.
+    #[default]
+    Auto,
+    /// Also async-profiler's wall mode in a JVM server under perf.
+    On,
+    /// The CPU profile only.
+    Off,
+}
+
 /// Everything a recording needs.
 pub struct Options {
     /// The run store file.
@@ -50,6 +64,8 @@ pub struct Options {
     pub profile_hz: u32,
     /// perf on every CPU instead of the server's processes.
     pub all_cpus: bool,
+    /// The wall-clock profile beside the CPU profile.
+    pub wall_profile: WallProfile,
     /// Access log to follow, with its parser and what to keep of its lines.
     pub access_log: Option<(PathBuf, LineParser, Keep)>,
     /// The profiler was not chosen: perf once a server process is known.
@@ -266,8 +282,9 @@ impl Recording {
                     }
                 };
                 // A JVM among the server's processes also gets a wall-clock
-                // profile: perf cannot see a request thread that waits.
-                if let Some(PerfTarget::Pids(pids)) = target.as_ref() {
+                // profile when asked: perf cannot see a request thread that waits.
+                let jvm_wall = opts.wall_profile == WallProfile::On;
+                if let Some(PerfTarget::Pids(pids)) = target.as_ref().filter(|_| jvm_wall) {
                     if let Some(jvm) = crate::jvmwall::jvm_in(pids) {
                         let dir = workdir.join("async-profiler");
                         match crate::jvmwall::library(&dir)
@@ -305,11 +322,15 @@ impl Recording {
                     wall.output_dir = workdir.join("py-spy-wall");
                     match PySpyRecorder::start(o) {
                         Ok(r) => {
-                            let w = match PySpyRecorder::start(wall) {
-                                Ok(w) => Some(w),
-                                Err(e) => {
-                                    notes.push(format!("no wall-clock profile: {e}"));
-                                    None
+                            let w = if opts.wall_profile == WallProfile::Off {
+                                None
+                            } else {
+                                match PySpyRecorder::start(wall) {
+                                    Ok(w) => Some(w),
+                                    Err(e) => {
+                                        notes.push(format!("no wall-clock profile: {e}"));
+                                        None
+                                    }
                                 }
                             };
                             Some(Profiler::PySpy(r, w))

@@ -37,6 +37,7 @@ fn finish_stores_the_findings_it_returns_and_keeps_the_notes() {
         profile: ProfileKind::None,
         profile_hz: 99,
         all_cpus: false,
+        wall_profile: keisoku_record::WallProfile::Auto,
         access_log: Some((log.clone(), follow::parser("ltsv", None).unwrap(), keep)),
         profile_auto: false,
     })

@@ -34,6 +34,12 @@ pub struct RecorderArgs {
     /// perf: sample every CPU, not only the server's processes.
     #[arg(long)]
     pub profile_all_cpus: bool,
+    /// A wall-clock profile beside the CPU profile (`flame --kind wall`): auto = py-spy's
+    /// second, `--idle` recording (read by blocking-wait); on = also async-profiler's wall
+    /// mode in a JVM server under perf (an agent loaded into the JVM with jcmd, which stays
+    /// loaded after the run; no finding reads it yet); off = the CPU profile only.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub wall_profile: WallProfileArg,
     /// Follow this access log during the run (survives rotation and truncation).
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
@@ -76,6 +82,7 @@ impl RecorderArgs {
             profile: self.profile.map(ProfileArg::kind),
             profile_hz: self.profile_hz,
             profile_all_cpus: self.profile_all_cpus,
+            wall_profile: self.wall_profile.kind(),
             access_log: self.access_log.as_deref(),
             log_format: &self.log_format,
             log_regexp: self.log_regexp.as_deref(),
@@ -89,13 +96,36 @@ impl RecorderArgs {
     }
 }
 
+/// `--wall-profile`: whether a wall-clock profile is recorded (the record
+/// crate's [`keisoku_record::WallProfile`], spelled for the command line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WallProfileArg {
+    /// py-spy's `--idle` recording beside py-spy; none for a JVM.
+    Auto,
+    /// Also async-profiler's wall mode in a JVM server under perf.
+    On,
+    /// The CPU profile only.
+    Off,
+}
+
+impl WallProfileArg {
+    /// The choice this flag value names.
+    pub fn kind(self) -> keisoku_record::WallProfile {
+        match self {
+            WallProfileArg::Auto => keisoku_record::WallProfile::Auto,
+            WallProfileArg::On => keisoku_record::WallProfile::On,
+            WallProfileArg::Off => keisoku_record::WallProfile::Off,
+        }
+    }
+}
+
 /// `--profile`: which profiler to run (the record crate's
 /// [`ProfileKind`], spelled for the command line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ProfileArg {
-    /// `perf record -g` (native, kernel, JIT with perf maps); for a JVM
-    /// server also a wall-clock profile (async-profiler's wall mode, attached
-    /// with jcmd; `flame --kind wall`).
+    /// `perf record -g` (native, kernel, JIT with perf maps); with
+    /// `--wall-profile on`, for a JVM server also a wall-clock profile
+    /// (async-profiler's wall mode, attached with jcmd).
     Perf,
     /// py-spy for Python servers (and a second, `--idle` py-spy: the
     /// wall-clock profile).
