@@ -337,6 +337,9 @@ pub struct LtsvStream<R: Read> {
     tz: jiff::tz::TimeZone,
     line: Vec<u8>,
     at: usize,
+    /// A read error met after some lines were copied, returned by the next
+    /// call so neither the lines nor the error are lost.
+    pending: Option<PcapError>,
 }
 
 impl<R: Read> LtsvStream<R> {
@@ -347,6 +350,7 @@ impl<R: Read> LtsvStream<R> {
             tz: local_zone(),
             line: Vec::new(),
             at: 0,
+            pending: None,
         }
     }
 }
@@ -370,18 +374,33 @@ pub fn ltsv_line(e: &Exchange, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
 }
 
 impl<R: Read> Read for LtsvStream<R> {
+    /// Fills `buf` with as many lines as fit (a line that does not fit is
+    /// continued by the next call), so the caller's per-read cost is paid
+    /// per buffer, not per exchange.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.line.len() {
-            self.line.clear();
-            self.at = 0;
-            match self.exchanges.next_exchange().map_err(io::Error::from)? {
-                Some(e) => ltsv_line(&e, &self.tz, &mut self.line),
-                None => return Ok(0),
-            }
+        if let Some(e) = self.pending.take() {
+            return Err(io::Error::from(e));
         }
-        let n = buf.len().min(self.line.len() - self.at);
-        buf[..n].copy_from_slice(&self.line[self.at..self.at + n]);
-        self.at += n;
+        let mut n = 0;
+        while n < buf.len() {
+            if self.at == self.line.len() {
+                self.line.clear();
+                self.at = 0;
+                match self.exchanges.next_exchange() {
+                    Ok(Some(e)) => ltsv_line(&e, &self.tz, &mut self.line),
+                    Ok(None) => break,
+                    Err(e) if n == 0 => return Err(io::Error::from(e)),
+                    Err(e) => {
+                        self.pending = Some(e);
+                        break;
+                    }
+                }
+            }
+            let take = (buf.len() - n).min(self.line.len() - self.at);
+            buf[n..n + take].copy_from_slice(&self.line[self.at..self.at + take]);
+            self.at += take;
+            n += take;
+        }
         Ok(n)
     }
 }

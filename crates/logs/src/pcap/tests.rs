@@ -371,3 +371,34 @@ proptest! {
         }
     }
 }
+
+/// Read through [`LtsvStream`] with one large buffer, a capture cut inside
+/// its last record gives every line before the cut and then the error: the
+/// stream fills the buffer with several lines, and the error met after
+/// them is returned by the next read, not dropped.
+#[test]
+fn a_cut_capture_read_as_lines_keeps_the_lines_and_the_error() {
+    use std::io::Read as _;
+    let mut c = Cap::new(false, false, Link::Ethernet, false);
+    conversation(&mut c);
+    let data = c.out;
+    let cut = data.len() - 3;
+    let x = exchanges(std::io::Cursor::new(data[..cut].to_vec()), server()).unwrap();
+    let mut stream = LtsvStream::new(x);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut text = Vec::new();
+    let err = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => panic!("a cut capture ended without an error"),
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("truncated"), "{err}");
+    let text = String::from_utf8(text).unwrap();
+    // The third exchange's body ends with its connection, in the record cut.
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("uri:/users/1?b=2&a=1\t"), "{text}");
+    assert!(text.contains("uri:/items\t"), "{text}");
+}
