@@ -152,6 +152,77 @@ fn time_filters_compare_text_as_alp_does() {
     assert_same(differences);
 }
 
+/// `--location` is the zone a time without an offset is read in, in the
+/// log and in `BetweenTime`'s bounds, with the zone's daylight-saving time:
+/// alp's parsetime reads such a time in `--location`, and keisoku read it
+/// as UTC before. Times with an offset are instants in every zone.
+#[test]
+fn times_without_an_offset_are_read_in_the_location_as_alp_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let mut text = String::new();
+    for (i, time) in [
+        "2026-11-24T10:00:30+09:00",
+        "2026-11-24T01:00:30Z",
+        "2026-11-24T11:00:30+01:00",
+        "2026-11-24T10:00:30",
+        "2026-11-24T05:00:30",
+        "2026-11-24T01:00:30",
+        "2026-07-01T08:00:30",
+        "2026-07-01T12:00:30Z",
+        "2026-11-24 10:00:45",
+    ]
+    .iter()
+    .enumerate()
+    {
+        text.push_str(&format!(
+            "time:{time}\tmethod:GET\turi:/r{i}\tstatus:200\tsize:10\treqtime:0.01{i}\tapptime:0.01{i}\n"
+        ));
+    }
+    std::fs::write(&log, text).unwrap();
+    let log = log.to_str().unwrap();
+    let mut differences = Vec::new();
+    for location in ["UTC", "Asia/Tokyo", "America/New_York", "Europe/London"] {
+        for filter in [
+            "BetweenTime(Time, \"2026-11-24T10:00:00\", \"2026-11-24T10:01:00\")",
+            "BetweenTime(Time, \"2026-11-24T01:00:00Z\", \"2026-11-24T01:01:00Z\")",
+            "BetweenTime(Time, \"2026-07-01T08:00:00\", \"2026-07-01T08:01:00\")",
+            "BetweenTime(Time, \"2026-11-24T10:00:00Z\", \"2026-11-24T10:00:40\")",
+            "BetweenTime(Time, \"2026-11-24T19:00:00+09:00\", \"2026-11-24T19:00:40+09:00\")",
+            "Time >= TimeAgo(\"5m\")",
+        ] {
+            let args = [
+                "ltsv",
+                "--file",
+                log,
+                "--format",
+                "tsv",
+                "--sort",
+                "uri",
+                "--location",
+                location,
+                "-f",
+                filter,
+            ];
+            differences.extend(compare(dir.path(), &args, &args));
+        }
+        let top = [
+            "ltsv",
+            "topN",
+            "--file",
+            log,
+            "--format",
+            "tsv",
+            "--location",
+            location,
+            "-f",
+            "BetweenTime(Time, \"2026-11-24T10:00:00\", \"2026-11-24T10:01:00\")",
+        ];
+        differences.extend(compare(dir.path(), &top, &top));
+    }
+    assert_same(differences);
+}
+
 /// LTSV, JSON and combined logs of the same requests, written by a real
 /// nginx: many routes, several methods, every status class.
 fn nginx_logs(dir: &Path) -> [(&'static str, PathBuf); 3] {

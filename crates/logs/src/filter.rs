@@ -102,7 +102,11 @@ enum Val {
 pub struct Filter {
     root: Node,
     needs_time: bool,
+    zone: Zone,
 }
+
+/// The zone a time without an offset is read in.
+type Zone = jiff::tz::TimeZone;
 
 fn lex(src: &str) -> Result<Vec<(Tok, usize)>, (String, usize)> {
     let b = src.as_bytes();
@@ -523,7 +527,16 @@ impl Filter {
         Ok(Filter {
             needs_time: uses_time(&root),
             root,
+            zone: Zone::UTC,
         })
+    }
+
+    /// The filter reading a time without an offset (in the log, or in a
+    /// string it is compared with as a time) as a wall clock in `zone`, as
+    /// alp does in its `--location`; UTC without this.
+    pub fn in_zone(mut self, zone: Zone) -> Filter {
+        self.zone = zone;
+        self
     }
 
     /// Whether evaluating needs the request timestamp.
@@ -533,7 +546,7 @@ impl Filter {
 
     /// Whether `rec` passes.
     pub fn matches(&self, rec: &Record<'_>) -> bool {
-        truthy(&eval(&self.root, rec))
+        truthy(&eval(&self.root, rec, &self.zone))
     }
 }
 
@@ -547,18 +560,20 @@ fn truthy(v: &Val) -> bool {
     }
 }
 
-fn as_time(v: &Val) -> Option<f64> {
+fn as_time(v: &Val, z: &Zone) -> Option<f64> {
     match v {
         Val::Time(t) => *t,
-        Val::Str(s) => timestamp::parse(s.as_bytes()),
+        Val::Str(s) => timestamp::parse_in(s.as_bytes(), z),
         Val::Num(n) => Some(*n),
         _ => None,
     }
 }
 
-fn equal(a: &Val, b: &Val) -> bool {
+fn equal(a: &Val, b: &Val, z: &Zone) -> bool {
     match (a, b) {
-        (Val::Time(_), _) | (_, Val::Time(_)) => as_time(a).is_some() && as_time(a) == as_time(b),
+        (Val::Time(_), _) | (_, Val::Time(_)) => {
+            as_time(a, z).is_some() && as_time(a, z) == as_time(b, z)
+        }
         (Val::Num(x), Val::Num(y)) => x == y,
         (Val::Str(x), Val::Str(y)) => x == y,
         (Val::Bool(x), Val::Bool(y)) => x == y,
@@ -566,9 +581,9 @@ fn equal(a: &Val, b: &Val) -> bool {
     }
 }
 
-fn order(a: &Val, b: &Val) -> Option<std::cmp::Ordering> {
+fn order(a: &Val, b: &Val, z: &Zone) -> Option<std::cmp::Ordering> {
     match (a, b) {
-        (Val::Time(_), _) | (_, Val::Time(_)) => as_time(a)?.partial_cmp(&as_time(b)?),
+        (Val::Time(_), _) | (_, Val::Time(_)) => as_time(a, z)?.partial_cmp(&as_time(b, z)?),
         (Val::Num(x), Val::Num(y)) => x.partial_cmp(y),
         (Val::Str(x), Val::Str(y)) => Some(x.cmp(y)),
         _ => None,
@@ -582,7 +597,7 @@ fn text(v: &Val) -> Option<&str> {
     }
 }
 
-fn eval(n: &Node, r: &Record<'_>) -> Val {
+fn eval(n: &Node, r: &Record<'_>, z: &Zone) -> Val {
     match n {
         Node::Num(v) => Val::Num(*v),
         Node::Str(s) => Val::Str(s.clone()),
@@ -599,43 +614,43 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
             Var::Status => Val::Num(r.status as f64),
         },
         Node::TimeAgo(secs) => Val::Time(Some(now_secs() - secs)),
-        Node::List(items) => Val::List(items.iter().map(|i| eval(i, r)).collect()),
-        Node::Not(a) => Val::Bool(!truthy(&eval(a, r))),
-        Node::And(a, b) => Val::Bool(truthy(&eval(a, r)) && truthy(&eval(b, r))),
-        Node::Or(a, b) => Val::Bool(truthy(&eval(a, r)) || truthy(&eval(b, r))),
+        Node::List(items) => Val::List(items.iter().map(|i| eval(i, r, z)).collect()),
+        Node::Not(a) => Val::Bool(!truthy(&eval(a, r, z))),
+        Node::And(a, b) => Val::Bool(truthy(&eval(a, r, z)) && truthy(&eval(b, r, z))),
+        Node::Or(a, b) => Val::Bool(truthy(&eval(a, r, z)) || truthy(&eval(b, r, z))),
         Node::Cmp(c, a, b) => {
-            let (a, b) = (eval(a, r), eval(b, r));
+            let (a, b) = (eval(a, r, z), eval(b, r, z));
             Val::Bool(match c {
-                Cmp::Eq => equal(&a, &b),
-                Cmp::Ne => !equal(&a, &b),
-                Cmp::Lt => order(&a, &b).is_some_and(|o| o.is_lt()),
-                Cmp::Le => order(&a, &b).is_some_and(|o| o.is_le()),
-                Cmp::Gt => order(&a, &b).is_some_and(|o| o.is_gt()),
-                Cmp::Ge => order(&a, &b).is_some_and(|o| o.is_ge()),
+                Cmp::Eq => equal(&a, &b, z),
+                Cmp::Ne => !equal(&a, &b, z),
+                Cmp::Lt => order(&a, &b, z).is_some_and(|o| o.is_lt()),
+                Cmp::Le => order(&a, &b, z).is_some_and(|o| o.is_le()),
+                Cmp::Gt => order(&a, &b, z).is_some_and(|o| o.is_gt()),
+                Cmp::Ge => order(&a, &b, z).is_some_and(|o| o.is_ge()),
             })
         }
-        Node::Matches(a, re) => Val::Bool(text(&eval(a, r)).is_some_and(|s| re.is_match(s))),
+        Node::Matches(a, re) => Val::Bool(text(&eval(a, r, z)).is_some_and(|s| re.is_match(s))),
         Node::Contains(a, b) => {
-            let (a, b) = (eval(a, r), eval(b, r));
+            let (a, b) = (eval(a, r, z), eval(b, r, z));
             Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.contains(y)))
         }
         Node::StartsWith(a, b) => {
-            let (a, b) = (eval(a, r), eval(b, r));
+            let (a, b) = (eval(a, r, z), eval(b, r, z));
             Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.starts_with(y)))
         }
         Node::EndsWith(a, b) => {
-            let (a, b) = (eval(a, r), eval(b, r));
+            let (a, b) = (eval(a, r, z), eval(b, r, z));
             Val::Bool(matches!((text(&a), text(&b)), (Some(x), Some(y)) if x.ends_with(y)))
         }
         Node::In(a, b) => {
-            let a = eval(a, r);
-            Val::Bool(match eval(b, r) {
-                Val::List(items) => items.iter().any(|i| equal(&a, i)),
+            let a = eval(a, r, z);
+            Val::Bool(match eval(b, r, z) {
+                Val::List(items) => items.iter().any(|i| equal(&a, i, z)),
                 Val::Str(s) => text(&a).is_some_and(|x| s.contains(x)),
                 _ => false,
             })
         }
-        Node::Arith(op, a, b) => match (eval(a, r), eval(b, r)) {
+        Node::Arith(op, a, b) => match (eval(a, r, z), eval(b, r, z)) {
             (Val::Num(x), Val::Num(y)) => Val::Num(match op {
                 Arith::Add => x + y,
                 Arith::Sub => x - y,
@@ -651,9 +666,9 @@ fn eval(n: &Node, r: &Record<'_>) -> Val {
         },
         Node::Between(t, s, e) => {
             let (t, s, e) = (
-                as_time(&eval(t, r)),
-                as_time(&eval(s, r)),
-                as_time(&eval(e, r)),
+                as_time(&eval(t, r, z), z),
+                as_time(&eval(s, r, z), z),
+                as_time(&eval(e, r, z), z),
             );
             Val::Bool(matches!((t, s, e), (Some(t), Some(s), Some(e)) if s <= t && t <= e))
         }
@@ -712,6 +727,30 @@ mod tests {
 
     fn t(e: &str) -> bool {
         Filter::new(e).unwrap().matches(&rec())
+    }
+
+    /// In `--location`, a bound without an offset is a wall clock there;
+    /// the record's `+00:00` stays an instant (alp's parser reads it as a
+    /// Tokyo wall clock too: a deliberate difference, docs/logs.md).
+    #[test]
+    fn bounds_without_an_offset_are_wall_clocks_in_the_zone() {
+        let tokyo = crate::timestamp::location("Asia/Tokyo").unwrap();
+        let z = |e: &str| {
+            Filter::new(e)
+                .unwrap()
+                .in_zone(tokyo.clone())
+                .matches(&rec())
+        };
+        // The record is at 10:00:30+00:00, 19:00:30 in Tokyo.
+        assert!(z(
+            "BetweenTime(Time, '2026-11-21T19:00:00', '2026-11-21T19:01:00')"
+        ));
+        assert!(!z(
+            "BetweenTime(Time, '2026-11-21T10:00:00', '2026-11-21T10:01:00')"
+        ));
+        assert!(t(
+            "BetweenTime(Time, '2026-11-21T10:00:00', '2026-11-21T10:01:00')"
+        ));
     }
 
     #[test]

@@ -174,6 +174,9 @@ pub struct Options {
     pub auto_group: bool,
     /// `-f`: only count requests matching this expression.
     pub filters: Option<String>,
+    /// `--location`: the zone `-f` reads a time without an offset in
+    /// (see [`crate::timestamp::location`]); `None` is alp's `Local`.
+    pub location: Option<String>,
     /// Most distinct routes allowed (`--limit`).
     pub limit: usize,
     /// `--timeline DUR`: the bucket width as the user wrote it (`1s`,
@@ -210,6 +213,7 @@ impl Default for Options {
             matching_groups: None,
             auto_group: false,
             filters: None,
+            location: None,
             limit: 5000,
             timeline: None,
             slow: None,
@@ -250,7 +254,16 @@ impl Options {
         };
         let grouper = grouper(self.matching_groups.as_deref(), self.auto_group)?;
         let filter = match &self.filters {
-            Some(f) => Some(Filter::new(f).map_err(|e| Error::input(format!("-f: {e}")))?),
+            Some(f) => {
+                let filter = Filter::new(f).map_err(|e| Error::input(format!("-f: {e}")))?;
+                let loc = self.location.as_deref().unwrap_or("Local");
+                let zone = crate::timestamp::location(loc).ok_or_else(|| {
+                    Error::input(format!(
+                        "--location {loc:?}: Invalid timezone abbreviation (use Local, UTC or a zone name such as Asia/Tokyo)"
+                    ))
+                })?;
+                Some(filter.in_zone(zone))
+            }
             None => None,
         };
         let timeline = match &self.timeline {

@@ -6,6 +6,9 @@
 //! `02/Jan/2006:15:04:05 -0700`, brackets optional) and epoch seconds
 //! (`$msec`, `1700000000.123`).
 
+/// A time zone, as `--location` names one.
+pub use jiff::tz::TimeZone as Zone;
+
 /// 10000-01-01T00:00:00Z: epoch stamps from then on are refused.
 const MAX_EPOCH: f64 = 253_402_300_800.0;
 
@@ -35,9 +38,12 @@ fn valid_ymdhms(mo: i64, d: i64, h: i64, mi: i64, s: i64) -> bool {
     (1..=12).contains(&mo) && (1..=31).contains(&d) && h < 24 && mi < 60 && s <= 60
 }
 
-fn zone(b: &[u8]) -> Option<i64> {
+/// The offset a stamp writes: `Some(None)` when it writes none (its
+/// clock is read in a zone the caller picks), `None` when it is not one.
+fn zone(b: &[u8]) -> Option<Option<i64>> {
     match b {
-        b"Z" | b"z" | b"" => Some(0),
+        b"" => Some(None),
+        b"Z" | b"z" => Some(Some(0)),
         [sign @ (b'+' | b'-'), rest @ ..] => {
             let digits: Vec<u8> = rest.iter().copied().filter(|c| *c != b':').collect();
             if digits.len() != 4 {
@@ -46,7 +52,7 @@ fn zone(b: &[u8]) -> Option<i64> {
             let h = num(&digits[..2])?;
             let m = num(&digits[2..])?;
             let off = h * 3600 + m * 60;
-            Some(if *sign == b'-' { -off } else { off })
+            Some(Some(if *sign == b'-' { -off } else { off }))
         }
         _ => None,
     }
@@ -65,7 +71,11 @@ fn fraction(b: &[u8]) -> Option<(f64, &[u8])> {
     }
 }
 
-fn iso8601(b: &[u8]) -> Option<f64> {
+/// A stamp read as written: its wall clock in seconds as if it were UTC
+/// (with fraction) and its offset, if it writes one.
+type Civil = (i64, f64, Option<i64>);
+
+fn iso8601(b: &[u8]) -> Option<Civil> {
     if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b' ') {
         return None;
     }
@@ -76,8 +86,8 @@ fn iso8601(b: &[u8]) -> Option<f64> {
     }
     let (frac, rest) = fraction(&b[19..])?;
     let off = zone(rest)?;
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - off;
-    Some(secs as f64 + frac)
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
+    Some((secs, frac, off))
 }
 
 fn month(b: &[u8]) -> Option<i64> {
@@ -88,7 +98,7 @@ fn month(b: &[u8]) -> Option<i64> {
     M.iter().position(|m| *m == b).map(|i| i as i64 + 1)
 }
 
-fn clf(b: &[u8]) -> Option<f64> {
+fn clf(b: &[u8]) -> Option<Civil> {
     // 02/Jan/2006:15:04:05 -0700
     if b.len() < 20 || b[2] != b'/' || b[6] != b'/' || b[11] != b':' {
         return None;
@@ -100,13 +110,27 @@ fn clf(b: &[u8]) -> Option<f64> {
     }
     let (frac, rest) = fraction(&b[20..])?;
     let off = zone(rest.strip_prefix(b" ").unwrap_or(rest))?;
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - off;
-    Some(secs as f64 + frac)
+    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s;
+    Some((secs, frac, off))
 }
 
 /// Parses a log timestamp to Unix seconds (with fraction); `None` if the
-/// text is in none of the accepted forms.
+/// text is in none of the accepted forms. A stamp without an offset is
+/// read as UTC.
 pub fn parse(text: &[u8]) -> Option<f64> {
+    parse_with(text, None)
+}
+
+/// [`parse`], reading a stamp without an offset as a wall clock in `zone`
+/// (alp's `--location`). Where `zone`'s clocks go back, the earlier of the
+/// two instants is taken; a wall clock skipped when they go forward is
+/// read with the offset before the gap.
+pub fn parse_in(text: &[u8], zone: &jiff::tz::TimeZone) -> Option<f64> {
+    parse_with(text, Some(zone))
+}
+
+/// The timeline's per-line path keeps UTC free of zone lookups.
+fn parse_with(text: &[u8], zone: Option<&jiff::tz::TimeZone>) -> Option<f64> {
     let t = text.strip_prefix(b"[").unwrap_or(text);
     let t = t.strip_suffix(b"]").unwrap_or(t);
     if t.first().is_some_and(u8::is_ascii_digit)
@@ -117,7 +141,40 @@ pub fn parse(text: &[u8]) -> Option<f64> {
         // After the year 9999 (as ISO and CLF stamps are) it is not a time.
         return (v < MAX_EPOCH).then_some(v);
     }
-    iso8601(t).or_else(|| clf(t))
+    let (wall, frac, off) = iso8601(t).or_else(|| clf(t))?;
+    let off = match (off, zone) {
+        (Some(off), _) => off,
+        (None, None) => 0,
+        (None, Some(zone)) => wall_offset(wall, zone)?,
+    };
+    Some((wall - off) as f64 + frac)
+}
+
+/// The offset of `zone` at the wall clock `wall` (seconds as if UTC).
+fn wall_offset(wall: i64, zone: &jiff::tz::TimeZone) -> Option<i64> {
+    let civil = jiff::Timestamp::from_second(wall)
+        .ok()?
+        .to_zoned(jiff::tz::TimeZone::UTC)
+        .datetime();
+    let instant = zone.to_ambiguous_timestamp(civil).compatible().ok()?;
+    Some(wall - instant.as_second())
+}
+
+/// alp's `--location`: `Local` (or empty) is the local zone's offset now,
+/// fixed, as alp's time parser takes it; `UTC`; or a zone name of the
+/// system's database (`Asia/Tokyo`), with its daylight-saving rules.
+/// `None` if the name is not known.
+pub fn location(name: &str) -> Option<jiff::tz::TimeZone> {
+    match name {
+        "" | "Local" => {
+            let local = crate::pcap::local_zone();
+            Some(jiff::tz::TimeZone::fixed(
+                local.to_offset(jiff::Timestamp::now()),
+            ))
+        }
+        "UTC" => Some(jiff::tz::TimeZone::UTC),
+        _ => jiff::tz::TimeZone::get(name).ok(),
+    }
 }
 
 /// Parses a positive duration in keisoku's one grammar (`1s`, `500ms`,
@@ -156,6 +213,34 @@ mod tests {
         // the timeline's bucket arithmetic overflow.
         assert_eq!(parse(b"99999999999999999999"), None);
         assert_eq!(parse(b"253402300799.5"), Some(253_402_300_799.5));
+    }
+
+    /// A stamp without an offset is a wall clock in the zone given (UTC
+    /// for `parse`), with that zone's daylight-saving time; a stamp with
+    /// one ignores the zone.
+    #[test]
+    fn stamps_without_an_offset_are_read_in_the_zone_given() {
+        let tokyo = location("Asia/Tokyo").unwrap();
+        let new_york = location("America/New_York").unwrap();
+        let want = 1_700_000_000.0;
+        assert_eq!(parse(b"2023-11-14T22:13:20"), Some(want));
+        assert_eq!(parse_in(b"2023-11-15T07:13:20", &tokyo), Some(want));
+        assert_eq!(parse_in(b"2023-11-15 07:13:20.5", &tokyo), Some(want + 0.5));
+        assert_eq!(parse_in(b"2023-11-14T22:13:20Z", &tokyo), Some(want));
+        assert_eq!(parse_in(b"14/Nov/2023:17:13:20", &new_york), Some(want));
+        // July: daylight-saving time, UTC-4.
+        assert_eq!(
+            parse_in(b"2023-07-01T08:00:00", &new_york),
+            parse(b"2023-07-01T12:00:00Z")
+        );
+        // 01:30 happens twice on 2023-11-05 in New York: the earlier one (EDT).
+        assert_eq!(
+            parse_in(b"2023-11-05T01:30:00", &new_york),
+            parse(b"2023-11-05T05:30:00Z")
+        );
+        assert_eq!(parse_in(b"1700000000", &tokyo), Some(want));
+        assert!(location("Nowhere/Atlantis").is_none());
+        assert_eq!(location("UTC"), Some(jiff::tz::TimeZone::UTC));
     }
 
     #[test]

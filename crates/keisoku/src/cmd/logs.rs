@@ -229,9 +229,10 @@ struct Common {
     /// Never show the progress line.
     #[arg(long = "no-progress")]
     no_progress: bool,
-    /// Accepted for alp compatibility and validated as alp does (Local, UTC
-    /// or a zone name); times without a zone are read as UTC.
-    #[arg(long, hide = true)]
+    /// The zone `-f` reads a time without an offset in, in the log or in
+    /// BetweenTime's bounds (as alp): Local (default), UTC or a zone name
+    /// such as Asia/Tokyo.
+    #[arg(long, value_name = "ZONE")]
     location: Option<String>,
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
@@ -416,8 +417,9 @@ struct LogDiffArgs {
     /// Most distinct routes allowed (default 5000).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
-    /// Accepted for alp compatibility and validated as alp does.
-    #[arg(long, hide = true)]
+    /// The zone `-f` reads a time without an offset in (as `logs ltsv
+    /// --location`).
+    #[arg(long, value_name = "ZONE")]
     location: Option<String>,
     /// Accepted for alp compatibility (html pagination).
     #[arg(long, hide = true)]
@@ -456,8 +458,9 @@ struct TopNArgs {
     /// Only requests matching an expression (as `logs ltsv -f`).
     #[arg(short = 'f', long, value_name = "EXPR")]
     filters: Option<String>,
-    /// Accepted for alp compatibility and validated as alp does.
-    #[arg(long, hide = true)]
+    /// The zone `-f` reads a time without an offset in (as `logs ltsv
+    /// --location`).
+    #[arg(long, value_name = "ZONE")]
     location: Option<String>,
     /// Position file: start reading at the byte offset stored there and
     /// store the new end (alp's --pos; a plain file, not standard input).
@@ -897,10 +900,14 @@ fn alp_sub(
             let sort = count::TopSort::parse(&sort).map_err(fail)?;
             let reverse = input.reverse || top_cfg.reverse.unwrap_or(false);
             let filter = match filters.or(cfg.filters.clone()) {
-                Some(f) => Some(
-                    keisoku_logs::filter::Filter::new(&f)
-                        .map_err(|e| bad_input(format!("-f: {e}")))?,
-                ),
+                Some(f) => {
+                    let loc = location.or(cfg.location.clone());
+                    Some(
+                        keisoku_logs::filter::Filter::new(&f)
+                            .map_err(|e| bad_input(format!("-f: {e}")))?
+                            .in_zone(zone_of(loc.as_deref())?),
+                    )
+                }
                 None => None,
             };
             let top = count::top_n(
@@ -940,6 +947,7 @@ fn log_diff(
         qs_ignore_values: d.qs_ignore_values || cfg.query_string_ignore_values.unwrap_or(false),
         matching_groups: d.matching_groups.clone().or(cfg.matching_groups_flag()),
         filters: d.filters.clone().or(cfg.filters.clone()),
+        location: d.location.clone().or(cfg.location.clone()),
         limit: d.limit.or(cfg.limit).unwrap_or(Options::default().limit),
         // alp's YAML dump keeps the response times: the analysis must too.
         dump: d.dump.clone(),
@@ -1172,6 +1180,7 @@ fn options(c: &Common) -> anyhow::Result<Options> {
         matching_groups: c.matching_groups.clone(),
         auto_group: c.auto_group,
         filters: c.filters.clone(),
+        location: c.location.clone(),
         limit: c.limit.unwrap_or(Options::default().limit),
         timeline: c.timeline.clone(),
         slow: c.slow,
@@ -1234,6 +1243,15 @@ fn check_location(loc: &str) -> anyhow::Result<()> {
             "--location {loc:?}: Invalid timezone abbreviation (use Local, UTC or a zone name such as Asia/Tokyo)"
         )))
     }
+}
+
+/// The zone `-f` reads times without an offset in: `--location`, alp's
+/// `Local` when not given.
+fn zone_of(loc: Option<&str>) -> anyhow::Result<keisoku_logs::timestamp::Zone> {
+    let loc = loc.unwrap_or("Local");
+    check_location(loc)?;
+    keisoku_logs::timestamp::location(loc)
+        .ok_or_else(|| bad_input(format!("--location {loc:?}: the zone cannot be read")))
 }
 
 fn files(c: Common, format: Format) -> anyhow::Result<u8> {
