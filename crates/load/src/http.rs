@@ -53,7 +53,7 @@ pub struct Malformed(pub String);
 
 /// Counts what a decoder writes, keeping nothing.
 #[derive(Debug, Default)]
-struct Count(u64);
+pub(crate) struct Count(u64);
 
 impl Write for Count {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -65,8 +65,9 @@ impl Write for Count {
     }
 }
 
-/// A streaming decoder for one `Content-Encoding`.
-enum Decoder {
+/// A streaming decoder for one `Content-Encoding`, counting the decoded
+/// bytes and keeping none (`--compressed`, HTTP/1.1 and HTTP/2).
+pub(crate) enum Decoder {
     Gzip(flate2::write::GzDecoder<Count>),
     /// HTTP's `deflate` is the zlib format (RFC 9110 §8.4.1.2).
     Deflate(flate2::write::ZlibDecoder<Count>),
@@ -86,7 +87,34 @@ impl std::fmt::Debug for Decoder {
 }
 
 impl Decoder {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
+    /// The decoder for an answer's `Content-Encoding` (`None`: not encoded).
+    /// We ask for gzip, deflate and br only; anything else is an answer we
+    /// cannot size, said rather than miscounted.
+    pub(crate) fn for_encoding(encoding: Option<&[u8]>) -> Result<Option<Decoder>, Malformed> {
+        Ok(match encoding {
+            Some(e) if e.eq_ignore_ascii_case(b"gzip") || e.eq_ignore_ascii_case(b"x-gzip") => {
+                Some(Decoder::Gzip(flate2::write::GzDecoder::new(
+                    Count::default(),
+                )))
+            }
+            Some(e) if e.eq_ignore_ascii_case(b"deflate") => Some(Decoder::Deflate(
+                flate2::write::ZlibDecoder::new(Count::default()),
+            )),
+            Some(e) if e.eq_ignore_ascii_case(b"br") => Some(Decoder::Brotli(Box::new(
+                brotli_decompressor::DecompressorWriter::new(Count::default(), 16 << 10),
+            ))),
+            Some(e) if e.is_empty() || e.eq_ignore_ascii_case(b"identity") => None,
+            Some(e) => {
+                return Err(Malformed(format!(
+                "Content-Encoding {:?} was not asked for (--compressed asks for gzip, deflate, br)",
+                String::from_utf8_lossy(e)
+            )))
+            }
+            None => None,
+        })
+    }
+
+    pub(crate) fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
         match self {
             Decoder::Gzip(d) => d.write_all(b),
             Decoder::Deflate(d) => d.write_all(b),
@@ -95,7 +123,7 @@ impl Decoder {
     }
 
     /// Flushes the decoder; the decoded byte count.
-    fn finish(&mut self) -> std::io::Result<u64> {
+    pub(crate) fn finish(&mut self) -> std::io::Result<u64> {
         match self {
             Decoder::Gzip(d) => d.try_finish().map(|_| d.get_ref().0),
             Decoder::Deflate(d) => d.try_finish().map(|_| d.get_ref().0),
@@ -392,29 +420,7 @@ impl ResponseReader {
         }
         self.keep_alive = !conn_close;
         if self.decode {
-            self.decoder = match encoding {
-                Some(e) if e.eq_ignore_ascii_case(b"gzip") || e.eq_ignore_ascii_case(b"x-gzip") => {
-                    Some(Box::new(Decoder::Gzip(flate2::write::GzDecoder::new(
-                        Count::default(),
-                    ))))
-                }
-                Some(e) if e.eq_ignore_ascii_case(b"deflate") => Some(Box::new(Decoder::Deflate(
-                    flate2::write::ZlibDecoder::new(Count::default()),
-                ))),
-                Some(e) if e.eq_ignore_ascii_case(b"br") => Some(Box::new(Decoder::Brotli(Box::new(
-                    brotli_decompressor::DecompressorWriter::new(Count::default(), 16 << 10),
-                )))),
-                Some(e) if e.is_empty() || e.eq_ignore_ascii_case(b"identity") => None,
-                // We asked for gzip, deflate and br only; anything else is an
-                // answer we cannot size, said rather than miscounted.
-                Some(e) => {
-                    return Err(Malformed(format!(
-                    "Content-Encoding {:?} was not asked for (--compressed asks for gzip, deflate, br)",
-                    String::from_utf8_lossy(e)
-                )))
-                }
-                None => None,
-            };
+            self.decoder = Decoder::for_encoding(encoding)?.map(Box::new);
         }
         self.state = if self.head_request
             || status == 204

@@ -271,7 +271,8 @@ pub struct TransportArgs {
     /// Hosts that bypass the proxy (comma-separated, '*' for all), as no_proxy.
     #[arg(long, value_name = "LIST")]
     noproxy: Option<String>,
-    /// Ask for gzip/deflate bodies and decode them (decoded sizes beside wire sizes).
+    /// Ask for gzip, deflate and br bodies and decode them (decoded sizes beside wire
+    /// sizes), over HTTP/1.1 and HTTP/2.
     #[arg(long)]
     compressed: bool,
 }

@@ -45,6 +45,9 @@ enum Failure {
 struct Answer {
     status: u16,
     bytes: u64,
+    /// `--compressed`: the body's bytes as received and decoded, when it
+    /// came encoded.
+    decoded: Option<(u64, u64)>,
     /// gRPC: the `grpc-status`, or why it is missing or unreadable.
     grpc: Option<Result<u32, String>>,
 }
@@ -538,10 +541,11 @@ impl<'a> W<'a> {
                 let gen = self.conns[c].gen;
                 let timeout = self.spec.timeout;
                 let grpc = self.run.opts.grpc;
+                let decode = self.run.compressed;
                 futs.reqs.push(Box::pin(async move {
                     let result = match tokio::time::timeout(
                         timeout,
-                        call(send, job.req.get(), grpc),
+                        call(send, job.req.get(), grpc, decode),
                     )
                     .await
                     {
@@ -670,6 +674,12 @@ impl<'a> W<'a> {
                 return;
             }
         };
+        if let Some((encoded, decoded)) = a.decoded {
+            let tr = &mut self.tally.transport;
+            tr.compressed += 1;
+            tr.encoded_bytes += encoded;
+            tr.decoded_bytes += decoded;
+        }
         self.inflight -= 1;
         self.record(now, job.target, a.status, grpc, a.bytes, lat_us, svc_us);
         let inflight = self.inflight as u64;
@@ -883,6 +893,7 @@ async fn call(
     send: ::h2::client::SendRequest<Bytes>,
     p: &Prepared,
     grpc: bool,
+    decode: bool,
 ) -> Result<Answer, Failure> {
     let mut send = send
         .ready()
@@ -907,12 +918,34 @@ async fn call(
     } else {
         None
     };
+    let malformed = |why: String| Failure::Failed(ErrorKind::Malformed, why);
+    let mut decoder = if decode {
+        let encoding = parts
+            .headers
+            .get(http::header::CONTENT_ENCODING)
+            .map(|v| v.as_bytes().trim_ascii());
+        crate::http::Decoder::for_encoding(encoding).map_err(|m| malformed(m.0))?
+    } else {
+        None
+    };
     let mut bytes = 0u64;
     while let Some(chunk) = body.data().await {
         let chunk = chunk.map_err(|e| failed(&e))?;
         bytes += chunk.len() as u64;
+        if let Some(d) = &mut decoder {
+            d.write(&chunk)
+                .map_err(|e| malformed(format!("{d:?} body does not decode: {e}")))?;
+        }
         let _ = body.flow_control().release_capacity(chunk.len());
     }
+    let decoded = match &mut decoder {
+        Some(d) => Some((
+            bytes,
+            d.finish()
+                .map_err(|e| malformed(format!("{d:?} body does not decode: {e}")))?,
+        )),
+        None => None,
+    };
     if let Some(trailers) = body.trailers().await.map_err(|e| failed(&e))? {
         if grpc {
             if let Some(s) = grpc::status(&trailers) {
@@ -928,6 +961,7 @@ async fn call(
     Ok(Answer {
         status,
         bytes,
+        decoded,
         grpc,
     })
 }

@@ -109,9 +109,6 @@ pub(crate) fn check(plan: &Plan, links: &[Link]) -> Result<(), LoadError> {
     if plan.transport.follow > 0 {
         return bad("--h2: --follow is HTTP/1.1 only for now; drop it".into());
     }
-    if plan.transport.compressed {
-        return bad("--h2: --compressed is HTTP/1.1 only for now; drop it".into());
-    }
     if plan
         .headers
         .iter()
@@ -222,6 +219,8 @@ pub(crate) struct H2Run {
     pub scheme: &'static str,
     /// Per target: its request, when it does not vary.
     pub fixed: Vec<Option<Prepared>>,
+    /// `--compressed`: decode answers' bodies to count their sizes.
+    pub compressed: bool,
 }
 
 impl H2Run {
@@ -259,6 +258,7 @@ impl H2Run {
             tls,
             scheme,
             fixed,
+            compressed: plan.transport.compressed,
         })
     }
 }
