@@ -59,6 +59,21 @@ fn ltsv(method: &str, uri: &str, status: u16, size: u64, reqtime: &str) -> Strin
     format!("time:24/Nov/2026:08:00:00 +0000\tmethod:{method}\turi:{uri}\tstatus:{status}\tsize:{size}\treqtime:{reqtime}\tapptime:{reqtime}\n")
 }
 
+/// An LTSV log in `dir` with one request per time, route `/rN` for the
+/// N-th.
+fn times_log(dir: &Path, times: &[&str]) -> PathBuf {
+    let log = dir.join("access.log");
+    let text: String = times
+        .iter()
+        .enumerate()
+        .map(|(i, time)| {
+            format!("time:{time}\tmethod:GET\turi:/r{i}\tstatus:200\tsize:10\treqtime:0.01{i}\tapptime:0.01{i}\n")
+        })
+        .collect();
+    std::fs::write(&log, text).unwrap();
+    log
+}
+
 /// Two routes tie on avg only to the printed digit: /a's running sum is
 /// 0.001 + 0.042 = 0.043000000000000003, /b's 0.004 + 0.039 = 0.043. A dump
 /// that reads 0.043000000000000003 back as 0.043 (serde_json's default
@@ -112,25 +127,18 @@ fn a_reloaded_dump_orders_near_ties_as_alp_does() {
 #[test]
 fn time_filters_compare_text_as_alp_does() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("access.log");
-    let mut text = String::new();
-    for (i, time) in [
-        "2026-11-24T08:09:59+00:00",
-        "2026-11-24T08:10:00+00:00",
-        "2026-11-24T08:10:00Z",
-        "2026-11-24T17:10:00+09:00",
-        "2026-11-24T08:10:01+00:00",
-        "2026-11-24T08:11:00.123+00:00",
-        "2026-11-24T09:00:00+01:00",
-    ]
-    .iter()
-    .enumerate()
-    {
-        text.push_str(&format!(
-            "time:{time}\tmethod:GET\turi:/r{i}\tstatus:200\tsize:10\treqtime:0.01{i}\tapptime:0.01{i}\n"
-        ));
-    }
-    std::fs::write(&log, text).unwrap();
+    let log = times_log(
+        dir.path(),
+        &[
+            "2026-11-24T08:09:59+00:00",
+            "2026-11-24T08:10:00+00:00",
+            "2026-11-24T08:10:00Z",
+            "2026-11-24T17:10:00+09:00",
+            "2026-11-24T08:10:01+00:00",
+            "2026-11-24T08:11:00.123+00:00",
+            "2026-11-24T09:00:00+01:00",
+        ],
+    );
     let log = log.to_str().unwrap();
     let mut differences = Vec::new();
     for filter in [
@@ -159,27 +167,20 @@ fn time_filters_compare_text_as_alp_does() {
 #[test]
 fn times_without_an_offset_are_read_in_the_location_as_alp_does() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("access.log");
-    let mut text = String::new();
-    for (i, time) in [
-        "2026-11-24T10:00:30+09:00",
-        "2026-11-24T01:00:30Z",
-        "2026-11-24T11:00:30+01:00",
-        "2026-11-24T10:00:30",
-        "2026-11-24T05:00:30",
-        "2026-11-24T01:00:30",
-        "2026-07-01T08:00:30",
-        "2026-07-01T12:00:30Z",
-        "2026-11-24 10:00:45",
-    ]
-    .iter()
-    .enumerate()
-    {
-        text.push_str(&format!(
-            "time:{time}\tmethod:GET\turi:/r{i}\tstatus:200\tsize:10\treqtime:0.01{i}\tapptime:0.01{i}\n"
-        ));
-    }
-    std::fs::write(&log, text).unwrap();
+    let log = times_log(
+        dir.path(),
+        &[
+            "2026-11-24T10:00:30+09:00",
+            "2026-11-24T01:00:30Z",
+            "2026-11-24T11:00:30+01:00",
+            "2026-11-24T10:00:30",
+            "2026-11-24T05:00:30",
+            "2026-11-24T01:00:30",
+            "2026-07-01T08:00:30",
+            "2026-07-01T12:00:30Z",
+            "2026-11-24 10:00:45",
+        ],
+    );
     let log = log.to_str().unwrap();
     let mut differences = Vec::new();
     for location in ["UTC", "Asia/Tokyo", "America/New_York", "Europe/London"] {

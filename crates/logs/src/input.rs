@@ -29,20 +29,26 @@ pub fn open(path: Option<&Path>, read: Arc<AtomicU64>) -> io::Result<Input> {
     open_limited(path, read, &Limits::current())
 }
 
-/// [`open`] under explicit limits.
-pub fn open_limited(
-    path: Option<&Path>,
-    read: Arc<AtomicU64>,
-    limits: &Limits,
-) -> io::Result<Input> {
-    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
+/// The file at `path` (its size, if a regular file), or standard input
+/// for none or `-`.
+fn raw_input(path: Option<&Path>) -> io::Result<(Box<dyn Read + Send>, Option<u64>)> {
+    Ok(match path {
         Some(p) if p != Path::new("-") => {
             let f = File::open(p)?;
             let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
             (Box::new(f), size)
         }
         _ => (Box::new(io::stdin()), None),
-    };
+    })
+}
+
+/// [`open`] under explicit limits.
+pub fn open_limited(
+    path: Option<&Path>,
+    read: Arc<AtomicU64>,
+    limits: &Limits,
+) -> io::Result<Input> {
+    let (raw, size) = raw_input(path)?;
     let mut buffered = BufReader::with_capacity(1 << 20, Counting::new(raw, Arc::clone(&read)));
     let head = buffered.fill_buf()?;
     let gzip = head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b;
@@ -89,14 +95,7 @@ pub fn open_as(
     let Some(server) = pcap else {
         return open(path, read);
     };
-    let (raw, size): (Box<dyn Read + Send>, Option<u64>) = match path {
-        Some(p) if p != Path::new("-") => {
-            let f = File::open(p)?;
-            let size = f.metadata().ok().filter(|m| m.is_file()).map(|m| m.len());
-            (Box::new(f), size)
-        }
-        _ => (Box::new(io::stdin()), None),
-    };
+    let (raw, size) = raw_input(path)?;
     let counted = Counting::new(raw, read);
     let exchanges = crate::pcap::exchanges(counted, server.clone()).map_err(io::Error::from)?;
     Ok(Input {

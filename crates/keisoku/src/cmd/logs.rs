@@ -930,6 +930,17 @@ fn alp_sub(
     Ok(OK)
 }
 
+/// `FORMAT diff --dump`: TO's routes saved, every counted line parsed.
+fn dump_routes(path: &Path, to: &[keisoku_logs::RouteStats]) -> anyhow::Result<()> {
+    let n: u64 = to.iter().map(|r| r.count).sum();
+    let counts = keisoku_logs::LineCounts {
+        lines: n,
+        parsed: n,
+        ..Default::default()
+    };
+    keisoku_logs::load::write_dump(path, to, &counts).map_err(fail)
+}
+
 /// alp's `FORMAT diff [FROM] TO`: both logs analysed with the same flags.
 fn log_diff(
     mut d: LogDiffArgs,
@@ -984,13 +995,7 @@ fn log_diff(
     };
     let to = keisoku_logs::load::routes_of_log(format, &opts, &to).map_err(fail)?;
     if let Some(path) = &d.dump {
-        let n: u64 = to.iter().map(|r| r.count).sum();
-        let counts = keisoku_logs::LineCounts {
-            lines: n,
-            parsed: n,
-            ..Default::default()
-        };
-        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+        dump_routes(path, &to)?;
     }
     let text = if d.load.is_some() {
         // alp prints TO unsorted (first-seen order) when FROM is loaded:
@@ -1048,13 +1053,7 @@ fn diff_from_pos(
     let (to, end) = routes_of_log_from(format, opts, &to, start).map_err(fail)?;
     save(end)?;
     if let Some(path) = &d.dump {
-        let n: u64 = to.iter().map(|r| r.count).sum();
-        let counts = keisoku_logs::LineCounts {
-            lines: n,
-            parsed: n,
-            ..Default::default()
-        };
-        keisoku_logs::load::write_dump(path, &to, &counts).map_err(fail)?;
+        dump_routes(path, &to)?;
     }
     let text = if d.load.is_some() {
         keisoku_logs::render::render(&to, Some(&from), view.format, &view.opts)
