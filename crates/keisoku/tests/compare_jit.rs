@@ -200,7 +200,10 @@ fn planted_node_function_is_the_top_mover_after_normalising_jit_names() {
 }
 
 /// A JDK HttpServer whose handler sums a stream through two lambdas; with
-/// PLANT=1 it also hashes the body 60 times.
+/// PLANT=1 it also hashes the body 600 times, which takes about as long as
+/// the rest of the request: a regression that must lead even in a run
+/// recorded on a crowded CI host, where the JIT compiler's own samples
+/// move by a point or two between runs.
 const JAVA_SERVER: &str = r#"import com.sun.net.httpserver.*;
 import java.io.*;
 import java.net.InetSocketAddress;
@@ -212,7 +215,7 @@ public class KeisokuCmp {
     static final boolean PLANT = "1".equals(System.getenv("PLANT"));
     static long plantedHash(byte[] b) {
         long h = 1469598103934665603L;
-        for (int r = 0; r < 60; r++) for (byte x : b) { h ^= x; h *= 1099511628211L; }
+        for (int r = 0; r < 600; r++) for (byte x : b) { h ^= x; h *= 1099511628211L; }
         return h;
     }
     public static void main(String[] args) throws Exception {
@@ -232,12 +235,17 @@ public class KeisokuCmp {
 }
 "#;
 
-/// Records one profiled Java run. The lambda classes' methods are kept out
-/// of inlining so they have frames of their own, named per run.
+/// Records one profiled Java run. The lambda classes' methods and the
+/// planted method are kept out of inlining so they have frames of their
+/// own (the lambdas' named per run). `nodelay`: the JDK server writes
+/// headers and body apart, and with Nagle on each request waits ~40 ms for
+/// a delayed ACK, so the run would be mostly idle and hold few samples.
 fn record_java(dir: &Path, store: &Path, name: &str, plant: bool) {
     let server = |port: u16| {
         format!(
-            "exec java -XX:+PreserveFramePointer -XX:CompileCommand=quiet '-XX:CompileCommand=dontinline,*Lambda*::*' -cp {} KeisokuCmp {port}",
+            "exec java -XX:+PreserveFramePointer -Dsun.net.httpserver.nodelay=true -XX:CompileCommand=quiet \
+             '-XX:CompileCommand=dontinline,*Lambda*::*' '-XX:CompileCommand=dontinline,KeisokuCmp::plantedHash' \
+             -cp {} KeisokuCmp {port}",
             dir.display()
         )
     };
