@@ -1446,3 +1446,95 @@ fn a_starved_servers_long_stall_is_found() {
     let [a, b] = s.evidence.range_ms.expect("range");
     assert!(b - a >= 1000.0, "{a}-{b}");
 }
+
+/// A py-spy-like profile of one sync worker (thread 0): `stacks` as
+/// (frames root first as (function, file), ticks), at 10-ms ticks from
+/// 10 ms, in order.
+fn python_profile(stacks: &[(&[(&str, &str)], usize)]) -> Profile {
+    let mut p = Profile::new("py-spy", Unit::Samples);
+    p.thread(Thread {
+        pid: 7,
+        tid: 100,
+        comm: "Thread 100".into(),
+    });
+    let (mut time, mut thread) = (Vec::new(), Vec::new());
+    for (frames, ticks) in stacks {
+        let mut parent = NO_PARENT;
+        for (name, file) in frames.iter() {
+            let f = p.frame_parts(name, file, FrameKind::Interpreted);
+            parent = p.child(parent, f);
+        }
+        for _ in 0..*ticks {
+            p.samples.node.push(parent);
+            thread.push(0);
+            time.push((time.len() as u64 + 1) * 10_000_000);
+        }
+    }
+    p.samples.time_ns = Some(time);
+    p.samples.thread = Some(thread);
+    p
+}
+
+#[test]
+fn a_measured_wait_shorter_than_the_wait_for_a_core_describes_the_host() {
+    // c=1 at 10 req/s, 100 ms each, 0.2 ms of CPU: the wall-clock profile
+    // has the worker half of the first phase in a call to a backend, 50 ms
+    // per request, which alone is a worker held by a wait.
+    let mut run = base();
+    for i in 0..3 {
+        run.results["phases"][i]["rps"] = json!(10.0);
+        run.results["phases"][i]["requests"] = json!(40.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(100.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    let worker = "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py";
+    let idle: &[(&str, &str)] = &[
+        ("SyncWorker.run (sync.py:1)", worker),
+        ("SyncWorker.wait (sync.py:2)", worker),
+    ];
+    let call: &[(&str, &str)] = &[
+        ("SyncWorker.run (sync.py:1)", worker),
+        ("fetch_stock (app.py:10)", "/srv/shop/app.py"),
+        (
+            "SocketIO.readinto (socket.py:4)",
+            "/usr/lib/python3.11/socket.py",
+        ),
+    ];
+    run.wall_profile = Some(python_profile(&[(idle, 200), (call, 200)]));
+    run.profile = Some(python_profile(&[(idle, 4)]));
+    let wait = |run: &RunJson| {
+        analyze(run)
+            .into_iter()
+            .find(|f| f.rule == "blocking-wait")
+            .expect("a blocking-wait finding")
+    };
+    let b = wait(&run);
+    assert_eq!(b.severity, Severity::High, "{}", b.title);
+    assert_eq!(b.id, "blocking-wait", "{}", b.title);
+    assert!(
+        b.evidence
+            .frames
+            .iter()
+            .any(|f| f.name.contains("fetch_stock")),
+        "the wait is named: {:?}",
+        b.evidence.frames
+    );
+    // Waiting 30 ms for a core, less than the call: still the call.
+    set(&mut run, "proc.runq_delay_ms", |_, rps| rps * 30.0);
+    assert_eq!(wait(&run).id, "blocking-wait");
+    // The same wait on a host where each request also waits 80 ms for a
+    // core: a downstream on this host answers late by its own run-queue
+    // waits, so it is said as information about the host.
+    set(&mut run, "proc.runq_delay_ms", |_, rps| rps * 80.0);
+    let b = wait(&run);
+    assert_eq!(b.id, "blocking-wait.crowded", "{}", b.title);
+    assert_eq!(b.severity, Severity::Info, "{}", b.title);
+    assert!(b.title.contains("50.0 ms"), "{}", b.title);
+    assert!(
+        b.title.contains("80 ms they wait for a core"),
+        "{}",
+        b.title
+    );
+    assert!(!ids(&run).iter().any(|id| id.starts_with("blocking-wait")));
+}
