@@ -30,6 +30,14 @@ pub const HOT_THREAD_BUSY_HOST_PCT: f64 = 50.0;
 /// A thread's wait for a core (% of one core) from which it counts as
 /// starved by others: [`HOT_THREAD_BUSY_HOST_PCT`] applies only then.
 pub const STARVED_WAIT_PCT: f64 = 20.0;
+/// Share of its wall-clock time a lone serving thread spends inside
+/// requests (on a CPU, runnable or blocked) from which it counts as the
+/// server's limit: it takes the next request as soon as it finishes one.
+pub const LONE_WORKER_OCCUPIED: f64 = 0.9;
+/// Share of its wall-clock time inside requests under which another
+/// serving thread counts as idle (a second worker this lightly used does
+/// not serve the load).
+pub const IDLE_WORKER_OCCUPIED: f64 = 0.1;
 /// Involuntary context switches per request from which scheduling counts as churn.
 pub const NIVCSW_PER_REQUEST: f64 = 8.0;
 /// CPU migrations per request from which scheduling counts as churn.
@@ -313,7 +321,7 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
         })
         .max_by(|x, y| x.demand.total_cmp(&y.demand))
     else {
-        return Vec::new();
+        return lone_worker(v);
     };
     // On a busy host a lone worker that is itself kept waiting for a core
     // counts from a lower demand: the starved load generator leaves it
@@ -328,7 +336,7 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
         HOT_THREAD_PCT
     };
     if hot.demand < hot_pct || hot.share < 0.5 || hot.siblings > 0 {
-        return Vec::new();
+        return lone_worker(v);
     }
     let HotThread { name, share, .. } = &hot;
     let mut f = finding("single-core", None, Severity::High, 60.0 + 30.0 * share);
@@ -372,6 +380,92 @@ pub(crate) fn single_core(v: &View) -> Vec<Finding> {
         series: hot.series,
         range_ms: Some(v.measured_window().into()),
         phases: vec![hot.phase.index],
+        frames: Vec::new(),
+    };
+    vec![f]
+}
+
+/// One worker that serves every request, seen in the wall-clock profile:
+/// a thread whose CPU is under [`HOT_THREAD_PCT`] (it also blocks, in a
+/// call to another service or on a disk) can still be the server's limit,
+/// when it is the only thread that serves requests and is inside one
+/// nearly all the time while more are offered. The CPU profile cannot say
+/// so (half its time is off the CPU); the wall-clock one can: its waits for
+/// work vanish. Judged at the heaviest phase, offering at least two
+/// requests at a time; a server with a second serving thread in use is
+/// not one worker, and one request at a time is all a single connection
+/// offers.
+fn lone_worker(v: &View) -> Vec<Finding> {
+    let Some(p) = v
+        .phases
+        .iter()
+        .filter(|p| p.rps > 0.0)
+        .max_by_key(|p| p.connections.unwrap_or(0))
+    else {
+        return Vec::new();
+    };
+    let offered = p.connections.map_or_else(
+        || p.mean_ms.map_or(0.0, |ms| p.rps * ms / 1000.0),
+        |c| c as f64,
+    );
+    if offered < 2.0 {
+        return Vec::new();
+    }
+    let Some(w) = crate::wall::request_waits(v, p.start_ms, p.end_ms) else {
+        return Vec::new();
+    };
+    let mut used = w
+        .occupancy
+        .iter()
+        .filter(|(_, busy)| *busy >= IDLE_WORKER_OCCUPIED);
+    let (Some((name, busy)), None) = (used.next(), used.next()) else {
+        return Vec::new();
+    };
+    if *busy < LONE_WORKER_OCCUPIED {
+        return Vec::new();
+    }
+    let blocked = if w.request_s > 0.0 {
+        (w.wait_s / w.request_s).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mut f = finding(
+        "single-core",
+        Some("lone-worker"),
+        Severity::High,
+        60.0 + 30.0 * busy,
+    );
+    f.title = format!(
+        "One worker ({name}) serves every request and is inside one {} of the time: the server handles one request at a time",
+        pct(*busy)
+    );
+    f.summary = "Only one thread serves requests, and it is busy with one nearly all the time while more wait: its CPU and its blocking waits add up to the server's whole capacity, whatever the cores.".into();
+    f.impact = format!(
+        "at {}: {} req/s is one worker's limit; more workers (or overlapping the waits) would serve requests side by side",
+        p.label,
+        fmt_num(p.rps)
+    );
+    f.suggestion = "run more workers (processes or threads; gunicorn's 2 x cores + 1), and take blocking calls off the request path".into();
+    f.evidence = Evidence {
+        text: vec![
+            format!(
+                "{name}: inside a request {} of its wall-clock samples at {} ({:.0} requests offered at a time)",
+                pct(*busy),
+                p.label,
+                offered
+            ),
+            format!(
+                "of its time in requests, {} blocked off the CPU (the wall-clock profile less the CPU profile)",
+                pct(blocked)
+            ),
+            format!(
+                "no other thread that serves requests is inside one {} of the time",
+                pct(IDLE_WORKER_OCCUPIED)
+            ),
+        ],
+        series: vec!["client.p50_ms".into(), "proc.cpu_user".into()],
+        range_ms: Some([p.start_ms, p.end_ms]),
+        phases: vec![p.index],
         frames: Vec::new(),
     };
     vec![f]

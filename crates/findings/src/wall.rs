@@ -64,6 +64,10 @@ pub(crate) struct RequestWaits {
     /// nor runnable (their wall time in requests minus their own CPU and
     /// run-queue time), and the profiles' figure it replaced.
     pub kernel_bound: Option<(f64, f64)>,
+    /// Per serving thread, most occupied first: its name and the share
+    /// (0-1) of its wall-clock samples in the window that are inside a
+    /// request (on a CPU, runnable or blocked), not waiting for work.
+    pub occupancy: Vec<(String, f64)>,
 }
 
 /// One place requests wait.
@@ -367,11 +371,24 @@ pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
     }
     top.sort_by(|x, y| y.wait_s.total_cmp(&x.wait_s).then(x.label.cmp(&y.label)));
     top.truncate(3);
+    let mut occupancy: Vec<(String, f64)> = split
+        .iter()
+        .filter(|(_, &(idle, busy))| idle + busy > 0)
+        .map(|(th, &(idle, busy))| {
+            let comm = wall
+                .threads
+                .get(*th as usize)
+                .map_or_else(String::new, |t| t.comm.clone());
+            (comm, busy as f64 / (idle + busy) as f64)
+        })
+        .collect();
+    occupancy.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
     Some(RequestWaits {
         wait_s,
         request_s,
         top,
         kernel_bound,
+        occupancy,
     })
 }
 

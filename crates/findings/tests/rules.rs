@@ -1447,18 +1447,24 @@ fn a_starved_servers_long_stall_is_found() {
     assert!(b - a >= 1000.0, "{a}-{b}");
 }
 
-/// A py-spy-like profile of one sync worker (thread 0): `stacks` as
-/// (frames root first as (function, file), ticks), at 10-ms ticks from
-/// 10 ms, in order.
-fn python_profile(stacks: &[(&[(&str, &str)], usize)]) -> Profile {
+/// Frames root first as (function, file), a thread, and a number of ticks.
+type PyTicks<'a> = (&'a [(&'a str, &'a str)], u32, usize);
+
+/// A py-spy-like profile of two sync workers (threads 0 and 1): `stacks`
+/// as (frames root first as (function, file), thread, ticks), each
+/// thread's at 10-ms ticks from 10 ms, in order.
+fn python_profile(stacks: &[PyTicks]) -> Profile {
     let mut p = Profile::new("py-spy", Unit::Samples);
-    p.thread(Thread {
-        pid: 7,
-        tid: 100,
-        comm: "Thread 100".into(),
-    });
+    for tid in [100, 101] {
+        p.thread(Thread {
+            pid: 7,
+            tid,
+            comm: format!("Thread {tid}"),
+        });
+    }
     let (mut time, mut thread) = (Vec::new(), Vec::new());
-    for (frames, ticks) in stacks {
+    let mut ticks_of = [0u64; 2];
+    for (frames, th, ticks) in stacks {
         let mut parent = NO_PARENT;
         for (name, file) in frames.iter() {
             let f = p.frame_parts(name, file, FrameKind::Interpreted);
@@ -1466,14 +1472,40 @@ fn python_profile(stacks: &[(&[(&str, &str)], usize)]) -> Profile {
         }
         for _ in 0..*ticks {
             p.samples.node.push(parent);
-            thread.push(0);
-            time.push((time.len() as u64 + 1) * 10_000_000);
+            thread.push(*th);
+            ticks_of[*th as usize] += 1;
+            time.push(ticks_of[*th as usize] * 10_000_000);
         }
     }
     p.samples.time_ns = Some(time);
     p.samples.thread = Some(thread);
     p
 }
+
+const SYNC_PY: &str = "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py";
+/// A sync worker waiting for its next connection.
+const IDLE_PY: &[(&str, &str)] = &[
+    ("SyncWorker.run (sync.py:1)", SYNC_PY),
+    ("SyncWorker.wait (sync.py:2)", SYNC_PY),
+];
+/// A request blocked in a call to a backend.
+const CALL_PY: &[(&str, &str)] = &[
+    ("SyncWorker.run (sync.py:1)", SYNC_PY),
+    ("fetch_stock (app.py:10)", "/srv/shop/app.py"),
+    (
+        "SocketIO.readinto (socket.py:4)",
+        "/usr/lib/python3.11/socket.py",
+    ),
+];
+/// A request parsing settings on the CPU.
+const PARSE_PY: &[(&str, &str)] = &[
+    ("SyncWorker.run (sync.py:1)", SYNC_PY),
+    ("load_settings (app.py:20)", "/srv/shop/app.py"),
+    (
+        "RawConfigParser._read (configparser.py:5)",
+        "/usr/lib/python3.11/configparser.py",
+    ),
+];
 
 #[test]
 fn a_measured_wait_shorter_than_the_wait_for_a_core_describes_the_host() {
@@ -1488,21 +1520,8 @@ fn a_measured_wait_shorter_than_the_wait_for_a_core_describes_the_host() {
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
-    let worker = "/venv/lib/python3.11/site-packages/gunicorn/workers/sync.py";
-    let idle: &[(&str, &str)] = &[
-        ("SyncWorker.run (sync.py:1)", worker),
-        ("SyncWorker.wait (sync.py:2)", worker),
-    ];
-    let call: &[(&str, &str)] = &[
-        ("SyncWorker.run (sync.py:1)", worker),
-        ("fetch_stock (app.py:10)", "/srv/shop/app.py"),
-        (
-            "SocketIO.readinto (socket.py:4)",
-            "/usr/lib/python3.11/socket.py",
-        ),
-    ];
-    run.wall_profile = Some(python_profile(&[(idle, 200), (call, 200)]));
-    run.profile = Some(python_profile(&[(idle, 4)]));
+    run.wall_profile = Some(python_profile(&[(IDLE_PY, 0, 200), (CALL_PY, 0, 200)]));
+    run.profile = Some(python_profile(&[(IDLE_PY, 0, 4)]));
     let wait = |run: &RunJson| {
         analyze(run)
             .into_iter()
@@ -1537,4 +1556,69 @@ fn a_measured_wait_shorter_than_the_wait_for_a_core_describes_the_host() {
         b.title
     );
     assert!(!ids(&run).iter().any(|id| id.starts_with("blocking-wait")));
+}
+
+#[test]
+fn one_worker_busy_with_requests_is_the_limit_though_half_its_time_is_a_wait() {
+    // One sync worker: each request parses settings on the CPU (~55% of a
+    // core) and waits in a backend call. Offered 4 and 8 at a time it is
+    // inside a request all the time; its CPU alone never reaches 70% of a
+    // core, so the CPU profile does not say "one worker".
+    let mut run = base();
+    for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
+        run.results["phases"][i]["rps"] = json!(10.0);
+        run.results["phases"][i]["requests"] = json!(40.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(100.0 * c);
+    }
+    set(&mut run, "proc.cpu_user", |_, _| 55.0);
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    set(&mut run, "cpu.all.idle", |_, _| 65.0);
+    // Wall clock: idle for the first second, then requests back to back;
+    // the second worker (thread 1) waits for connections throughout.
+    let busy: Vec<PyTicks> = std::iter::once((IDLE_PY, 0, 100))
+        .chain((0..55).flat_map(|_| [(CALL_PY, 0, 9), (PARSE_PY, 0, 11)]))
+        .chain(std::iter::once((IDLE_PY, 1, 1200)))
+        .collect();
+    run.wall_profile = Some(python_profile(&busy));
+    // On the CPU: the parsing ticks of the same requests.
+    let cpu: Vec<PyTicks> = std::iter::once((&[][..], 0, 100))
+        .chain((0..55).flat_map(|_| [(&[][..], 0, 9), (PARSE_PY, 0, 11)]))
+        .collect();
+    run.profile = Some(python_profile(&cpu));
+    let f = analyze(&run);
+    let lone = f
+        .iter()
+        .find(|f| f.id == "single-core.lone-worker")
+        .unwrap_or_else(|| panic!("the lone worker in {}", render_text(&f)));
+    assert_eq!(lone.severity, Severity::High);
+    assert!(
+        lone.title.contains("One worker (Thread 100)"),
+        "{}",
+        lone.title
+    );
+    assert!(lone.title.contains("100%"), "{}", lone.title);
+    assert_eq!(lone.evidence.phases, vec![2]);
+    assert!(
+        lone.evidence.text[1].contains("45% blocked"),
+        "{:?}",
+        lone.evidence.text
+    );
+    // A second worker inside requests half the time: two workers serve.
+    let mut two = busy.clone();
+    two.pop();
+    two.extend([(IDLE_PY, 1, 600), (CALL_PY, 1, 600)]);
+    run.wall_profile = Some(python_profile(&two));
+    assert!(!ids(&run).iter().any(|id| id.starts_with("single-core")));
+    // The lone worker offered one request at a time: all it is asked for.
+    run.wall_profile = Some(python_profile(&busy));
+    for i in 0..3 {
+        run.phases[i].connections = Some(1);
+    }
+    assert!(!ids(&run).iter().any(|id| id.starts_with("single-core")));
+    // Without a wall-clock profile there is nothing to tell it by.
+    for (i, c) in [1u64, 4, 8].iter().enumerate() {
+        run.phases[i].connections = Some(*c);
+    }
+    run.wall_profile = None;
+    assert!(!ids(&run).iter().any(|id| id.starts_with("single-core")));
 }
