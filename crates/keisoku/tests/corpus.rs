@@ -369,6 +369,21 @@ fn python_tuned_beside_a_neighbour() {
     tuned("flask-shop", 19275, true);
 }
 
+/// The shop's four causes at once: a synchronous slow call, settings parsed per request, no
+/// keep-alive to the backend and one worker. The matrices of 11:30 and 05:21 UTC (load 20-35)
+/// named all four, but on a quiet host (load ~1, 21:16 UTC) the one worker went unnamed 3 times
+/// of 3: parsing took ~55% of a core and the 40-ms call the rest, so `single-core` (by CPU)
+/// stayed quiet. The wall-clock profile shows the worker inside requests 99-100% of the time:
+/// `single-core.lone-worker` #3 (and `single-core` beside the neighbour), 4 of 4 since.
+#[test]
+fn python_causes_stacked() {
+    stacked(
+        "flask-shop",
+        &["slowcall", "config", "nokeepalive", "oneworker"],
+        19275,
+    );
+}
+
 /// One gunicorn sync worker on 2 cores. Named in the matrix of 11:30 (load 23-29) once a
 /// starved lone worker on a busy host counted from half a core, and at 15:00 (load ~10);
 /// wall14's miss (host-busy, top-self) was before that rule.
