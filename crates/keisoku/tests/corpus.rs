@@ -254,7 +254,7 @@ fn java_log_rollover_stall_alone() {
 /// in a row at 15:22-15:26 UTC (load average 25-17): stalls #1, unbounded-response #2,
 /// regex-compile #3, formatter #4 in each.
 #[test]
-#[ignore = "passes at load 17-25 (jn14: 3 of 3, 15:22-15:26 UTC, after the growing scan was sized like the other causes) but failed in the fresh-clone CI at 16:2x UTC on a quiet host (load ~4): rollover (stalls) not named, with unbounded-response #1, regex-compile #2 and formatter #3 (5% each). Which cause drops out depends on the load (regex and formatter on a quiet host before the resize, the stall now); why the stall goes unnamed beside the scan is not yet measured"]
+#[ignore = "passes at load 17-25 (jn14: 3 of 3, 15:22-15:26 UTC) and at load 4-5 (8 of 8 on 2026-11-24 21:24-21:27 UTC, 2 of them beside the busy-loop neighbour: stalls #1 with one 0.5-1.1 s stall in the c=2 step, unbounded-response #2, formatter and regex-compile #3-#4 at 5-8%), but failed once in the fresh-clone CI at 16:2x UTC (load ~4): rollover (stalls) not named, with unbounded-response #1, regex-compile #2 and formatter #3. That run was not kept, so why is not measured; the one rollover per run falls ~7 s after the first logged bid, and a rollover outside the measured steps would leave no stall to find. Kept out of CI until a failing run is kept and explained"]
 fn java_causes_stacked() {
     stacked(
         "java-bidder",
