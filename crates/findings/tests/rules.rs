@@ -1622,3 +1622,28 @@ fn one_worker_busy_with_requests_is_the_limit_though_half_its_time_is_a_wait() {
     run.wall_profile = None;
     assert!(!ids(&run).iter().any(|id| id.starts_with("single-core")));
 }
+
+#[test]
+fn migrations_of_threads_waking_from_a_wait_are_not_churn() {
+    // java-bidder with a 40-ms synchronous audit call per bid: 43 ms per
+    // request of which 2.8 ms CPU, and 2.1 migrations per request as the
+    // pool's threads wake from the call on whichever core is idle.
+    let mut run = base();
+    for (i, rps) in [45.0, 117.0, 185.0].iter().enumerate() {
+        run.results["phases"][i]["rps"] = json!(rps);
+        run.results["phases"][i]["requests"] = json!(rps * 4.0);
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(43.0);
+    }
+    set(&mut run, "proc.cpu_user", |_, rps| {
+        rps * 2.8 / 1000.0 * 100.0
+    });
+    set(&mut run, "proc.cpu_system", |_, _| 0.0);
+    set(&mut run, "proc.migrations", |_, rps| rps * 2.1);
+    set(&mut run, "proc.nivcsw", |_, rps| rps * 0.5);
+    assert!(!ids(&run).contains(&"scheduler-churn".to_string()));
+    // The same migrations in 4-ms requests that are mostly CPU: churn.
+    for i in 0..3 {
+        run.results["phases"][i]["latency_ms"]["mean"] = json!(4.0);
+    }
+    assert!(ids(&run).contains(&"scheduler-churn".to_string()));
+}
