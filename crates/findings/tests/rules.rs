@@ -89,6 +89,15 @@ fn base() -> RunJson {
     run
 }
 
+/// Sets phase `i`'s throughput and mean latency; it served `rps` for the
+/// whole phase.
+fn set_phase(run: &mut RunJson, i: usize, rps: f64, mean_ms: f64) {
+    let p = &mut run.results["phases"][i];
+    p["rps"] = json!(rps);
+    p["requests"] = json!(rps * PHASE_MS / 1000.0);
+    p["latency_ms"]["mean"] = json!(mean_ms);
+}
+
 /// Request rate of the phase holding t.
 fn rps_at(run: &RunJson, t: f64) -> f64 {
     let i = ((t - 1.0) / PHASE_MS) as usize;
@@ -744,9 +753,7 @@ fn blocking_wait_fires_when_latency_is_mostly_off_cpu() {
     // 15 ms per request at c=1, 0.2 ms of it on CPU.
     for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
         let rps = c * 1000.0 / 15.0;
-        run.results["phases"][i]["rps"] = json!(rps);
-        run.results["phases"][i]["requests"] = json!(rps * 4.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(15.0);
+        set_phase(&mut run, i, rps, 15.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
@@ -765,18 +772,14 @@ fn blocking_wait_discounts_queueing_behind_other_requests() {
     // behind the others, not a downstream wait.
     let mut run = base();
     for i in 0..3 {
-        run.results["phases"][i]["rps"] = json!(4000.0);
-        run.results["phases"][i]["requests"] = json!(16000.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(8.0);
+        set_phase(&mut run, i, 4000.0, 8.0);
     }
     set(&mut run, "proc.cpu_user", |_, _| 190.0);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
     assert!(!ids(&run).contains(&"blocking-wait".to_string()));
     // The same 32 in flight with the CPU idle: 107 req/s, 300 ms each.
     for i in 0..3 {
-        run.results["phases"][i]["rps"] = json!(107.0);
-        run.results["phases"][i]["requests"] = json!(428.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(300.0);
+        set_phase(&mut run, i, 107.0, 300.0);
     }
     set(&mut run, "proc.cpu_user", |_, _| 5.0);
     assert!(ids(&run).contains(&"blocking-wait".to_string()));
@@ -789,9 +792,7 @@ fn blocking_wait_judges_the_wait_per_request_not_only_its_share() {
     let mut run = base();
     for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
         let rps = c * 1000.0 / 3.0;
-        run.results["phases"][i]["rps"] = json!(rps);
-        run.results["phases"][i]["requests"] = json!(rps * 4.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(3.0);
+        set_phase(&mut run, i, rps, 3.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
@@ -805,9 +806,7 @@ fn blocking_wait_judges_the_wait_per_request_not_only_its_share() {
     // 45 ms per request with the same CPU: a worker held by the wait.
     for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
         let rps = c * 1000.0 / 45.0;
-        run.results["phases"][i]["rps"] = json!(rps);
-        run.results["phases"][i]["requests"] = json!(rps * 4.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(45.0);
+        set_phase(&mut run, i, rps, 45.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     let f = analyze(&run);
@@ -1267,9 +1266,7 @@ fn a_reverse_proxy_waiting_for_its_upstream_is_info() {
     let mut run = base();
     for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
         let rps = c * 1000.0 / 15.0;
-        run.results["phases"][i]["rps"] = json!(rps);
-        run.results["phases"][i]["requests"] = json!(rps * 4.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(15.0);
+        set_phase(&mut run, i, rps, 15.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
@@ -1514,9 +1511,7 @@ fn a_measured_wait_shorter_than_the_wait_for_a_core_describes_the_host() {
     // per request, which alone is a worker held by a wait.
     let mut run = base();
     for i in 0..3 {
-        run.results["phases"][i]["rps"] = json!(10.0);
-        run.results["phases"][i]["requests"] = json!(40.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(100.0);
+        set_phase(&mut run, i, 10.0, 100.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| rps * 0.02);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
@@ -1566,9 +1561,7 @@ fn one_worker_busy_with_requests_is_the_limit_though_half_its_time_is_a_wait() {
     // core, so the CPU profile does not say "one worker".
     let mut run = base();
     for (i, c) in [1.0, 4.0, 8.0].iter().enumerate() {
-        run.results["phases"][i]["rps"] = json!(10.0);
-        run.results["phases"][i]["requests"] = json!(40.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(100.0 * c);
+        set_phase(&mut run, i, 10.0, 100.0 * c);
     }
     set(&mut run, "proc.cpu_user", |_, _| 55.0);
     set(&mut run, "proc.cpu_system", |_, _| 0.0);
@@ -1630,9 +1623,7 @@ fn migrations_of_threads_waking_from_a_wait_are_not_churn() {
     // pool's threads wake from the call on whichever core is idle.
     let mut run = base();
     for (i, rps) in [45.0, 117.0, 185.0].iter().enumerate() {
-        run.results["phases"][i]["rps"] = json!(rps);
-        run.results["phases"][i]["requests"] = json!(rps * 4.0);
-        run.results["phases"][i]["latency_ms"]["mean"] = json!(43.0);
+        set_phase(&mut run, i, *rps, 43.0);
     }
     set(&mut run, "proc.cpu_user", |_, rps| {
         rps * 2.8 / 1000.0 * 100.0
