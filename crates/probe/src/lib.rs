@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod child;
+mod connects;
 mod error;
 mod host;
 mod perf;

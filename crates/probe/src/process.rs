@@ -137,6 +137,10 @@ pub(crate) struct ProcessCollector {
     fds: Series,
     /// The tree's TCP connections by side (None once sock_diag failed).
     conns: Option<crate::sockdiag::ConnTracker>,
+    /// The host's connects by pid (None until the first sample, or when the
+    /// tracepoint is unavailable: sock_diag alone then learns backends).
+    connects: Option<crate::connects::ConnectWatch>,
+    connects_tried: bool,
     inodes: std::collections::HashSet<u32>,
     tcp_accepted: Series,
     tcp_connected: Series,
@@ -193,6 +197,8 @@ impl ProcessCollector {
             write_bytes: Series::new("proc.write_bytes", "B/s"),
             fds: Series::new("proc.fds", "count"),
             conns: Some(crate::sockdiag::ConnTracker::default()),
+            connects: None,
+            connects_tried: false,
             inodes: std::collections::HashSet::new(),
             tcp_accepted: Series::new("proc.tcp_accepted", "/s"),
             tcp_connected: Series::new("proc.tcp_connected", "/s"),
@@ -299,6 +305,22 @@ impl ProcessCollector {
         let Some(tracker) = self.conns.as_mut() else {
             return;
         };
+        if !std::mem::replace(&mut self.connects_tried, true) {
+            match crate::connects::ConnectWatch::open() {
+                Ok(w) => self.connects = Some(w),
+                Err(e) => notes.once("proc.tcp_connects", || {
+                    format!("backend connections are found from sock_diag alone ({e}): one that lives under a millisecond can be missed, and proc.tcp_connected with it")
+                }),
+            }
+        }
+        if let Some(w) = self.connects.as_mut() {
+            let members = &self.members;
+            w.drain(|pid, dst| {
+                if members.contains(&pid) {
+                    tracker.learn_backend(dst);
+                }
+            });
+        }
         crate::sockdiag::socket_inodes(&self.proc_root, &self.members, &mut self.inodes);
         match tracker.sample(&self.inodes) {
             Ok(Some(c)) if dt_s > 0.0 => {

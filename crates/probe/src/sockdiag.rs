@@ -135,10 +135,10 @@ const TCP_LISTEN: u8 = 10;
 
 /// An address and port as sock_diag gives them (IPv4 in the first 4 bytes).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-struct Endpoint {
-    family: u8,
-    addr: [u8; 16],
-    port: u16,
+pub(crate) struct Endpoint {
+    pub(crate) family: u8,
+    pub(crate) addr: [u8; 16],
+    pub(crate) port: u16,
 }
 
 /// One TCP socket of the dump.
@@ -227,6 +227,14 @@ pub(crate) struct ConnTracker {
 const TIME_WAIT_REUSED_MS: u32 = 1000;
 
 impl ConnTracker {
+    /// Marks an endpoint the process was seen connecting to by other means
+    /// (the connect tracepoint): a backend connection too short to be
+    /// caught alive among the process's descriptors is then still counted
+    /// from the TIME_WAIT it leaves.
+    pub(crate) fn learn_backend(&mut self, dst: Endpoint) {
+        self.backends.insert(dst);
+    }
+
     /// Counts the connections new since the last call, of the process
     /// owning the socket `inodes`; `None` on the first call (a baseline).
     pub(crate) fn sample(&mut self, inodes: &HashSet<u32>) -> io::Result<Option<ConnCounts>> {

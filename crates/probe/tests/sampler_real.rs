@@ -389,3 +389,68 @@ fn a_child_started_later_joins_the_tree() {
     let _ = parent.wait();
     assert_eq!(by_name(&last)["proc.processes"][0].1, 2.0, "pids {pids:?}");
 }
+
+/// A process opening connections that live a few microseconds (a server
+/// calling its backend without keep-alive, on loopback): they are its own
+/// `proc.tcp_connected`, although none is ever alive when /proc and
+/// sock_diag are read.
+#[test]
+fn connections_shorter_than_a_sample_are_counted() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            drop(s);
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let mut child = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import socket\nwhile True:\n s = socket.create_connection(('127.0.0.1', {port}))\n s.close()"
+        ))
+        .spawn()
+        .unwrap();
+    let wait_for = |n: u64| {
+        let start = Instant::now();
+        while accepted.load(Ordering::Relaxed) < n && start.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        accepted.load(Ordering::Relaxed)
+    };
+    // The interpreter has started and connects.
+    wait_for(10);
+    let cfg = config(Some(child.id()));
+    let mut col = Collector::new(&cfg).unwrap();
+    let mut out = Vec::new();
+    col.sample(cfg.origin.elapsed(), &mut out);
+    let from = accepted.load(Ordering::Relaxed);
+    let mut last = Vec::new();
+    let mut total = 0.0;
+    // Two more samples: the first one drains the connects that taught the
+    // backend, the second counts every connection to it.
+    for _ in 0..2 {
+        let t0 = cfg.origin.elapsed();
+        let before = accepted.load(Ordering::Relaxed);
+        wait_for(before + 300);
+        last.clear();
+        col.sample(cfg.origin.elapsed(), &mut last);
+        let dt = (cfg.origin.elapsed() - t0).as_secs_f64();
+        total = by_name(&last)
+            .get("proc.tcp_connected")
+            .map_or(0.0, |v| v[0].1 * dt);
+    }
+    let to = accepted.load(Ordering::Relaxed);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(to - from >= 600, "only {} connections", to - from);
+    assert!(
+        total >= 200.0,
+        "{total:.0} connections counted of ~300+ in the last sample; notes {:?}",
+        col.notes()
+    );
+}
