@@ -130,7 +130,15 @@ fn run_case_in(
     if std::env::var_os("KEISOKU_CORPUS_VERBOSE").is_some() {
         eprintln!("{case_out}");
     }
+    LAST_OUT.with(|o| *o.borrow_mut() = case_out);
     findings
+}
+
+thread_local! {
+    /// keisoku's whole terminal output of this test's last case: a failure in CI shows it
+    /// (phases, per-second timeline, findings with evidence), since the run's files are
+    /// gone with the CI host.
+    static LAST_OUT: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
 fn rank_of(findings: &[Finding], e: &Expectation) -> Option<usize> {
@@ -145,12 +153,15 @@ fn rank_of(findings: &[Finding], e: &Expectation) -> Option<usize> {
         .map(|f| f.rank)
 }
 
+/// The findings, one per line, then keisoku's output of the case for the reader of a failure.
 fn listing(findings: &[Finding]) -> String {
-    findings
+    let list = findings
         .iter()
         .map(|f| format!("  {}. {} [{}] {}", f.rank, f.id, f.severity, f.title))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let out = LAST_OUT.with(|o| o.borrow().clone());
+    format!("{list}\n--- keisoku's output of the case ---\n{out}")
 }
 
 /// A cause planted alone is named in the top 3.
