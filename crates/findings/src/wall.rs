@@ -197,6 +197,174 @@ fn is_application(module: &str) -> bool {
         && !m.starts_with('<')
 }
 
+/// Whose frame names a wall-clock profile holds: each runtime has its own
+/// contract for what waits for work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runtime {
+    /// py-spy: `function (file.py:line)`.
+    Python,
+    /// async-profiler's wall mode (JFR): `package.Class.method`, native
+    /// frames named by their library.
+    Jvm,
+}
+
+/// The runtime of a wall-clock profile, or None for one whose contract is
+/// not known (its waits are then not read: a wrong contract would take
+/// every tick of a waiting pool worker for request time).
+fn runtime_of(p: &Profile) -> Option<Runtime> {
+    if p.frames.iter().any(|f| f.module.ends_with(".py")) {
+        Some(Runtime::Python)
+    } else if p.frames.iter().any(|f| {
+        let n = java_method(&f.name);
+        n == "java.lang.Thread.run" || n == "java.lang.Thread.runWith"
+    }) {
+        Some(Runtime::Jvm)
+    } else {
+        None
+    }
+}
+
+/// A Java method's `package.Class.method` from a frame name: async-profiler
+/// gives it bare, a perf map (`jcmd Compiler.perfmap`) with the return type
+/// before it and sometimes the parameters after it.
+fn java_method(name: &str) -> &str {
+    let n = name.split('(').next().unwrap_or(name).trim_end();
+    n.rsplit(' ').next().unwrap_or(n)
+}
+
+/// Whether a frame is a Java method (not native code, not perf's
+/// `Interpreter`, whose methods it cannot name).
+fn is_java_frame(p: &Profile, f: u32) -> bool {
+    let Some(fr) = p.frames.get(f as usize) else {
+        return false;
+    };
+    let m = fr.module.as_str();
+    let name = java_method(&fr.name);
+    (m.is_empty() || m.ends_with(".map"))
+        && name.contains('.')
+        && !name.starts_with('[')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._$<>/".contains(&b))
+}
+
+/// The JVM's frame-name contract (docs/findings.md): a thread inside a
+/// selector's select or an accept waits for connections (the JDK
+/// HttpServer's dispatcher, a Netty or NIO event loop, a blocking acceptor);
+/// a pool worker inside `ThreadPoolExecutor.getTask` or a ForkJoin pool's
+/// `awaitWork` waits for its next task. A request thread blocked in a
+/// socket read, a lock or a downstream call is inside none of them.
+const JVM_SOCKET_WAITS: &[&str] = &[
+    "sun.nio.ch.SelectorImpl.select",
+    "sun.nio.ch.SelectorImpl.lockAndDoSelect",
+    "sun.nio.ch.EPollSelectorImpl.doSelect",
+    "sun.nio.ch.NioSocketImpl.accept",
+    "sun.nio.ch.ServerSocketChannelImpl.accept",
+    "java.net.ServerSocket.accept",
+    "io.netty.channel.nio.NioEventLoop.select",
+    "io.netty.channel.epoll.Native.epollWait",
+];
+const JVM_POOL_WAITS: &[&str] = &[
+    "java.util.concurrent.ThreadPoolExecutor.getTask",
+    "java.util.concurrent.ForkJoinPool.awaitWork",
+];
+
+/// How a JVM stack (frames root first) waits for work, if it does.
+fn jvm_work_wait(p: &Profile, frames: &[u32]) -> Option<WorkWait> {
+    let mut pool = false;
+    for &f in frames {
+        let name = p.frames.get(f as usize).map_or("", |fr| fr.name.as_str());
+        let m = java_method(name);
+        if JVM_SOCKET_WAITS.contains(&m) {
+            return Some(WorkWait::Socket);
+        }
+        pool |= JVM_POOL_WAITS.contains(&m);
+    }
+    pool.then_some(WorkWait::Pool)
+}
+
+/// Whether a Java frame is the application's: not the JDK's and not one of
+/// the libraries a server is built on.
+fn is_jvm_application(p: &Profile, f: u32) -> bool {
+    const LIBRARIES: &[&str] = &[
+        "java.",
+        "javax.",
+        "jdk.",
+        "sun.",
+        "com.sun.",
+        "org.openjdk.",
+        "ch.qos.logback.",
+        "org.slf4j.",
+        "org.apache.",
+        "io.netty.",
+        "io.undertow.",
+        "org.xnio.",
+        "org.eclipse.jetty.",
+        "org.springframework.",
+        "com.fasterxml.",
+        "reactor.",
+        "kotlin.",
+        "kotlinx.",
+        "scala.",
+    ];
+    is_java_frame(p, f) && {
+        let m = java_method(p.frames.get(f as usize).map_or("", |fr| fr.name.as_str()));
+        !LIBRARIES.iter().any(|l| m.starts_with(l))
+    }
+}
+
+/// `Class.method` of a Java frame: short enough for a label, and the same
+/// whether async-profiler or a perf map named it.
+fn java_short(p: &Profile, f: u32) -> String {
+    let m = java_method(p.frames.get(f as usize).map_or("", |fr| fr.name.as_str()));
+    let mut parts = m.rsplitn(3, '.');
+    match (parts.next(), parts.next()) {
+        (Some(method), Some(class)) => format!("{class}.{method}"),
+        _ => m.to_string(),
+    }
+}
+
+/// A JVM wait's label: up to two application frames nearest the leaf, then
+/// the deepest Java frame (the method that waits; below it is native code,
+/// which perf and async-profiler name differently).
+fn jvm_site(p: &Profile, node: u32) -> (String, String, String) {
+    let frames = path(p, node);
+    let Some(leaf) = frames
+        .iter()
+        .rev()
+        .copied()
+        .find(|&f| is_java_frame(p, f))
+        .or_else(|| frames.last().copied())
+    else {
+        return (String::new(), String::new(), String::new());
+    };
+    let below_leaf = frames.iter().rposition(|&f| f == leaf).unwrap_or(0);
+    let app: Vec<u32> = frames[..below_leaf]
+        .iter()
+        .rev()
+        .copied()
+        .filter(|&f| is_jvm_application(p, f))
+        .take(2)
+        .collect();
+    let named = app.first().copied().unwrap_or(leaf);
+    let mut label: Vec<String> = app.iter().rev().map(|&f| java_short(p, f)).collect();
+    label.push(if is_java_frame(p, leaf) {
+        java_short(p, leaf)
+    } else {
+        fname(p, leaf)
+    });
+    (
+        label.join(" > "),
+        java_method(
+            p.frames
+                .get(named as usize)
+                .map_or("", |fr| fr.name.as_str()),
+        )
+        .to_string(),
+        module(p, named).to_string(),
+    )
+}
+
 /// Samples' run-clock times (ms) of a profile in a stored run.
 fn times_ms(run: &RunJson, p: &Profile) -> Option<Vec<f64>> {
     let shift = p
@@ -228,13 +396,15 @@ fn wall_tick_ms(p: &Profile, t: &[f64]) -> Option<f64> {
 pub(crate) fn request_waits(v: &View, a: f64, b: f64) -> Option<RequestWaits> {
     let run = v.run;
     let wall = run.wall_profile.as_ref()?;
-    // The frame-name contract above is Python's. A JVM's wall-clock profile
-    // (async-profiler) has native idle leaves and names that differ from
-    // perf's, so reading it so would take every tick of a waiting pool
-    // worker for request time: it is not read until a JVM contract exists.
-    if !wall.frames.iter().any(|f| f.module.ends_with(".py")) {
-        return None;
-    }
+    let rt = runtime_of(wall)?;
+    let work_wait = |p: &Profile, frames: &[u32]| match rt {
+        Runtime::Python => work_wait(p, frames),
+        Runtime::Jvm => jvm_work_wait(p, frames),
+    };
+    let site = |p: &Profile, node: u32| match rt {
+        Runtime::Python => site(p, node),
+        Runtime::Jvm => jvm_site(p, node),
+    };
     let cpu = run.profile.as_ref()?;
     let wt = times_ms(run, wall)?;
     let wth = wall.samples.thread.as_ref()?;
@@ -403,6 +573,15 @@ fn kernel_ids(comm: &str) -> Option<(u32, u32)> {
     Some((pid.parse().ok()?, tid.parse().ok()?))
 }
 
+/// A thread name as the kernel keeps it (`comm`: at most 15 bytes).
+fn kernel_comm(name: &str) -> &str {
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
 /// Seconds the serving threads were blocked inside requests over (a, b],
 /// as far as the kernel says: per thread, its wall time in requests (the
 /// wall-clock profile's share of its samples that are not waits for work,
@@ -426,11 +605,16 @@ fn kernel_bound(
             continue;
         }
         let in_requests = window_s * busy as f64 / n as f64;
-        let comm = wall
-            .threads
-            .get(*th as usize)
-            .map_or("", |t| t.comm.as_str());
-        let series = kernel_ids(comm).and_then(|(pid, tid)| {
+        let thread = wall.threads.get(*th as usize);
+        let comm = thread.map_or("", |t| t.comm.as_str());
+        // py-spy numbers its threads and puts the kernel's ids in the name;
+        // async-profiler records the OS thread id.
+        let ids = kernel_ids(comm).or_else(|| {
+            thread
+                .filter(|t| t.pid != 0 && t.tid != 0)
+                .map(|t| (t.pid, t.tid))
+        });
+        let series = ids.and_then(|(pid, tid)| {
             v.threads
                 .iter()
                 .rev()
@@ -446,7 +630,12 @@ fn kernel_bound(
         let runq = v
             .thread_mean(key, "runq_delay_ms", "proc.runq_delay_ms", a, b)
             .map_or(0.0, |ms_per_s| ms_per_s / 1000.0 * window_s);
-        let woken = idle_active_s.get(comm).copied().unwrap_or(0.0);
+        // perf's thread names are the kernel's, cut to 15 bytes.
+        let woken = idle_active_s
+            .get(comm)
+            .or_else(|| idle_active_s.get(kernel_comm(comm)))
+            .copied()
+            .unwrap_or(0.0);
         blocked += (in_requests - (cpu + runq - woken).max(0.0)).max(0.0);
     }
     blocked
@@ -534,6 +723,125 @@ mod tests {
         p.samples.time_ns = Some(time);
         p.samples.thread = Some(thread);
         p
+    }
+
+    /// The JDK HttpServer as async-profiler's wall mode and perf see it: a
+    /// dispatcher in select, a pool worker waiting in getTask between
+    /// requests and, inside one, blocked in the audit call.
+    #[test]
+    fn a_jvm_request_blocked_in_a_downstream_call_is_named_by_its_java_frames() {
+        const RUN: &str = "java.lang.Thread.run";
+        const WORKER: &str = "java.util.concurrent.ThreadPoolExecutor.runWorker";
+        let dispatcher: &[(&str, &str)] = &[
+            (RUN, ""),
+            ("sun.net.httpserver.ServerImpl$Dispatcher.run", ""),
+            ("sun.nio.ch.SelectorImpl.select", ""),
+            ("sun.nio.ch.SelectorImpl.lockAndDoSelect", ""),
+            ("sun.nio.ch.EPollSelectorImpl.doSelect", ""),
+            ("sun.nio.ch.EPoll.wait", ""),
+            ("epoll_wait", "libc.so.6"),
+        ];
+        let between: &[(&str, &str)] = &[
+            (RUN, ""),
+            (WORKER, ""),
+            ("java.util.concurrent.ThreadPoolExecutor.getTask", ""),
+            ("java.util.concurrent.LinkedBlockingQueue.take", ""),
+            ("jdk.internal.misc.Unsafe.park", ""),
+            ("Unsafe_Park", "libjvm.so"),
+        ];
+        let audit: &[(&str, &str)] = &[
+            (RUN, ""),
+            (WORKER, ""),
+            ("sun.net.httpserver.ServerImpl$Exchange.run", ""),
+            ("bidder.Bidder.handle", ""),
+            ("bidder.Bidder.bid", ""),
+            ("bidder.Bidder.postAudit", ""),
+            (
+                "sun.net.www.protocol.http.HttpURLConnection.getInputStream",
+                "",
+            ),
+            ("sun.nio.ch.NioSocketImpl.park", ""),
+            ("sun.nio.ch.Net.poll", ""),
+            ("__poll", "libc.so.6"),
+        ];
+        let regex: &[(&str, &str)] = &[
+            (RUN, ""),
+            (WORKER, ""),
+            ("sun.net.httpserver.ServerImpl$Exchange.run", ""),
+            ("bidder.Bidder.handle", ""),
+            ("bidder.Bidder.bid", ""),
+            ("java.util.regex.Pattern.compile", ""),
+        ];
+        let wall = profile(
+            &[
+                (between, 0, 40),
+                (audit, 0, 50),
+                (regex, 0, 10),
+                (dispatcher, 1, 100),
+            ],
+            10_000_000,
+        );
+        // perf names the same methods through the JVM's perf map, with
+        // their return types, and the interpreted ones only "Interpreter".
+        let map = "/tmp/perf-7.map";
+        let cpu_regex: &[(&str, &str)] = &[
+            ("Interpreter", map),
+            (
+                "void bidder.Bidder.handle(com.sun.net.httpserver.HttpExchange)",
+                map,
+            ),
+            ("java.lang.String bidder.Bidder.bid", map),
+            (
+                "java.util.regex.Pattern java.util.regex.Pattern.compile",
+                map,
+            ),
+        ];
+        let cpu_audit: &[(&str, &str)] = &[
+            ("Interpreter", map),
+            ("java.lang.String bidder.Bidder.bid", map),
+            ("void bidder.Bidder.postAudit", map),
+            ("void sun.nio.ch.NioSocketImpl.park", map),
+            ("int sun.nio.ch.Net.poll", map),
+            ("do_sys_poll", "[kernel.kallsyms]"),
+        ];
+        let cpu = profile(&[(cpu_regex, 0, 10), (cpu_audit, 0, 2)], 10_000_000);
+        let run = RunJson {
+            profile: Some(cpu),
+            wall_profile: Some(wall),
+            ..RunJson::default()
+        };
+        let w = request_waits(&View::new(&run), -1.0, 10_000.0).expect("waits");
+        // In requests: the worker's 60 ticks; the dispatcher only selects.
+        assert!((w.request_s - 0.6).abs() < 1e-9, "{w:?}");
+        // Blocked: the audit call's 50 ticks less its 2 on a CPU.
+        assert!((w.wait_s - 0.48).abs() < 1e-9, "{w:?}");
+        assert_eq!(w.top.len(), 1, "{w:?}");
+        assert_eq!(w.top[0].label, "Bidder.bid > Bidder.postAudit > Net.poll");
+        assert_eq!(w.top[0].name, "bidder.Bidder.postAudit");
+        // The worker is in a request 60% of its time, the dispatcher never.
+        assert_eq!(w.occupancy.len(), 2, "{w:?}");
+        assert!((w.occupancy[0].1 - 0.6).abs() < 1e-9, "{w:?}");
+        assert_eq!(w.occupancy[1].1, 0.0, "{w:?}");
+    }
+
+    #[test]
+    fn java_method_names_from_async_profiler_and_perf_maps_agree() {
+        for (raw, method) in [
+            ("bidder.Bidder.postAudit", "bidder.Bidder.postAudit"),
+            (
+                "java.util.List bidder.Bidder$CampaignTable.selectBySegmentUnbounded",
+                "bidder.Bidder$CampaignTable.selectBySegmentUnbounded",
+            ),
+            ("void java.lang.Thread.run()", "java.lang.Thread.run"),
+            (
+                "int sun.nio.ch.Net.poll(java.io.FileDescriptor, int, long)",
+                "sun.nio.ch.Net.poll",
+            ),
+        ] {
+            assert_eq!(java_method(raw), method);
+        }
+        assert_eq!(kernel_comm("pool-1-thread-12345"), "pool-1-thread-1");
+        assert_eq!(kernel_comm("HTTP-Dispatcher"), "HTTP-Dispatcher");
     }
 
     #[test]
