@@ -964,11 +964,25 @@ fn found_stalls<'v>(v: &'v View) -> Option<FoundStalls<'v>> {
             bins[i] <= STALL_DROP * median
                 || (bins[i] >= 2.0 && work[i] >= STALL_WORK_SHARE * bins[i])
         };
+        let copying_bin = |i: usize| bins[i] >= 2.0 && work[i] >= STALL_WORK_SHARE * bins[i];
         let mut i = 0;
         while i < n {
             if stopped(i) {
                 let j = (i..n).find(|&j| !stopped(j)).unwrap_or(n);
-                windows.push((a + i as f64 * width, a + j as f64 * width, p));
+                // A window with copying in it is the copy's bins, first to
+                // last: the thin bins beside them are a quiet server, not
+                // a stall (a bidder waiting 40 ms a request on its audit
+                // call gets ~6 samples per 100 ms at c=2; its 500-ms gzip
+                // merged with the idle bins around it into a 1-s window,
+                // which the 489-ms requests it held did not fill).
+                let (x, y) = match (
+                    (i..j).find(|&k| copying_bin(k)),
+                    (i..j).rev().find(|&k| copying_bin(k)),
+                ) {
+                    (Some(x), Some(y)) => (x, y + 1),
+                    _ => (i, j),
+                };
+                windows.push((a + x as f64 * width, a + y as f64 * width, p));
                 i = j;
             } else {
                 i += 1;

@@ -1431,6 +1431,28 @@ fn a_stall_names_the_code_that_called_the_compression() {
 }
 
 #[test]
+fn a_mostly_idle_servers_rollover_is_the_copys_bins_not_the_quiet_around_it() {
+    // The bidder waiting 40 ms a request on its audit call: ~6 samples per
+    // 100 ms at c=2, so the bins beside the 500-ms gzip that held requests
+    // 489 ms are as thin as the gzip's are full of it. Merged with them the
+    // window was 1 s long, the slowest request under half of it, and the
+    // stall went unreported (bench/corpus.sh, 2026-11-25 00:26 UTC).
+    let run = fixture("java-bidder-naive-stacked-audit");
+    let f = analyze(&run);
+    let s = f.iter().find(|x| x.id == "stalls").expect("stalls");
+    let [a, b] = s.evidence.range_ms.expect("range");
+    assert!(a <= 8300.0 && b >= 8500.0, "{a}-{b}");
+    // (unbounded-response reads the access log's series, trimmed from the fixture.)
+    for id in [
+        "blocking-wait",
+        "hot-code.regex-compile",
+        "hot-code.formatter",
+    ] {
+        assert!(f.iter().any(|x| x.id == id), "{id}: {:?}", ranked(&run));
+    }
+}
+
+#[test]
 fn a_starved_servers_long_stall_is_found() {
     // Beside a busy neighbour on a crowded host the bidder answered ~7 bids
     // a second, got a sample or two per 100 ms, and its rollover's gzip ran

@@ -5,8 +5,9 @@
 //! socket read is invisible to it; the wall-clock profile samples every
 //! thread whether it runs or waits. A user who profiles a Java server with
 //! `--profile perf --wall-profile on` gets both, as `--profile py-spy` gives
-//! both for Python; it is not the default, because the agent stays loaded in
-//! the user's JVM and `blocking-wait` does not read a JVM's wall profile yet.
+//! both for Python, and `blocking-wait` then measures the requests' waits
+//! and names the Java methods they wait in. It is not the default, because
+//! the agent stays loaded in the user's JVM.
 //!
 //! The agent is loaded into the running JVM through the JDK's `jcmd
 //! PID JVMTI.agent_load` (the attach API: no JVM flag is needed), records

@@ -37,7 +37,7 @@ pub struct RecorderArgs {
     /// A wall-clock profile beside the CPU profile (`flame --kind wall`): auto = py-spy's
     /// second, `--idle` recording (read by blocking-wait); on = also async-profiler's wall
     /// mode in a JVM server under perf (an agent loaded into the JVM with jcmd, which stays
-    /// loaded after the run; no finding reads it yet); off = the CPU profile only.
+    /// loaded after the run; read by blocking-wait too); off = the CPU profile only.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub wall_profile: WallProfileArg,
     /// Follow this access log during the run (survives rotation and truncation).
