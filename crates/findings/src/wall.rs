@@ -317,9 +317,16 @@ fn is_jvm_application(p: &Profile, f: u32) -> bool {
 /// whether async-profiler or a perf map named it.
 fn java_short(p: &Profile, f: u32) -> String {
     let m = java_method(p.frames.get(f as usize).map_or("", |fr| fr.name.as_str()));
-    let mut parts = m.rsplitn(3, '.');
-    match (parts.next(), parts.next()) {
-        (Some(method), Some(class)) => format!("{class}.{method}"),
+    // A lambda's hidden class carries its address after a `/` or, as some
+    // names come, a `.` (`Bidder$$Lambda$14/0x00007fe27009cf10`): the class
+    // is the part before it.
+    let parts: Vec<&str> = m
+        .split('.')
+        .filter(|x| !x.starts_with("0x"))
+        .map(|x| x.split('/').next().unwrap_or(x))
+        .collect();
+    match parts.as_slice() {
+        [.., class, method] => format!("{class}.{method}"),
         _ => m.to_string(),
     }
 }
@@ -840,6 +847,19 @@ mod tests {
         ] {
             assert_eq!(java_method(raw), method);
         }
+        let mut p = Profile::new("jfr", Unit::Samples);
+        let lambda = p.frame_parts(
+            "bidder.Bidder$$Lambda$14.0x00007fe27009cf10.handle",
+            "",
+            FrameKind::Jit,
+        );
+        let hidden = p.frame_parts(
+            "bidder.Bidder$$Lambda$14/0x00007fe27009cf10.handle",
+            "",
+            FrameKind::Jit,
+        );
+        assert_eq!(java_short(&p, lambda), "Bidder$$Lambda$14.handle");
+        assert_eq!(java_short(&p, hidden), "Bidder$$Lambda$14.handle");
         assert_eq!(kernel_comm("pool-1-thread-12345"), "pool-1-thread-1");
         assert_eq!(kernel_comm("HTTP-Dispatcher"), "HTTP-Dispatcher");
     }

@@ -69,7 +69,7 @@ fn run_case(
     neighbour: bool,
 ) -> Vec<Finding> {
     let dir = tempfile::tempdir().expect("a temp dir");
-    run_case_in(dir.path(), service, mode, causes, port, neighbour)
+    run_case_in(dir.path(), service, mode, causes, port, neighbour, &[])
 }
 
 /// [`run_case`] with its store, logs and output kept in `dir`.
@@ -80,6 +80,7 @@ fn run_case_in(
     causes: &[&str],
     port: u16,
     neighbour: bool,
+    env: &[(&str, &str)],
 ) -> Vec<Finding> {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     // Another test process (a second checkout's suite, bench/corpus.sh) on this host would be
@@ -94,7 +95,8 @@ fn run_case_in(
     let mut cmd = Command::new(repo().join("examples/run-case.sh"));
     cmd.args([service, mode, &causes.join(","), &port.to_string()])
         .env("KEISOKU", BIN)
-        .env("CORPUS_DIR", dir);
+        .env("CORPUS_DIR", dir)
+        .envs(env.iter().copied());
     if neighbour {
         cmd.arg("neighbour");
     }
@@ -264,8 +266,11 @@ fn java_log_rollover_stall_alone() {
 /// (a user's stacked causes in the field notes each cost a comparable share). Passed 3 runs
 /// in a row at 15:22-15:26 UTC (load average 25-17): stalls #1, unbounded-response #2,
 /// regex-compile #3, formatter #4 in each.
+/// Then 16 of 16 runs over two days (2026-11-24 21:24-21:27 UTC at load 4-5, 2 of them
+/// beside the busy-loop neighbour; 2026-11-25 00:1x-00:3x UTC at load 1-3), after one miss
+/// in a fresh-clone CI run (2026-11-24 16:2x UTC, load ~4: rollover not named, the run not
+/// kept). A failure prints keisoku's whole output of the case (timeline, phases, findings).
 #[test]
-#[ignore = "passes at load 17-25 (jn14: 3 of 3, 15:22-15:26 UTC) and at load 4-5 (8 of 8 on 2026-11-24 21:24-21:27 UTC, 2 of them beside the busy-loop neighbour: stalls #1 with one 0.5-1.1 s stall in the c=2 step, unbounded-response #2, formatter and regex-compile #3-#4 at 5-8%), but failed once in the fresh-clone CI at 16:2x UTC (load ~4): rollover (stalls) not named, with unbounded-response #1, regex-compile #2 and formatter #3. That run was not kept, so why is not measured; the one rollover per run falls ~7 s after the first logged bid, and a rollover outside the measured steps would leave no stall to find. Kept out of CI until a failing run is kept and explained"]
 fn java_causes_stacked() {
     stacked(
         "java-bidder",
@@ -275,11 +280,14 @@ fn java_causes_stacked() {
 }
 
 /// A synchronous call to a slow audit service (40 ms) per bid: the request threads wait
-/// with the CPU idle. `--wall-profile on` (run it with `WALL_PROFILE=on`, which
-/// examples/run-case.sh passes on) records async-profiler's wall-clock profile of the JVM,
-/// stored as the wall kind: its samples show the wait under `postAudit`.
+/// with the CPU idle. `--wall-profile on` (run-case.sh's `WALL_PROFILE=on`) records
+/// async-profiler's wall-clock profile of the JVM, stored as the wall kind: its samples show
+/// the wait under `postAudit`, and `blocking-wait`, reading it with the JVM's frame-name
+/// contract, names that call path. Before the contract the profile was not read, and with
+/// the agent attached the latency-based rule named the wait in 1 of 4 runs (2026-11-24);
+/// with it, 5 of 5 on 2026-11-25 (00:3x UTC, load 1-3: "most in Bidder.bid >
+/// Bidder.postAudit > SocketDispatcher.read0", 34 ms of the 37-ms wait per request).
 #[test]
-#[ignore = "1 of 4 runs passed (2026-11-24 15:37-15:45 UTC, load 11-15): blocking-wait was named #1 (29 ms a request waiting) in a run whose async-profiler attach failed, but not in 3 of the 4 runs with the wall-clock profile attached (only hot-code.top-self info); the wall-clock assertion (postAudit under Bidder.handle) passed when reached. Why the attached agent hides the latency-based wait is not yet measured. Since then the JVM wall profile is opt-in (--wall-profile on, not the default), so run this case with WALL_PROFILE=on"]
 fn java_sync_audit_call_alone_with_a_wall_clock_profile() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let findings = run_case_in(
@@ -289,6 +297,7 @@ fn java_sync_audit_call_alone_with_a_wall_clock_profile() {
         &["syncaudit"],
         19270,
         false,
+        &[("WALL_PROFILE", "on")],
     );
     let e = expectation("java-bidder", "syncaudit");
     let rank = rank_of(&findings, &e);
@@ -296,6 +305,15 @@ fn java_sync_audit_call_alone_with_a_wall_clock_profile() {
         rank.is_some_and(|r| r <= 3),
         "java-bidder with syncaudit alone: expected {} in the top 3, got rank {rank:?}:\n{}",
         e.id_prefix,
+        listing(&findings)
+    );
+    let wait = findings
+        .iter()
+        .find(|f| f.id.starts_with("blocking-wait"))
+        .expect("blocking-wait");
+    assert!(
+        wait.title.contains("Bidder.postAudit"),
+        "blocking-wait does not name the audit call from the wall-clock profile:\n{}",
         listing(&findings)
     );
     let store = dir
