@@ -158,7 +158,11 @@ parse only the fields a request needs",
         ],
         caller: &[],
         callee: &[],
-        absorbs: &[],
+        // JDK 17 compiles regexes while it builds a currency NumberFormat
+        // (DecimalFormat.applyPattern, DecimalFormatSymbols.initializeCurrency):
+        // the formatter's cost, gone when it is built once (java-bidder
+        // `formatter` alone showed regex compilation as a second problem).
+        absorbs: &["regex-compile"],
         suggestion: "build formatters (date, number, message) once and reuse them",
     },
     Kind {

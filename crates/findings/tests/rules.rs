@@ -411,6 +411,51 @@ fn single_core_from_thread_series_without_a_profile() {
 }
 
 #[test]
+fn regexes_a_formatter_compiles_while_it_is_built_are_the_formatters_cost() {
+    // JDK 17 building a currency NumberFormat per bid item: its regex
+    // compilation is inside the formatter's construction, and building the
+    // formatter once removes both. A regex compiled by the request itself
+    // is still its own cause.
+    let stacks = |own_regex: bool| {
+        move |i: usize, _| {
+            let stack = match i % 10 {
+                0..=2 => vec![
+                    "bidder.Bidder.bid",
+                    "java.text.NumberFormat.getInstance",
+                    "java.text.DecimalFormat.applyPattern",
+                    "java.util.regex.Pattern.compile",
+                ],
+                3 if own_regex => vec!["bidder.Bidder.bid", "java.util.regex.Pattern.compile"],
+                _ => vec!["bidder.Bidder.bid", "bidder.Bidder.score"],
+            };
+            Some((stack, (i % 2) as u32))
+        }
+    };
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, stacks(false));
+    let found = ids(&run);
+    assert!(
+        found.contains(&"hot-code.formatter".to_string()),
+        "{found:?}"
+    );
+    assert!(
+        !found.contains(&"hot-code.regex-compile".to_string()),
+        "{found:?}"
+    );
+    let mut run = base();
+    profile(&mut run, &["worker-0", "worker-1"], 2000, stacks(true));
+    let found = ids(&run);
+    assert!(
+        found.contains(&"hot-code.formatter".to_string()),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&"hot-code.regex-compile".to_string()),
+        "{found:?}"
+    );
+}
+
+#[test]
 fn hot_code_names_known_expensive_work_with_frames() {
     for (frame, id, share_every) in [
         ("serde_json::de::from_str", "hot-code.json-parse", 3),
