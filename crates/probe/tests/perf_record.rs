@@ -6,9 +6,10 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{busy, kill_and_cpu, named_shell};
+use common::{busy, kill_and_cpu, named_shell, spawn_copied};
 use keisoku_probe::{PerfOptions, PerfRecorder, PerfTarget, ProfileError};
 
 /// (comm, pid, tid, time in seconds) of each sample header in perf script text.
@@ -151,6 +152,16 @@ while :; do sleep 0.05; done
     );
     std::fs::write(&path, script).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Another test thread may have forked while the script was open for
+    // writing; its child holds the descriptor until it execs, and the
+    // recorder's own exec of the script would fail with ETXTBSY (seen in a
+    // fresh-clone CI run, 2026-11-25). One exec that succeeds, retried past
+    // that race, means no such descriptor is left.
+    let status = spawn_copied(Command::new(&path).arg("--version").stdout(Stdio::null()))
+        .wait()
+        .unwrap();
+    assert!(status.success(), "the fake perf answers --version");
+    std::fs::remove_file(&log).unwrap();
     path
 }
 
