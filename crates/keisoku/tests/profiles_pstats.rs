@@ -154,14 +154,17 @@ fn profile_dir_with_requests(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
     // every answered request has its file now. Names carry the time in
     // whole seconds, so two requests to one path with the same elapsed ms
     // in one second share a name and the later file replaces the earlier
-    // (werkzeug's behaviour): fewer files than requests is expected.
+    // (werkzeug's behaviour): fewer files than requests is expected. On a
+    // quiet host the 60 requests take well under a second and ~1 ms each,
+    // so most share a name: a fresh-clone CI run kept 8 (2026-11-25). The
+    // test needs each path's file and a directory of several to merge.
     let mut files: Vec<PathBuf> = std::fs::read_dir(&profiles)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "prof"))
         .collect();
     files.sort();
-    assert!(files.len() >= 10, "only {} .prof files", files.len());
+    assert!(files.len() >= 3, "only {} .prof files", files.len());
     drop(server);
     (profiles, files)
 }
