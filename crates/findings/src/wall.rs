@@ -317,16 +317,13 @@ fn is_jvm_application(p: &Profile, f: u32) -> bool {
 /// whether async-profiler or a perf map named it.
 fn java_short(p: &Profile, f: u32) -> String {
     let m = java_method(p.frames.get(f as usize).map_or("", |fr| fr.name.as_str()));
-    // A lambda's hidden class carries its address after a `/` or, as some
-    // names come, a `.` (`Bidder$$Lambda$14/0x00007fe27009cf10`): the class
-    // is the part before it.
-    let parts: Vec<&str> = m
-        .split('.')
-        .filter(|x| !x.starts_with("0x"))
-        .map(|x| x.split('/').next().unwrap_or(x))
-        .collect();
-    match parts.as_slice() {
-        [.., class, method] => format!("{class}.{method}"),
+    // A lambda's class is numbered per run and carries its address
+    // (`Bidder$$Lambda$14/0x00007fe27009cf10`): compare's normaliser
+    // already names it `Bidder$$Lambda`.
+    let m = keisoku_stacks::normalise::name(m);
+    let mut parts = m.rsplitn(3, '.');
+    match (parts.next(), parts.next()) {
+        (Some(method), Some(class)) => format!("{class}.{method}"),
         _ => m.to_string(),
     }
 }
@@ -858,8 +855,8 @@ mod tests {
             "",
             FrameKind::Jit,
         );
-        assert_eq!(java_short(&p, lambda), "Bidder$$Lambda$14.handle");
-        assert_eq!(java_short(&p, hidden), "Bidder$$Lambda$14.handle");
+        assert_eq!(java_short(&p, lambda), "Bidder$$Lambda.handle");
+        assert_eq!(java_short(&p, hidden), "Bidder$$Lambda.handle");
         assert_eq!(kernel_comm("pool-1-thread-12345"), "pool-1-thread-1");
         assert_eq!(kernel_comm("HTTP-Dispatcher"), "HTTP-Dispatcher");
     }
