@@ -246,14 +246,18 @@ impl Ring {
         // SAFETY: tail is ours to write and read.
         let mut tail = unsafe { std::ptr::read_volatile(self.base.add(DATA_TAIL).cast::<u64>()) };
         let size = self.data_size as u64;
+        // SAFETY: the data area is mapped for the watch's life; the kernel
+        // writes only past `head`, which this drain does not read.
+        let data =
+            unsafe { std::slice::from_raw_parts(self.base.add(self.data_offset), self.data_size) };
         while tail < head {
+            // A record may wrap around the ring's end: at most two pieces.
             let copy = |at: u64, out: &mut Vec<u8>, n: usize| {
                 out.clear();
-                for i in 0..n as u64 {
-                    let pos = ((at + i) % size) as usize;
-                    // SAFETY: pos < data_size, inside the mapped data area.
-                    out.push(unsafe { *self.base.add(self.data_offset + pos) });
-                }
+                let start = (at % size) as usize;
+                let first = n.min(data.len() - start);
+                out.extend_from_slice(&data[start..start + first]);
+                out.extend_from_slice(&data[..n - first]);
             };
             copy(tail, record, 8);
             let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
